@@ -1,0 +1,104 @@
+# laxity — build, generate, test. Tools are pinned and installed into bin/ on
+# demand; `make test` needs nothing but Go.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+LOCALBIN ?= $(CURDIR)/bin
+export PATH := $(LOCALBIN):$(PATH)
+
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+HELM_VERSION ?= v3.22.0
+KUSTOMIZE_VERSION ?= v5.8.2
+GOLANGCI_LINT_VERSION ?= v2.15.0
+ENVTEST_K8S_VERSION ?= 1.37.2
+ENVTEST_ETCD_VERSION ?= 3.7.0
+
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
+KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+
+GO_TEST_FLAGS ?= -race -count=1
+
+.PHONY: all
+all: build
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  %-18s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate CustomResourceDefinitions from the API types.
+	$(CONTROLLER_GEN) crd paths="./api/..." output:crd:artifacts:config=config/crd/bases
+	cp config/crd/bases/*.yaml charts/laxity/crds/
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+
+.PHONY: fmt
+fmt: ## Run go fmt.
+	go fmt ./...
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint.
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: verify
+verify: manifests generate ## Regenerate and fail on any diff; check purity and chart CRD drift.
+	git --no-pager diff --exit-code -- api config charts
+	hack/verify-purity.sh
+	diff -r config/crd/bases charts/laxity/crds
+
+.PHONY: envtest
+envtest: ## Build the envtest control plane (kube-apiserver, etcd) from Go modules, once per machine.
+	@KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN) >/dev/null
+
+.PHONY: test
+test: envtest ## Run all tests: unit, property, fuzz seeds, envtest suites.
+	KUBEBUILDER_ASSETS="$$(KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN))" \
+		go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: bench
+bench: ## Run the planner benchmarks.
+	go test -run '^$$' -bench . -benchmem ./internal/planner/...
+
+##@ Build
+
+.PHONY: build
+build: ## Build the laxity binary into bin/.
+	go build -o $(LOCALBIN)/laxity .
+
+.PHONY: plan-sample
+plan-sample: ## Plan the sample workload and print the plan.
+	go run . plan -f config/samples/tpch
+
+##@ Tools
+
+$(LOCALBIN):
+	mkdir -p $(LOCALBIN)
+
+$(CONTROLLER_GEN): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+	mv $(LOCALBIN)/controller-gen $@
+
+$(HELM): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(LOCALBIN)/helm $@
+
+$(KUSTOMIZE): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+	mv $(LOCALBIN)/kustomize $@
+
+$(GOLANGCI_LINT): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(LOCALBIN)/golangci-lint $@

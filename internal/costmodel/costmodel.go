@@ -1,0 +1,136 @@
+// Package costmodel holds the execution-time model of one query (seed section
+// 2.2, eq. 1–3): a batch of t tuples on p nodes takes
+//
+//	overhead + t * (serial + parallel/p)
+//
+// seconds, and a merge of m intermediate results follows the same form with m
+// in place of t. Coefficients are given directly or fitted by least squares
+// from measured samples.
+package costmodel
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Linear is Amdahl's law with a per-run overhead: Seconds(p, n) =
+// Overhead + n*(Serial + Parallel/p).
+type Linear struct {
+	// Overhead is the fixed cost of one run, in seconds.
+	Overhead float64
+	// Serial is the seconds per unit of work that do not parallelise.
+	Serial float64
+	// Parallel is the seconds per unit of work spread over the nodes.
+	Parallel float64
+}
+
+// Seconds is the modelled duration of work units processed on nodes nodes.
+func (l Linear) Seconds(nodes int, work float64) float64 {
+	return l.Overhead + work*l.PerUnit(nodes)
+}
+
+// PerUnit is the marginal seconds per unit of work on nodes nodes.
+func (l Linear) PerUnit(nodes int) float64 {
+	return l.Serial + l.Parallel/float64(nodes)
+}
+
+// Validate reports a coefficient that is negative or not finite.
+func (l Linear) Validate() error {
+	for _, c := range []struct {
+		name  string
+		value float64
+	}{{"overheadSeconds", l.Overhead}, {"serial", l.Serial}, {"parallel", l.Parallel}} {
+		if math.IsNaN(c.value) || math.IsInf(c.value, 0) {
+			return fmt.Errorf("%s is not a finite number", c.name)
+		}
+		if c.value < 0 {
+			return fmt.Errorf("%s is negative (%g)", c.name, c.value)
+		}
+	}
+	if l.Serial == 0 && l.Parallel == 0 && l.Overhead == 0 {
+		return errors.New("every coefficient is zero: a run would take no time")
+	}
+	return nil
+}
+
+// Model is the cost model of one query: its batches and its merges (the
+// partial aggregation PAT and the final aggregation FAT).
+type Model struct {
+	Batch Linear
+	Merge Linear
+}
+
+// BatchSeconds is BatchTime(p, t) of DESIGN.md.
+func (m Model) BatchSeconds(nodes int, tuples int64) float64 {
+	return m.Batch.Seconds(nodes, float64(tuples))
+}
+
+// MergeSeconds is MergeTime(p, m) of DESIGN.md.
+func (m Model) MergeSeconds(nodes int, inputs int) float64 {
+	return m.Merge.Seconds(nodes, float64(inputs))
+}
+
+// Sample is one measured run: Work units (tuples for batches, intermediate
+// results for merges) on Nodes nodes took Seconds.
+type Sample struct {
+	Nodes   int
+	Work    float64
+	Seconds float64
+}
+
+// unknowns is the number of coefficients Fit solves for.
+const unknowns = 3
+
+// Fit finds the Linear model that minimises the squared error over samples,
+// the seed's regression (linear in work and in 1/nodes). It fails when there
+// are fewer samples than unknowns, when the samples cannot tell the
+// coefficients apart (for example every sample on the same node count), or
+// when the best fit has a negative coefficient, which would make more nodes or
+// more work faster.
+func Fit(samples []Sample) (Linear, error) {
+	if len(samples) < unknowns {
+		return Linear{}, fmt.Errorf("%d samples cannot fit %d coefficients (overhead, serial, parallel): give at least %d", len(samples), unknowns, unknowns)
+	}
+	a := mat.NewDense(len(samples), unknowns, nil)
+	b := mat.NewVecDense(len(samples), nil)
+	for i, s := range samples {
+		switch {
+		case s.Nodes < 1:
+			return Linear{}, fmt.Errorf("sample %d: nodes must be at least 1, got %d", i, s.Nodes)
+		case s.Work < 0 || math.IsNaN(s.Work) || math.IsInf(s.Work, 0):
+			return Linear{}, fmt.Errorf("sample %d: work must be a non-negative number, got %g", i, s.Work)
+		case s.Seconds < 0 || math.IsNaN(s.Seconds) || math.IsInf(s.Seconds, 0):
+			return Linear{}, fmt.Errorf("sample %d: seconds must be a non-negative number, got %g", i, s.Seconds)
+		}
+		a.Set(i, 0, 1)
+		a.Set(i, 1, s.Work)
+		a.Set(i, 2, s.Work/float64(s.Nodes))
+		b.SetVec(i, s.Seconds)
+	}
+	var qr mat.QR
+	qr.Factorize(a)
+	if cond := qr.Cond(); math.IsInf(cond, 0) || cond > 1e14 {
+		return Linear{}, errors.New("samples do not determine the coefficients: vary both the work and the node count")
+	}
+	var x mat.VecDense
+	if err := qr.SolveVecTo(&x, false, b); err != nil {
+		return Linear{}, fmt.Errorf("solving least squares: %w", err)
+	}
+	fit := Linear{Overhead: clampNoise(x.AtVec(0)), Serial: clampNoise(x.AtVec(1)), Parallel: clampNoise(x.AtVec(2))}
+	if err := fit.Validate(); err != nil {
+		return Linear{}, fmt.Errorf("best fit %+v: %w", fit, err)
+	}
+	return fit, nil
+}
+
+// clampNoise turns a coefficient that is negative only by floating-point
+// round-off (as when the samples fit a zero coefficient exactly) into zero.
+func clampNoise(v float64) float64 {
+	if v < 0 && v > -1e-12 {
+		return 0
+	}
+	return v
+}

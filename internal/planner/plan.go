@@ -1,0 +1,112 @@
+package planner
+
+import "time"
+
+// StepKind says what a step of the plan runs.
+type StepKind string
+
+const (
+	// StepBatch processes one batch of a query's tuples.
+	StepBatch StepKind = "batch"
+	// StepPartial merges the intermediate results of the batches since the
+	// previous partial merge (section 6).
+	StepPartial StepKind = "partial"
+	// StepFinal merges the partials and the remaining intermediate results
+	// into the query's answer.
+	StepFinal StepKind = "final"
+)
+
+// Plan is the plan document of DESIGN.md. Times are seconds from Origin.
+type Plan struct {
+	// Schedule is the name of the workload (ElasticSchedule) planned; it is
+	// not part of the JSON document.
+	Schedule string `json:"-"`
+	// Origin is t0.
+	Origin time.Time `json:"origin"`
+	// Chosen is the cheapest feasible candidate, or, when none is feasible,
+	// the candidate that comes closest (see Failure).
+	Chosen Chosen `json:"chosen"`
+	// Candidates is the full initialNodes × batchSizeFactor grid, in size
+	// then factor order.
+	Candidates []Candidate `json:"candidates"`
+	// Queries summarises each query under the chosen candidate, in input order.
+	Queries []QueryPlan `json:"queries"`
+	// Steps is every batch and merge of the chosen candidate in start order.
+	Steps []Step `json:"steps"`
+	// Nodes is the instantaneous node timeline whose cost is Chosen.Cost.
+	Nodes []NodeLevel `json:"nodes"`
+	// Requests is the executable timeline: increases requested
+	// ProvisioningLeadTime ahead, decreases only for long idle periods.
+	Requests []NodeLevel `json:"requests"`
+	// MaxSupportedRateFactor is the largest factor (at 1% resolution) by which
+	// every query's rate can grow while the chosen plan still meets every
+	// deadline; 0 for an infeasible plan.
+	MaxSupportedRateFactor float64 `json:"maxSupportedRateFactor"`
+	// SearchSeconds is how long the search took. The planner cannot read a
+	// clock, so the caller measures and fills it in.
+	SearchSeconds float64 `json:"searchSeconds"`
+}
+
+// Candidate is one cell of the initialNodes × batchSizeFactor grid.
+type Candidate struct {
+	InitialNodes    int     `json:"initialNodes"`
+	BatchSizeFactor int     `json:"batchSizeFactor"`
+	Cost            float64 `json:"cost"`
+	MaxNodes        int     `json:"maxNodes"`
+	Feasible        bool    `json:"feasible"`
+}
+
+// Chosen is the selected candidate with the cost of its executable timeline.
+type Chosen struct {
+	InitialNodes    int     `json:"initialNodes"`
+	BatchSizeFactor int     `json:"batchSizeFactor"`
+	Cost            float64 `json:"cost"`
+	ExecutableCost  float64 `json:"executableCost"`
+	MaxNodes        int     `json:"maxNodes"`
+	Feasible        bool    `json:"feasible"`
+	// Failure names the query that misses its deadline first when no
+	// candidate is feasible; absent for a feasible plan.
+	Failure *Failure `json:"failure,omitempty"`
+}
+
+// Failure says which query of an infeasible plan is late first, and by how
+// much, when everything runs on the largest pool size.
+type Failure struct {
+	Query       string  `json:"query"`
+	LateSeconds float64 `json:"lateSeconds"`
+}
+
+// QueryPlan summarises one query under the chosen candidate.
+type QueryPlan struct {
+	Name      string  `json:"name"`
+	BatchSize int64   `json:"batchSize"`
+	Batches   int     `json:"batches"`
+	Finish    float64 `json:"finish"`
+	Deadline  float64 `json:"deadline"`
+	Slack     float64 `json:"slack"`
+}
+
+// Step is one batch or merge on the pool. FromTuple and ToTuple bound the
+// tuples [from, to) a batch processes, or that a merge's inputs cover. Index
+// is the batch index for batches and the merge ordinal for merges (partials
+// 0, 1, …; the final merge takes the next ordinal). Inputs is m for merges
+// and 0 for batches. Ready is when the step could start at the earliest.
+type Step struct {
+	Query     string   `json:"query"`
+	Kind      StepKind `json:"kind"`
+	Index     int      `json:"index"`
+	FromTuple int64    `json:"fromTuple"`
+	ToTuple   int64    `json:"toTuple"`
+	Inputs    int      `json:"inputs"`
+	Ready     float64  `json:"ready"`
+	Start     float64  `json:"start"`
+	End       float64  `json:"end"`
+	Nodes     int      `json:"nodes"`
+}
+
+// NodeLevel is a point of a node timeline: from At on, the pool holds Nodes
+// nodes, until the next point.
+type NodeLevel struct {
+	At    float64 `json:"at"`
+	Nodes int     `json:"nodes"`
+}

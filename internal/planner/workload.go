@@ -1,0 +1,93 @@
+// Package planner simulates a workload of intermittent queries on an elastic
+// node pool and chooses the cheapest deadline-meeting plan (seed sections
+// 3–6). It is pure: no Kubernetes imports, no clock, no randomness, no map
+// iteration that reaches the output. Same Workload in, same Plan out, byte for
+// byte.
+package planner
+
+import (
+	"time"
+
+	"github.com/laxity-dev/laxity/internal/costmodel"
+)
+
+// Policy chooses among ready batches.
+type Policy string
+
+const (
+	// LeastLaxity runs the ready batch whose query has the least slack (LLF).
+	LeastLaxity Policy = "LeastLaxity"
+	// EarliestDeadline runs the ready batch whose query has the earliest deadline (EDF).
+	EarliestDeadline Policy = "EarliestDeadline"
+)
+
+// Workload is everything the planner needs about one ElasticSchedule and the
+// queries that reference it. Times are seconds from Origin.
+type Workload struct {
+	// Name identifies the schedule in errors and in the plan.
+	Name string
+	// Origin is the instant t0 that every time in the workload and the plan is
+	// measured from.
+	Origin   time.Time
+	Pool     Pool
+	Planning Planning
+	Queries  []Query
+}
+
+// Pool describes the elastic executor pool and how it is billed.
+type Pool struct {
+	// Sizes are the node counts the planner may choose, ascending (Cf1..Cfn).
+	Sizes []int
+	// IdleNodes is what the pool shrinks to while no window is open and
+	// nothing is pending.
+	IdleNodes int
+	// PricePerNodeHour is billed per second per held node.
+	PricePerNodeHour float64
+	// BillingMinimum is the minimum billed seconds per acquired node.
+	BillingMinimum float64
+	// ProvisioningLeadTime is how long a requested node takes to arrive.
+	ProvisioningLeadTime float64
+	// ReleaseAfterIdle is the least idle time for which releasing nodes is
+	// worth it.
+	ReleaseAfterIdle float64
+}
+
+// Planning holds the search parameters.
+type Planning struct {
+	// BatchSizeFactors are the multiples of the 1X batch size to try.
+	BatchSizeFactors []int
+	// BacktrackStep is K of eq. 8: how many scheduled batches a failed
+	// simulation moves back before retrying with more nodes.
+	BacktrackStep int
+	// MaxBatchDuration is Cmax: no batch may be modelled to take this long on
+	// the smallest pool size.
+	MaxBatchDuration float64
+	// Policy chooses among ready batches.
+	Policy Policy
+}
+
+// Query is one recurring query over one window of its stream.
+type Query struct {
+	Name string
+	// WindowStart and WindowEnd bound the arrivals; Deadline is when the final
+	// result is due.
+	WindowStart, WindowEnd, Deadline float64
+	// Rates is the piecewise-constant arrival rate, ascending by Offset.
+	Rates []RateSegment
+	// Granularity is the number of tuples in one arrival unit (one file);
+	// batch sizes are whole units.
+	Granularity int64
+	// AllowedLateness delays the last batch past WindowEnd for late tuples.
+	AllowedLateness float64
+	Cost            costmodel.Model
+	// PartialEvery is φ of section 6: a partial merge runs after every
+	// ceil(φ*batches) batches. Zero disables partial aggregation.
+	PartialEvery float64
+}
+
+// RateSegment is a constant arrival rate from Offset seconds after the window
+// start until the next segment or the window end.
+type RateSegment struct {
+	Offset          float64
+	TuplesPerSecond float64
+}
