@@ -16,8 +16,8 @@ const (
 	StepFinal StepKind = "final"
 )
 
-// Plan is the plan document of DESIGN.md. Times are seconds from Origin.
-type Plan struct {
+// Document is the plan document of DESIGN.md. Times are seconds from Origin.
+type Document struct {
 	// Schedule is the name of the workload (ElasticSchedule) planned; it is
 	// not part of the JSON document.
 	Schedule string `json:"-"`
