@@ -1,0 +1,152 @@
+package planner
+
+import (
+	"fmt"
+	"math"
+)
+
+// layout is how one query's tuples are cut into batches for one batch-size
+// factor, and when each batch becomes ready.
+type layout struct {
+	query    int
+	name     string
+	deadline float64
+	cost     costModel
+	total    int64
+	size     int64
+	// to[i] is the exclusive end tuple of batch i; batch i covers
+	// [to[i-1], to[i]).
+	to []int64
+	// ready[i] is when batch i's last tuple has arrived (the last batch: the
+	// window end plus the allowed lateness).
+	ready []float64
+	// partialEvery is c of section 6: a partial merge of c batches follows
+	// every c-th batch but the last; 0 disables partial merges.
+	partialEvery int
+}
+
+// costModel caches the coefficients the simulation needs on its hot path.
+type costModel struct {
+	batchOverhead, batchSerial, batchParallel float64
+	mergeOverhead, mergeSerial, mergeParallel float64
+}
+
+func (c costModel) batch(nodes int, tuples int64) float64 {
+	return c.batchOverhead + float64(tuples)*(c.batchSerial+c.batchParallel/float64(nodes))
+}
+
+func (c costModel) merge(nodes, inputs int) float64 {
+	return c.mergeOverhead + float64(inputs)*(c.mergeSerial+c.mergeParallel/float64(nodes))
+}
+
+// batches is the number of batches k.
+func (l *layout) batches() int { return len(l.to) }
+
+// from is the first tuple of batch i.
+func (l *layout) from(i int) int64 {
+	if i == 0 {
+		return 0
+	}
+	return l.to[i-1]
+}
+
+// partialAfter reports whether a partial merge follows batch i (0-based).
+func (l *layout) partialAfter(i int) bool {
+	return l.partialEvery > 0 && (i+1)%l.partialEvery == 0 && i+1 < len(l.to)
+}
+
+// partials is the number of partial merges of the whole query.
+func (l *layout) partials() int {
+	if l.partialEvery == 0 {
+		return 0
+	}
+	return (len(l.to) - 1) / l.partialEvery
+}
+
+// finalInputs is m of the final merge: the partials plus the batches after
+// the last partial.
+func (l *layout) finalInputs() int {
+	p := l.partials()
+	return p + len(l.to) - p*l.partialEvery
+}
+
+// remaining is the modelled work, in seconds on nodes nodes, of batches
+// next..k-1 with their partial merges and the final merge: the sum in eq. 5.
+func (l *layout) remaining(next, nodes int) float64 {
+	k := len(l.to)
+	batches := k - next
+	tuples := l.total - l.from(next)
+	work := float64(batches)*l.cost.batchOverhead + float64(tuples)*(l.cost.batchSerial+l.cost.batchParallel/float64(nodes))
+	if l.partialEvery > 0 {
+		// Partials after batches j (1-based) with next < j < k.
+		future := (k-1)/l.partialEvery - next/l.partialEvery
+		work += float64(future) * l.cost.merge(nodes, l.partialEvery)
+	}
+	return work + l.cost.merge(nodes, l.finalInputs())
+}
+
+// unitBatchSize is the 1X batch size of section 3.1 on the smallest pool size
+// s: the smallest whole-unit x with ceil(N/x)*BatchTime(s, x) <=
+// 2*BatchTime(s, N), capped at the largest whole-unit x with BatchTime(s, x)
+// < Cmax. It also returns that cap.
+func unitBatchSize(cost costModel, total, unit int64, smallest int, cmax float64) (x, limit int64, err error) {
+	if cost.batch(smallest, unit) >= cmax {
+		return 0, 0, fmt.Errorf("one unit of %d tuples takes %.3gs on %d nodes, not below maxBatchDuration %.3gs", unit, cost.batch(smallest, unit), smallest, cmax)
+	}
+	units := ceilDiv(total, unit)
+	// The cap: the largest whole-unit x with BatchTime(s, x) < Cmax; a window
+	// that fits one batch is not capped. The check above makes it >= 1 unit.
+	limit = units * unit
+	if perTuple := cost.batchSerial + cost.batchParallel/float64(smallest); perTuple > 0 {
+		if u := math.Ceil((cmax-cost.batchOverhead)/(float64(unit)*perTuple)) - 1; u < float64(units) {
+			limit = int64(u) * unit
+		}
+	}
+	budget := 2 * cost.batch(smallest, total)
+	// For k batches the smallest whole-unit size is unitCeil(N/k). Every size
+	// between two such values needs as many batches as the smaller one, at a
+	// higher cost, so these are the only candidates; more batches cannot meet
+	// the budget once k*overhead alone exceeds it.
+	maxK := units
+	if cost.batchOverhead > 0 {
+		if byOverhead := int64(budget/cost.batchOverhead) + 1; byOverhead < maxK {
+			maxK = byOverhead
+		}
+	}
+	for k := maxK; k >= 1; k-- {
+		x = ceilDiv(ceilDiv(total, k), unit) * unit
+		if float64(ceilDiv(total, x))*cost.batch(smallest, x) <= budget {
+			break
+		}
+	}
+	if x > limit {
+		x = limit
+	}
+	return x, limit, nil
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// newLayout cuts query qi into batches of min(factor*X, cap) tuples.
+func newLayout(qi int, q Query, arr arrivals, cost costModel, unitSize, limit int64, factor int) layout {
+	size := unitSize * int64(factor)
+	if size > limit || size/int64(factor) != unitSize {
+		size = limit
+	}
+	l := layout{query: qi, name: q.Name, deadline: q.Deadline, cost: cost, total: arr.total(), size: size}
+	lastReady := q.WindowEnd + q.AllowedLateness
+	for from := int64(0); from < l.total; from += size {
+		to := min(from+size, l.total)
+		ready := arr.timeOf(to)
+		if to == l.total {
+			ready = math.Max(ready, lastReady)
+		}
+		l.to = append(l.to, to)
+		l.ready = append(l.ready, ready)
+	}
+	if q.PartialEvery > 0 {
+		l.partialEvery = int(math.Ceil(q.PartialEvery*float64(len(l.to)) - 1e-9))
+		l.partialEvery = max(l.partialEvery, 1)
+	}
+	return l
+}

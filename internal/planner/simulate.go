@@ -1,0 +1,293 @@
+package planner
+
+import "sort"
+
+// eps absorbs floating-point noise when comparing times.
+const eps = 1e-9
+
+// entry is one scheduled batch (qryBatchSch of Algorithm 1) with the merges
+// that follow it on the pool: a partial merge when one is due (eq. 7), the
+// final merge after the query's last batch.
+type entry struct {
+	query int // index into sim.layouts
+	batch int
+	nodes int // pool size index
+	ready float64
+	start float64
+	// batchEnd is when the batch itself ends; end includes the merges.
+	batchEnd, end float64
+	slack         float64
+}
+
+// failure is a selection with negative slack: Algorithm 2, line 12.
+type failure struct {
+	query int
+	slack float64
+	start float64
+}
+
+// sim is the state of one candidate's simulation: the schedule so far and,
+// for every query, how many of its batches the schedule holds. The state
+// before entry i is fully described by entries[:i], so restarting from i
+// (Algorithm 1, lines 21–25) undoes the entries after it instead of
+// re-simulating the prefix.
+type sim struct {
+	layouts []layout
+	sizes   []int
+	policy  Policy
+	origin  float64 // simulation start time
+	// byFirstReady orders queries by the readiness of their first batch, so
+	// queries that cannot be chosen yet are skipped without being looked at.
+	byFirstReady []int
+	entries      []entry
+	next         []int
+	// active holds the unfinished queries whose first batch was ready by the
+	// current simulation time; joined is how far byFirstReady has been taken
+	// into it.
+	active []int
+	joined int
+}
+
+func newSim(layouts []layout, sizes []int, policy Policy, origin float64) *sim {
+	s := &sim{layouts: layouts, sizes: sizes, policy: policy, origin: origin, next: make([]int, len(layouts))}
+	s.byFirstReady = make([]int, len(layouts))
+	for i := range s.byFirstReady {
+		s.byFirstReady[i] = i
+	}
+	sort.SliceStable(s.byFirstReady, func(a, b int) bool {
+		return s.layouts[s.byFirstReady[a]].ready[0] < s.layouts[s.byFirstReady[b]].ready[0]
+	})
+	return s
+}
+
+// now is the simulation time after the schedule so far.
+func (s *sim) now() float64 {
+	if len(s.entries) == 0 {
+		return s.origin
+	}
+	return s.entries[len(s.entries)-1].end
+}
+
+// truncate restores the state before entry i.
+func (s *sim) truncate(i int) {
+	for j := len(s.entries) - 1; j >= i; j-- {
+		s.next[s.entries[j].query]--
+	}
+	s.entries = s.entries[:i]
+	s.rebuildActive()
+}
+
+// replace swaps the schedule from entry i on for saved, as if it had been
+// simulated.
+func (s *sim) replace(i int, saved []entry) {
+	s.truncate(i)
+	for _, e := range saved {
+		s.next[e.query]++
+	}
+	s.entries = append(s.entries, saved...)
+	s.rebuildActive()
+}
+
+func (s *sim) rebuildActive() {
+	now := s.now()
+	s.active = s.active[:0]
+	s.joined = 0
+	for s.joined < len(s.byFirstReady) && s.layouts[s.byFirstReady[s.joined]].ready[0] <= now+eps {
+		if q := s.byFirstReady[s.joined]; s.next[q] < s.layouts[q].batches() {
+			s.active = append(s.active, q)
+		}
+		s.joined++
+	}
+}
+
+func (s *sim) done() bool { return len(s.active) == 0 && s.joined == len(s.byFirstReady) }
+
+// nodesFunc gives the pool size index a step starting at the given time runs
+// on.
+type nodesFunc func(start float64) int
+
+// candidateKey orders the queries Algorithm 2, line 11 chooses from: ready
+// queries by slack (LLF) or deadline (EDF); otherwise by next readiness, then
+// slack or deadline. Query order breaks ties so the choice is deterministic.
+type candidateKey struct {
+	ready    bool
+	nextBRT  float64
+	priority float64
+	query    int
+}
+
+func (a candidateKey) less(b candidateKey) bool {
+	if a.ready != b.ready {
+		return a.ready
+	}
+	if !a.ready && a.nextBRT != b.nextBRT {
+		return a.nextBRT < b.nextBRT
+	}
+	if a.priority != b.priority {
+		return a.priority < b.priority
+	}
+	return a.query < b.query
+}
+
+// run is GenBatchSchedule (Algorithm 2): it extends the schedule until every
+// query is done or the chosen batch has negative slack. With failOnSlack
+// false it never fails and simply runs every query to completion (used to
+// measure how late an infeasible workload is, and to replay a plan at a
+// higher rate).
+func (s *sim) run(nodesAt nodesFunc, failOnSlack bool) *failure {
+	now := s.now()
+	for {
+		for s.joined < len(s.byFirstReady) && s.layouts[s.byFirstReady[s.joined]].ready[0] <= now+eps {
+			// A query chosen before it joined may be done already.
+			if q := s.byFirstReady[s.joined]; s.next[q] < s.layouts[q].batches() {
+				s.active = append(s.active, q)
+			}
+			s.joined++
+		}
+		var best candidateKey
+		var bestSlack, bestStart float64
+		found := false
+		consider := func(q int) {
+			l := &s.layouts[q]
+			n := s.next[q]
+			brt := l.ready[n]
+			start := max(now, brt)
+			slack := l.deadline - start - l.remaining(n, s.sizes[nodesAt(start)])
+			key := candidateKey{ready: brt <= now+eps, nextBRT: brt, priority: slack, query: q}
+			if s.policy == EarliestDeadline {
+				key.priority = l.deadline
+			}
+			if !found || key.less(best) {
+				best, bestSlack, bestStart, found = key, slack, start, true
+			}
+		}
+		for _, q := range s.active {
+			consider(q)
+		}
+		// Not-yet-joined queries can only win when nothing is ready; the
+		// earliest of them are all that can.
+		if !found || !best.ready {
+			for j := s.joined; j < len(s.byFirstReady); j++ {
+				q := s.byFirstReady[j]
+				if found && s.layouts[q].ready[0] > best.nextBRT {
+					break
+				}
+				consider(q)
+			}
+		}
+		if !found {
+			return nil
+		}
+		if failOnSlack && bestSlack < -eps {
+			return &failure{query: best.query, slack: bestSlack, start: bestStart}
+		}
+		now = s.schedule(best.query, bestStart, nodesAt(bestStart), bestSlack)
+	}
+}
+
+// schedule appends query q's next batch starting at start on size index
+// nodes, with the merges that follow it, and returns the new simulation time.
+func (s *sim) schedule(q int, start float64, nodes int, slack float64) float64 {
+	l := &s.layouts[q]
+	n := s.next[q]
+	p := s.sizes[nodes]
+	e := entry{query: q, batch: n, nodes: nodes, ready: l.ready[n], start: start, slack: slack}
+	e.batchEnd = start + l.cost.batch(p, l.to[n]-l.from(n))
+	e.end = e.batchEnd
+	if l.partialAfter(n) {
+		e.end += l.cost.merge(p, l.partialEvery)
+	}
+	if n+1 == l.batches() {
+		e.end += l.cost.merge(p, l.finalInputs())
+	}
+	s.entries = append(s.entries, e)
+	s.next[q]++
+	if s.next[q] == l.batches() {
+		s.dropActive(q)
+	}
+	return e.end
+}
+
+func (s *sim) dropActive(q int) {
+	for i, a := range s.active {
+		if a == q {
+			s.active = append(s.active[:i], s.active[i+1:]...)
+			return
+		}
+	}
+}
+
+// constant runs every step on one pool size.
+func constant(size int) nodesFunc { return func(float64) int { return size } }
+
+// genSchedule is GenSchedule (Algorithm 1) for the schedule from entry floor
+// on; entries before floor are fixed. On failure it moves the restart index
+// back by the backtrack step K, giving the batches from there on the next
+// larger size; when the index passes floor or an idle gap (more nodes earlier
+// cannot help past a gap), it restarts from the last scheduled batch with the
+// next larger size, and — once that size is more than one step above the
+// initial one — resets the batches before the restart index to the initial
+// size, reusing the first pass's entries for them. It reports whether a
+// schedule was found; on failure the schedule is left as the last attempt.
+func (s *sim) genSchedule(floor, initial, step int) bool {
+	size := initial
+	restart := floor
+	var firstPass []entry
+	for {
+		s.truncate(restart)
+		fail := s.run(constant(size), true)
+		if fail == nil {
+			return true
+		}
+		if firstPass == nil {
+			firstPass = append([]entry{}, s.entries[floor:]...)
+		}
+		previous := restart
+		restart -= step
+		if restart >= floor && !s.gapBetween(restart, previous, fail.start) {
+			continue
+		}
+		size++
+		if size == len(s.sizes) {
+			return false
+		}
+		restart = max(len(s.entries)-1, floor)
+		if size > initial+1 {
+			restart = min(restart, floor+len(firstPass))
+			s.replace(floor, firstPass[:restart-floor])
+		}
+	}
+}
+
+// gapBetween reports an idle gap before any entry in (from, to]; entry
+// len(entries) is the failed selection, starting at failStart.
+func (s *sim) gapBetween(from, to int, failStart float64) bool {
+	for j := from + 1; j <= to; j++ {
+		start := failStart
+		if j < len(s.entries) {
+			start = s.entries[j].start
+		} else if j > len(s.entries) {
+			break
+		}
+		if start > s.entries[j-1].end+eps {
+			return true
+		}
+	}
+	return false
+}
+
+// replanSegments is the optimisation of section 3.2: every segment that
+// follows an idle gap and starts above the initial size is re-planned from
+// the initial size; a re-plan that finds no schedule keeps the original.
+func (s *sim) replanSegments(initial, step int) {
+	for j := 1; j < len(s.entries); j++ {
+		e := s.entries[j]
+		if e.nodes <= initial || e.start <= s.entries[j-1].end+eps {
+			continue
+		}
+		saved := append([]entry{}, s.entries[j:]...)
+		if !s.genSchedule(j, initial, step) {
+			s.replace(j, saved)
+		}
+	}
+}

@@ -1,0 +1,261 @@
+package planner
+
+import (
+	"math"
+	"sort"
+)
+
+// steps expands the schedule into the plan's steps: each batch, then the
+// partial or final merge that follows it on the same nodes.
+func (s *sim) steps() []Step {
+	steps := make([]Step, 0, len(s.entries)+len(s.layouts))
+	for _, e := range s.entries {
+		l := &s.layouts[e.query]
+		nodes := s.sizes[e.nodes]
+		steps = append(steps, Step{
+			Query: l.name, Kind: StepBatch, Index: e.batch,
+			FromTuple: l.from(e.batch), ToTuple: l.to[e.batch],
+			Ready: e.ready, Start: e.start, End: e.batchEnd, Nodes: nodes,
+		})
+		at := e.batchEnd
+		if l.partialAfter(e.batch) {
+			first := e.batch + 1 - l.partialEvery
+			end := at + l.cost.merge(nodes, l.partialEvery)
+			steps = append(steps, Step{
+				Query: l.name, Kind: StepPartial, Index: (e.batch+1)/l.partialEvery - 1,
+				FromTuple: l.from(first), ToTuple: l.to[e.batch], Inputs: l.partialEvery,
+				Ready: at, Start: at, End: end, Nodes: nodes,
+			})
+			at = end
+		}
+		if e.batch+1 == l.batches() {
+			steps = append(steps, Step{
+				Query: l.name, Kind: StepFinal, Index: l.partials(),
+				FromTuple: 0, ToTuple: l.total, Inputs: l.finalInputs(),
+				Ready: at, Start: at, End: e.end, Nodes: nodes,
+			})
+		}
+	}
+	return steps
+}
+
+// interval is a half-open time interval [from, to).
+type interval struct{ from, to float64 }
+
+// busyIntervals are the times some query has a window open or tuples
+// waiting to be processed: from its window start until its last batch
+// starts. Outside them the pool can shrink to IdleNodes (section 3.2).
+func (s *sim) busyIntervals(windowStart []float64) []interval {
+	lastStart := make([]float64, len(s.layouts))
+	for _, e := range s.entries {
+		if e.batch+1 == s.layouts[e.query].batches() {
+			lastStart[e.query] = e.start
+		}
+	}
+	spans := make([]interval, 0, len(s.layouts))
+	for q := range s.layouts {
+		spans = append(spans, interval{windowStart[s.layouts[q].query], lastStart[q]})
+	}
+	sort.Slice(spans, func(a, b int) bool { return spans[a].from < spans[b].from })
+	var merged []interval
+	for _, sp := range spans {
+		if n := len(merged); n > 0 && sp.from <= merged[n-1].to {
+			merged[n-1].to = math.Max(merged[n-1].to, sp.to)
+			continue
+		}
+		merged = append(merged, sp)
+	}
+	return merged
+}
+
+// timeline is the instantaneous node timeline of the schedule (nodes come
+// and go the moment they are needed or free): each entry holds its nodes
+// while it runs; between entries the pool holds the initial size while a
+// window is open or tuples are pending and idleNodes otherwise. A gap
+// shorter than the billing minimum keeps the nodes both neighbours use,
+// since releasing and re-acquiring them would be billed at least as much.
+func (s *sim) timeline(initial, idle int, billingMinimum float64, busy []interval) []NodeLevel {
+	var levels []NodeLevel
+	add := func(at float64, nodes int) {
+		if n := len(levels); n > 0 {
+			if levels[n-1].Nodes == nodes {
+				return
+			}
+			if levels[n-1].At >= at {
+				levels[n-1].Nodes = nodes
+				if n > 1 && levels[n-2].Nodes == nodes {
+					levels = levels[:n-1]
+				}
+				return
+			}
+		}
+		levels = append(levels, NodeLevel{At: at, Nodes: nodes})
+	}
+	base := s.sizes[initial]
+	gap := func(from, to float64, hold int) {
+		t := from
+		for _, b := range busy {
+			if b.to <= t || b.from >= to {
+				continue
+			}
+			if b.from > t {
+				add(t, max(idle, hold))
+				t = b.from
+			}
+			add(t, max(base, hold))
+			t = math.Min(b.to, to)
+		}
+		if t < to {
+			add(t, max(idle, hold))
+		}
+	}
+	t := 0.0
+	for i, e := range s.entries {
+		if e.start > t {
+			hold := 0
+			if i > 0 && e.start-t < billingMinimum {
+				hold = min(s.sizes[s.entries[i-1].nodes], s.sizes[e.nodes])
+			}
+			gap(t, e.start, hold)
+		}
+		add(e.start, s.sizes[e.nodes])
+		t = e.end
+	}
+	if len(levels) == 0 || levels[0].At > 0 {
+		levels = append([]NodeLevel{{At: 0, Nodes: idle}}, levels...)
+	}
+	levels = append(levels, NodeLevel{At: t, Nodes: idle})
+	return levels
+}
+
+// horizon is the end of a timeline: its last point.
+func horizon(levels []NodeLevel) float64 { return levels[len(levels)-1].At }
+
+// cost bills a timeline: every increase acquires nodes, every decrease
+// releases the most recently acquired first, and each acquired node costs
+// price/3600 * max(heldSeconds, billingMinimum). Nodes still held at the
+// horizon are released there.
+func cost(levels []NodeLevel, pool Pool) float64 {
+	type lot struct {
+		at    float64
+		nodes int
+	}
+	var held []lot
+	nodeSeconds := 0.0
+	release := func(at float64, n int) {
+		for n > 0 {
+			top := &held[len(held)-1]
+			k := min(n, top.nodes)
+			nodeSeconds += float64(k) * math.Max(at-top.at, pool.BillingMinimum)
+			top.nodes -= k
+			n -= k
+			if top.nodes == 0 {
+				held = held[:len(held)-1]
+			}
+		}
+	}
+	count := 0
+	for _, p := range levels {
+		if p.Nodes > count {
+			held = append(held, lot{p.At, p.Nodes - count})
+		} else {
+			release(p.At, count-p.Nodes)
+		}
+		count = p.Nodes
+	}
+	release(horizon(levels), count)
+	return nodeSeconds * pool.PricePerNodeHour / 3600
+}
+
+// windowMax answers max(level over [t, t+width]) for ascending t over a
+// piecewise-constant timeline, in amortised constant time (a monotonic
+// deque). With open, the window is [t, t+width) instead.
+type windowMax struct {
+	levels []NodeLevel
+	width  float64
+	open   bool
+	next   int   // next segment to enter the window
+	deque  []int // segment indices with decreasing levels
+}
+
+func (w *windowMax) at(t float64) int {
+	for w.next < len(w.levels) && w.entered(w.levels[w.next].At, t) {
+		for len(w.deque) > 0 && w.levels[w.deque[len(w.deque)-1]].Nodes <= w.levels[w.next].Nodes {
+			w.deque = w.deque[:len(w.deque)-1]
+		}
+		w.deque = append(w.deque, w.next)
+		w.next++
+	}
+	// Segment i covers [At_i, At_i+1); it has left once At_i+1 <= t.
+	for len(w.deque) > 0 {
+		i := w.deque[0]
+		if i+1 < len(w.levels) && w.levels[i+1].At <= t {
+			w.deque = w.deque[1:]
+			continue
+		}
+		break
+	}
+	return w.levels[w.deque[0]].Nodes
+}
+
+// entered reports whether a segment starting at start overlaps the window
+// from t.
+func (w *windowMax) entered(start, t float64) bool {
+	if start <= t {
+		return true
+	}
+	if w.open {
+		return start < t+w.width
+	}
+	return start <= t+w.width
+}
+
+// requests is the executable timeline of section 4: nodes are requested
+// lead seconds before the instantaneous timeline needs them, and a decrease
+// is carried out only for nodes that would otherwise sit idle for at least
+// keep seconds.
+func requests(levels []NodeLevel, lead, keep float64) []NodeLevel {
+	end := horizon(levels)
+	times := make([]float64, 0, 2*len(levels)+1)
+	times = append(times, 0)
+	for _, p := range levels {
+		times = append(times, math.Max(p.At-lead, 0), p.At)
+	}
+	sort.Float64s(times)
+	ahead := &windowMax{levels: levels, width: lead}
+	var needed []NodeLevel
+	for i, t := range times {
+		if t > end || i > 0 && t == times[i-1] {
+			continue
+		}
+		n := ahead.at(t)
+		if len(needed) == 0 || needed[len(needed)-1].Nodes != n {
+			needed = append(needed, NodeLevel{At: t, Nodes: n})
+		}
+	}
+	if needed[len(needed)-1].At < end {
+		needed = append(needed, NodeLevel{At: end, Nodes: levels[len(levels)-1].Nodes})
+	}
+	idleAhead := &windowMax{levels: needed, width: keep, open: true}
+	var out []NodeLevel
+	current := 0
+	for i, p := range needed {
+		n := p.Nodes
+		if i > 0 && n < current {
+			n = min(current, idleAhead.at(p.At))
+			if p.At == end {
+				n = p.Nodes
+			}
+		} else {
+			idleAhead.at(p.At)
+		}
+		if len(out) == 0 || n != current {
+			out = append(out, NodeLevel{At: p.At, Nodes: n})
+			current = n
+		}
+	}
+	if out[len(out)-1].At < end {
+		out = append(out, NodeLevel{At: end, Nodes: current})
+	}
+	return out
+}
