@@ -23,6 +23,10 @@ type layout struct {
 	// partialEvery is c of section 6: a partial merge of c batches follows
 	// every c-th batch but the last; 0 disables partial merges.
 	partialEvery int
+	// perTuple, partialMerge and finalMerge are, per pool size index, the
+	// batch seconds per tuple and the durations of a partial and the final
+	// merge: the terms of eq. 5 the hot loop needs.
+	perTuple, partialMerge, finalMerge []float64
 }
 
 // costModel caches the coefficients the simulation needs on its hot path.
@@ -70,19 +74,29 @@ func (l *layout) finalInputs() int {
 	return p + len(l.to) - p*l.partialEvery
 }
 
-// remaining is the modelled work, in seconds on nodes nodes, of batches
-// next..k-1 with their partial merges and the final merge: the sum in eq. 5.
-func (l *layout) remaining(next, nodes int) float64 {
+// remaining is the modelled work, in seconds on pool size index size, of
+// batches next..k-1 with their partial merges and the final merge: the sum in
+// eq. 5.
+func (l *layout) remaining(next, size int) float64 {
 	k := len(l.to)
-	batches := k - next
-	tuples := l.total - l.from(next)
-	work := float64(batches)*l.cost.batchOverhead + float64(tuples)*(l.cost.batchSerial+l.cost.batchParallel/float64(nodes))
+	work := float64(k-next)*l.cost.batchOverhead + float64(l.total-l.from(next))*l.perTuple[size] + l.finalMerge[size]
 	if l.partialEvery > 0 {
 		// Partials after batches j (1-based) with next < j < k.
-		future := (k-1)/l.partialEvery - next/l.partialEvery
-		work += float64(future) * l.cost.merge(nodes, l.partialEvery)
+		work += float64((k-1)/l.partialEvery-next/l.partialEvery) * l.partialMerge[size]
 	}
-	return work + l.cost.merge(nodes, l.finalInputs())
+	return work
+}
+
+// precompute fills the per-size terms of remaining.
+func (l *layout) precompute(sizes []int) {
+	l.perTuple = make([]float64, len(sizes))
+	l.partialMerge = make([]float64, len(sizes))
+	l.finalMerge = make([]float64, len(sizes))
+	for i, p := range sizes {
+		l.perTuple[i] = l.cost.batchSerial + l.cost.batchParallel/float64(p)
+		l.partialMerge[i] = l.cost.merge(p, l.partialEvery)
+		l.finalMerge[i] = l.cost.merge(p, l.finalInputs())
+	}
 }
 
 // unitBatchSize is the 1X batch size of section 3.1 on the smallest pool size

@@ -113,7 +113,7 @@ func (p *prepared) closest() (*outcome, *Failure) {
 	var bestFailure *Failure
 	for _, factor := range p.w.Planning.BatchSizeFactors {
 		s := newSim(p.layouts(factor), p.w.Pool.Sizes, p.w.Planning.Policy, 0)
-		s.run(constant(largest), false)
+		s.run(nodePolicy{fixed: largest}, false)
 		o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[largest], BatchSizeFactor: factor}, sim: s}
 		p.price(o, largest)
 		f := s.firstLate()
@@ -249,7 +249,7 @@ func (p *prepared) replay(o *outcome, initial int, rho float64) bool {
 		return idx
 	}
 	s := newSim(ls, sizes, p.w.Planning.Policy, 0)
-	s.run(nodesAt, false)
+	s.run(nodePolicy{at: nodesAt}, false)
 	for q, end := range s.finishes() {
 		if end > ls[q].deadline+eps {
 			return false

@@ -49,6 +49,9 @@ type sim struct {
 }
 
 func newSim(layouts []layout, sizes []int, policy Policy, origin float64) *sim {
+	for i := range layouts {
+		layouts[i].precompute(sizes)
+	}
 	s := &sim{layouts: layouts, sizes: sizes, policy: policy, origin: origin, next: make([]int, len(layouts))}
 	s.byFirstReady = make([]int, len(layouts))
 	for i := range s.byFirstReady {
@@ -102,9 +105,19 @@ func (s *sim) rebuildActive() {
 
 func (s *sim) done() bool { return len(s.active) == 0 && s.joined == len(s.byFirstReady) }
 
-// nodesFunc gives the pool size index a step starting at the given time runs
-// on.
-type nodesFunc func(start float64) int
+// nodePolicy gives the pool size index a step starting at a given time runs
+// on: fixed, or from a timeline when at is set.
+type nodePolicy struct {
+	fixed int
+	at    func(start float64) int
+}
+
+func (n nodePolicy) size(start float64) int {
+	if n.at == nil {
+		return n.fixed
+	}
+	return n.at(start)
+}
 
 // candidateKey orders the queries Algorithm 2, line 11 chooses from: ready
 // queries by slack (LLF) or deadline (EDF); otherwise by next readiness, then
@@ -114,6 +127,23 @@ type candidateKey struct {
 	nextBRT  float64
 	priority float64
 	query    int
+	// start and slack are the batch's start time (eq. 4) and slack (eq. 5).
+	start, slack float64
+}
+
+// candidate is query q's next batch as Algorithm 2, lines 6–9 see it at
+// simulation time now.
+func (s *sim) candidate(q int, now float64, nodes nodePolicy) candidateKey {
+	l := &s.layouts[q]
+	n := s.next[q]
+	brt := l.ready[n]
+	start := max(now, brt)
+	slack := l.deadline - start - l.remaining(n, nodes.size(start))
+	key := candidateKey{ready: brt <= now+eps, nextBRT: brt, priority: slack, query: q, start: start, slack: slack}
+	if s.policy == EarliestDeadline {
+		key.priority = l.deadline
+	}
+	return key
 }
 
 func (a candidateKey) less(b candidateKey) bool {
@@ -134,7 +164,7 @@ func (a candidateKey) less(b candidateKey) bool {
 // false it never fails and simply runs every query to completion (used to
 // measure how late an infeasible workload is, and to replay a plan at a
 // higher rate).
-func (s *sim) run(nodesAt nodesFunc, failOnSlack bool) *failure {
+func (s *sim) run(nodes nodePolicy, failOnSlack bool) *failure {
 	now := s.now()
 	for {
 		for s.joined < len(s.byFirstReady) && s.layouts[s.byFirstReady[s.joined]].ready[0] <= now+eps {
@@ -145,24 +175,11 @@ func (s *sim) run(nodesAt nodesFunc, failOnSlack bool) *failure {
 			s.joined++
 		}
 		var best candidateKey
-		var bestSlack, bestStart float64
 		found := false
-		consider := func(q int) {
-			l := &s.layouts[q]
-			n := s.next[q]
-			brt := l.ready[n]
-			start := max(now, brt)
-			slack := l.deadline - start - l.remaining(n, s.sizes[nodesAt(start)])
-			key := candidateKey{ready: brt <= now+eps, nextBRT: brt, priority: slack, query: q}
-			if s.policy == EarliestDeadline {
-				key.priority = l.deadline
-			}
-			if !found || key.less(best) {
-				best, bestSlack, bestStart, found = key, slack, start, true
-			}
-		}
 		for _, q := range s.active {
-			consider(q)
+			if key := s.candidate(q, now, nodes); !found || key.less(best) {
+				best, found = key, true
+			}
 		}
 		// Not-yet-joined queries can only win when nothing is ready; the
 		// earliest of them are all that can.
@@ -172,16 +189,18 @@ func (s *sim) run(nodesAt nodesFunc, failOnSlack bool) *failure {
 				if found && s.layouts[q].ready[0] > best.nextBRT {
 					break
 				}
-				consider(q)
+				if key := s.candidate(q, now, nodes); !found || key.less(best) {
+					best, found = key, true
+				}
 			}
 		}
 		if !found {
 			return nil
 		}
-		if failOnSlack && bestSlack < -eps {
-			return &failure{query: best.query, slack: bestSlack, start: bestStart}
+		if failOnSlack && best.slack < -eps {
+			return &failure{query: best.query, slack: best.slack, start: best.start}
 		}
-		now = s.schedule(best.query, bestStart, nodesAt(bestStart), bestSlack)
+		now = s.schedule(best.query, best.start, nodes.size(best.start), best.slack)
 	}
 }
 
@@ -217,9 +236,6 @@ func (s *sim) dropActive(q int) {
 	}
 }
 
-// constant runs every step on one pool size.
-func constant(size int) nodesFunc { return func(float64) int { return size } }
-
 // genSchedule is GenSchedule (Algorithm 1) for the schedule from entry floor
 // on; entries before floor are fixed. On failure it moves the restart index
 // back by the backtrack step K, giving the batches from there on the next
@@ -235,7 +251,7 @@ func (s *sim) genSchedule(floor, initial, step int) bool {
 	var firstPass []entry
 	for {
 		s.truncate(restart)
-		fail := s.run(constant(size), true)
+		fail := s.run(nodePolicy{fixed: size}, true)
 		if fail == nil {
 			return true
 		}

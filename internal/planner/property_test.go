@@ -1,0 +1,290 @@
+package planner
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/laxity-dev/laxity/internal/costmodel"
+)
+
+// The property test plans thousands of random but sensible workloads and runs
+// every document through checkInvariants (feasible) or checkInfeasible.
+// rapid runs -rapid.checks workloads (100 by default, a fifth with -short) per
+// round; the test runs several rounds with fresh seeds, within a time budget.
+// With -rapid.seed or -rapid.failfile it runs a single round, to reproduce.
+
+const (
+	propertyRounds      = 40
+	propertyShortRounds = 3
+	propertyBudget      = 18 * time.Second
+)
+
+var querySuffixes = []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot"}
+
+var (
+	poolSizeChoices = []int{1, 2, 3, 4, 6, 8, 10, 14, 20}
+	factorChoices   = []int{1, 2, 4, 8, 16}
+	phiChoices      = []float64{0, 0.1, 0.25, 0.5, 1}
+)
+
+// logUniform draws from [lo, hi] uniformly on a log scale, so small and large
+// magnitudes are equally likely.
+func logUniform(lo, hi float64) *rapid.Generator[float64] {
+	return rapid.Custom(func(t *rapid.T) float64 {
+		u := rapid.Float64Range(0, 1).Draw(t, "u")
+		return math.Min(hi, math.Max(lo, lo*math.Exp(u*math.Log(hi/lo))))
+	})
+}
+
+// zeroOr draws exactly zero one time in four, otherwise from g.
+func zeroOr(g *rapid.Generator[float64]) *rapid.Generator[float64] {
+	return rapid.OneOf(rapid.Just(0.0), g, g, g)
+}
+
+// sortedSubset draws 1..maxLen distinct elements of choices, ascending.
+func sortedSubset(choices []int, maxLen int) *rapid.Generator[[]int] {
+	return rapid.Custom(func(t *rapid.T) []int {
+		xs := rapid.SliceOfNDistinct(rapid.SampledFrom(choices), 1, maxLen, rapid.ID[int]).Draw(t, "subset")
+		slices.Sort(xs)
+		return xs
+	})
+}
+
+var testOrigin = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+// workloadGen draws a workload within the ranges of the brief: 1–6 queries,
+// windows of 60–7200 s starting 0–3600 s after the origin, deadlines 1–3000 s
+// after the window end, 1–3 rate segments of 1–50,000 tuples/s, and the pool,
+// planning and cost parameters around the seed's experiments.
+var workloadGen = rapid.Custom(func(t *rapid.T) Workload {
+	sizes := sortedSubset(poolSizeChoices, 5).Draw(t, "sizes")
+	cmax := rapid.Float64Range(60, 1800).Draw(t, "cmax")
+	w := Workload{
+		Name:   "sched",
+		Origin: testOrigin,
+		Pool: Pool{
+			Sizes:                sizes,
+			IdleNodes:            rapid.IntRange(0, sizes[0]).Draw(t, "idleNodes"),
+			PricePerNodeHour:     rapid.Float64Range(0.05, 2).Draw(t, "price"),
+			BillingMinimum:       rapid.OneOf(rapid.Just(60.0), rapid.Float64Range(0, 120)).Draw(t, "billingMinimum"),
+			ProvisioningLeadTime: zeroOr(rapid.Float64Range(0, 600)).Draw(t, "lead"),
+			ReleaseAfterIdle:     zeroOr(rapid.Float64Range(0, 1500)).Draw(t, "releaseAfterIdle"),
+		},
+		Planning: Planning{
+			BatchSizeFactors: sortedSubset(factorChoices, 5).Draw(t, "factors"),
+			BacktrackStep:    rapid.IntRange(1, 5).Draw(t, "backtrackStep"),
+			MaxBatchDuration: cmax,
+			Policy:           rapid.SampledFrom([]Policy{LeastLaxity, EarliestDeadline}).Draw(t, "policy"),
+		},
+	}
+	nq := rapid.IntRange(1, 6).Draw(t, "queries")
+	for i := range nq {
+		q := queryGen(i, cmax).Draw(t, "query")
+		tameQuery(&q, sizes[0], cmax)
+		w.Queries = append(w.Queries, q)
+	}
+	return w
+})
+
+func queryGen(i int, cmax float64) *rapid.Generator[Query] {
+	return rapid.Custom(func(t *rapid.T) Query {
+		ws := rapid.Float64Range(0, 3600).Draw(t, "windowStart")
+		length := logUniform(60, 7200).Draw(t, "windowLength")
+		we := ws + length
+		q := Query{
+			Name:            "q-" + querySuffixes[i],
+			WindowStart:     ws,
+			WindowEnd:       we,
+			Deadline:        we + logUniform(1, 3000).Draw(t, "deadlineAfter"),
+			Granularity:     int64(math.Round(logUniform(1, 10000).Draw(t, "granularity"))),
+			AllowedLateness: zeroOr(rapid.Float64Range(0, 120)).Draw(t, "lateness"),
+			PartialEvery:    rapid.SampledFrom(phiChoices).Draw(t, "phi"),
+			Cost: costmodel.Model{
+				Batch: costmodel.Linear{
+					Overhead: zeroOr(rapid.Float64Range(0, math.Min(60, 0.9*cmax))).Draw(t, "batchOverhead"),
+					Serial:   zeroOr(logUniform(1e-10, 1e-6)).Draw(t, "batchSerial"),
+					Parallel: zeroOr(logUniform(1e-8, 1e-4)).Draw(t, "batchParallel"),
+				},
+				Merge: costmodel.Linear{
+					Overhead: zeroOr(rapid.Float64Range(0, 30)).Draw(t, "mergeOverhead"),
+					Serial:   zeroOr(logUniform(1e-4, 0.5)).Draw(t, "mergeSerial"),
+					Parallel: zeroOr(logUniform(1e-3, 2)).Draw(t, "mergeParallel"),
+				},
+			},
+		}
+		segments := rapid.IntRange(1, 3).Draw(t, "segments")
+		// Offsets strictly increasing from 0 within the window.
+		cuts := rapid.SliceOfNDistinct(rapid.Float64Range(0.01, 0.99), segments-1, segments-1, rapid.ID[float64]).Draw(t, "cuts")
+		slices.Sort(cuts)
+		offsets := []float64{0}
+		for _, c := range cuts {
+			if o := c * length; o > offsets[len(offsets)-1] && o < length {
+				offsets = append(offsets, o)
+			}
+		}
+		for _, o := range offsets {
+			q.Rates = append(q.Rates, RateSegment{Offset: o, TuplesPerSecond: logUniform(1, 50000).Draw(t, "rate")})
+		}
+		return q
+	})
+}
+
+// maxQueryBatches bounds the batches of one query at batch-size factor 1.
+const maxQueryBatches = 150
+
+// tameQuery keeps a drawn query sensible for planning at test speed. By the
+// 1X rule a query's batch count is about 2 + W/o for total work W =
+// N*(serial + parallel/sizes[0]) and batch overhead o, so an overhead near
+// zero makes every arrival unit a batch (a window of millions of batches).
+// It scales the per-tuple coefficients so W <= maxQueryBatches *
+// min(60, 0.9*Cmax), and raises the overhead to W/maxQueryBatches when the
+// window has more units than that; the ranges of the brief still hold.
+func tameQuery(q *Query, smallest int, cmax float64) {
+	lo, _ := newArrivalCurve(*q).totals()
+	n := float64(lo)
+	b := &q.Cost.Batch
+	work := n * b.PerUnit(smallest)
+	overheadMax := math.Min(60, 0.9*cmax)
+	if limit := maxQueryBatches * overheadMax; work > limit {
+		b.Serial *= limit / work
+		b.Parallel *= limit / work
+		work = n * b.PerUnit(smallest)
+	}
+	units := math.Ceil(n / float64(max(1, q.Granularity)))
+	if units > maxQueryBatches && b.Overhead < work/maxQueryBatches {
+		b.Overhead = math.Min(overheadMax, work/maxQueryBatches)
+	}
+}
+
+// rejections are the queries of w that the planner must reject, with why: a
+// cost model that is not valid, or a batch of one arrival unit (or of the
+// whole window, when that is less) that takes maxBatchDuration or longer on
+// the smallest pool size, so no batch size fits Cmax.
+func rejections(w Workload) map[string]string {
+	out := map[string]string{}
+	for _, q := range w.Queries {
+		if err := q.Cost.Batch.Validate(); err != nil {
+			out[q.Name] = "batch cost model: " + err.Error()
+			continue
+		}
+		if err := q.Cost.Merge.Validate(); err != nil {
+			out[q.Name] = "merge cost model: " + err.Error()
+			continue
+		}
+		if len(w.Pool.Sizes) == 0 {
+			continue
+		}
+		lo, _ := newArrivalCurve(q).totals()
+		unit := q.Granularity
+		if unit < 1 {
+			unit = 1
+		}
+		smallest := w.Pool.Sizes[0]
+		cmax := w.Planning.MaxBatchDuration
+		if q.Cost.BatchSeconds(smallest, unit) >= cmax-tol(cmax, 0) || q.Cost.BatchSeconds(smallest, min(unit, lo)) >= cmax-tol(cmax, 0) {
+			out[q.Name] = fmt.Sprintf("one unit of %d tuples takes %gs on %d nodes, maxBatchDuration is %gs", unit, q.Cost.BatchSeconds(smallest, unit), smallest, cmax)
+		}
+	}
+	return out
+}
+
+// planStats counts the outcomes of checkPlan.
+type planStats struct {
+	workloads, feasible, infeasible, rejected atomic.Int64
+}
+
+// failer is what checkPlan needs of *testing.T and *rapid.T.
+type failer interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// checkPlan plans w and fails t with every violated invariant and the
+// workload as a Go literal.
+func checkPlan(t failer, w Workload, stats *planStats) {
+	t.Helper()
+	if stats != nil {
+		stats.workloads.Add(1)
+	}
+	d, err := guardedPlan(w)
+	if err != nil {
+		if stats != nil {
+			stats.rejected.Add(1)
+		}
+		reasons := rejections(w)
+		if len(reasons) == 0 {
+			t.Fatalf("Plan rejects a valid workload: %v\nworkload:\n%s", err, workloadLiteral(w))
+		}
+		for name := range reasons {
+			if strings.Contains(err.Error(), name) {
+				return
+			}
+		}
+		t.Fatalf("Plan's error %q names none of the queries it must reject: %v\nworkload:\n%s", err, reasons, workloadLiteral(w))
+		return
+	}
+	var errs []string
+	if d.Chosen.Feasible {
+		if stats != nil {
+			stats.feasible.Add(1)
+		}
+		errs = checkInvariants(w, d)
+	} else {
+		if stats != nil {
+			stats.infeasible.Add(1)
+		}
+		errs = checkInfeasible(w, d)
+	}
+	if reasons := rejections(w); len(reasons) > 0 {
+		errs = append(errs, fmt.Sprintf("Plan accepts a workload it must reject: %v", reasons))
+	}
+	if len(errs) > 0 {
+		t.Fatalf("%d violated invariants (chosen %+v):\n- %s\nworkload:\n%s",
+			len(errs), d.Chosen, strings.Join(errs, "\n- "), workloadLiteral(w))
+	}
+}
+
+// reproducing reports whether rapid was asked to replay one failure.
+func reproducing() bool {
+	for _, name := range []string{"rapid.seed", "rapid.failfile"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != f.DefValue {
+			return true
+		}
+	}
+	return false
+}
+
+func TestPropertyPlanInvariants(t *testing.T) {
+	rounds := propertyRounds
+	if testing.Short() {
+		rounds = propertyShortRounds
+	}
+	if reproducing() {
+		rounds = 1
+	}
+	var stats planStats
+	start := time.Now()
+	ran := 0
+	for r := range rounds {
+		if r > 0 && time.Since(start) > propertyBudget {
+			break
+		}
+		ok := t.Run(fmt.Sprintf("round%02d", r), rapid.MakeCheck(func(rt *rapid.T) {
+			checkPlan(rt, workloadGen.Draw(rt, "workload"), &stats)
+		}))
+		ran++
+		if !ok {
+			break
+		}
+	}
+	t.Logf("%d rounds, %d workloads (%d feasible, %d infeasible, %d rejected) in %v",
+		ran, stats.workloads.Load(), stats.feasible.Load(), stats.infeasible.Load(), stats.rejected.Load(), time.Since(start).Round(time.Millisecond))
+}
