@@ -272,24 +272,40 @@ func searchLevels(levels []NodeLevel, t float64) int {
 	return lo
 }
 
+// InvalidError is a workload the planner cannot plan. Query names the query
+// at fault, or is empty when the schedule is; the message names the field.
+type InvalidError struct {
+	Schedule, Query string
+	Err             error
+}
+
+func (e *InvalidError) Error() string {
+	if e.Query == "" {
+		return fmt.Sprintf("schedule %q: %v", e.Schedule, e.Err)
+	}
+	return fmt.Sprintf("query %q: %v", e.Query, e.Err)
+}
+
+func (e *InvalidError) Unwrap() error { return e.Err }
+
 // prepare validates the workload and computes each query's arrivals, cost
 // model and 1X batch size.
 func prepare(w Workload) (*prepared, error) {
 	if err := validatePool(w); err != nil {
-		return nil, fmt.Errorf("schedule %q: %w", w.Name, err)
+		return nil, &InvalidError{Schedule: w.Name, Err: err}
 	}
 	if len(w.Queries) == 0 {
-		return nil, fmt.Errorf("schedule %q: no queries to plan", w.Name)
+		return nil, &InvalidError{Schedule: w.Name, Err: errors.New("no queries to plan")}
 	}
 	p := &prepared{w: w}
 	seen := map[string]bool{}
 	for _, q := range w.Queries {
 		if seen[q.Name] {
-			return nil, fmt.Errorf("schedule %q: query %q appears twice", w.Name, q.Name)
+			return nil, &InvalidError{Schedule: w.Name, Err: fmt.Errorf("query %q appears twice", q.Name)}
 		}
 		seen[q.Name] = true
 		if err := validateQuery(q); err != nil {
-			return nil, fmt.Errorf("query %q: %w", q.Name, err)
+			return nil, &InvalidError{Schedule: w.Name, Query: q.Name, Err: err}
 		}
 		arr := newArrivals(q, 1)
 		cost := costModel{
@@ -298,11 +314,11 @@ func prepare(w Workload) (*prepared, error) {
 		}
 		total := arr.total()
 		if total < 1 {
-			return nil, fmt.Errorf("query %q: spec.input: no tuples arrive in the window", q.Name)
+			return nil, &InvalidError{Schedule: w.Name, Query: q.Name, Err: errors.New("spec.input: no tuples arrive in the window")}
 		}
 		x, limit, err := unitBatchSize(cost, total, q.Granularity, w.Pool.Sizes[0], w.Planning.MaxBatchDuration)
 		if err != nil {
-			return nil, fmt.Errorf("query %q: spec.costModel.batch: %w", q.Name, err)
+			return nil, &InvalidError{Schedule: w.Name, Query: q.Name, Err: fmt.Errorf("spec.costModel.batch: %w", err)}
 		}
 		p.arrivals = append(p.arrivals, arr)
 		p.costs = append(p.costs, cost)

@@ -1,0 +1,245 @@
+package controllers
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/costmodel"
+	"github.com/laxity-dev/laxity/internal/planner"
+)
+
+// Defaults the API server applies through the CRD schema. They are repeated
+// here only for objects that never went through an API server (built in Go),
+// so that both paths plan alike.
+const (
+	defaultBillingMinimum       = time.Minute
+	defaultProvisioningLeadTime = 6 * time.Minute
+	defaultMaxBatchDuration     = 10 * time.Minute
+)
+
+var defaultBatchSizeFactors = []int{1, 2, 4, 8, 16, 32}
+
+// Workload turns an ElasticSchedule and the IntermittentQueries that
+// reference it into the planner's input, with every time in seconds from
+// origin. Queries are planned in name order, so the plan does not depend on
+// the order the objects were listed in. Errors name the object and the field.
+func Workload(schedule *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, origin time.Time) (planner.Workload, error) {
+	w := planner.Workload{Name: schedule.Name, Origin: origin}
+	var errs []error
+	pool, err := poolOf(schedule.Spec.NodePool)
+	if err != nil {
+		errs = append(errs, objectError("ElasticSchedule", &schedule.ObjectMeta, err))
+	}
+	w.Pool = pool
+	w.Planning = planningOf(schedule.Spec.Planning)
+
+	sorted := slices.Clone(queries)
+	slices.SortFunc(sorted, func(a, b laxityv1alpha1.IntermittentQuery) int { return strings.Compare(a.Name, b.Name) })
+	for i := range sorted {
+		q, err := queryOf(&sorted[i], origin)
+		if err != nil {
+			errs = append(errs, objectError("IntermittentQuery", &sorted[i].ObjectMeta, err))
+			continue
+		}
+		w.Queries = append(w.Queries, q)
+	}
+	return w, errors.Join(errs...)
+}
+
+// ObjectError is a problem with one object's spec, so callers can say where
+// the object came from.
+type ObjectError struct {
+	Kind, Namespace, Name string
+	Err                   error
+}
+
+func (e *ObjectError) Error() string {
+	return fmt.Sprintf("%s %s/%s: %v", e.Kind, e.Namespace, e.Name, e.Err)
+}
+
+func (e *ObjectError) Unwrap() error { return e.Err }
+
+func objectError(kind string, meta *metav1.ObjectMeta, err error) error {
+	return &ObjectError{Kind: kind, Namespace: meta.Namespace, Name: meta.Name, Err: err}
+}
+
+func poolOf(spec laxityv1alpha1.NodePool) (planner.Pool, error) {
+	pool := planner.Pool{
+		BillingMinimum:       durationOr(spec.BillingMinimum, defaultBillingMinimum),
+		ProvisioningLeadTime: durationOr(spec.ProvisioningLeadTime, defaultProvisioningLeadTime),
+	}
+	for _, s := range spec.Sizes {
+		pool.Sizes = append(pool.Sizes, int(s))
+	}
+	if len(pool.Sizes) > 0 {
+		pool.IdleNodes = pool.Sizes[0]
+	}
+	if spec.IdleNodes != nil {
+		pool.IdleNodes = int(*spec.IdleNodes)
+	}
+	pool.ReleaseAfterIdle = 2 * pool.ProvisioningLeadTime
+	if spec.ReleaseAfterIdle != nil {
+		pool.ReleaseAfterIdle = spec.ReleaseAfterIdle.Seconds()
+	}
+	price, err := decimal("spec.nodePool.pricePerNodeHour", spec.PricePerNodeHour)
+	pool.PricePerNodeHour = price
+	return pool, err
+}
+
+func planningOf(spec laxityv1alpha1.Planning) planner.Planning {
+	p := planner.Planning{
+		BatchSizeFactors: defaultBatchSizeFactors,
+		BacktrackStep:    max(int(spec.BacktrackStep), 1),
+		MaxBatchDuration: defaultMaxBatchDuration.Seconds(),
+		Policy:           planner.Policy(spec.Policy),
+	}
+	if len(spec.BatchSizeFactors) > 0 {
+		p.BatchSizeFactors = nil
+		for _, f := range spec.BatchSizeFactors {
+			p.BatchSizeFactors = append(p.BatchSizeFactors, int(f))
+		}
+	}
+	if spec.MaxBatchDuration.Duration > 0 {
+		p.MaxBatchDuration = spec.MaxBatchDuration.Seconds()
+	}
+	if p.Policy == "" {
+		p.Policy = planner.LeastLaxity
+	}
+	return p
+}
+
+func queryOf(q *laxityv1alpha1.IntermittentQuery, origin time.Time) (planner.Query, error) {
+	spec := q.Spec
+	out := planner.Query{
+		Name:            q.Name,
+		WindowStart:     spec.Window.Start.Sub(origin).Seconds(),
+		WindowEnd:       spec.Window.End.Sub(origin).Seconds(),
+		Deadline:        spec.Deadline.Sub(origin).Seconds(),
+		Granularity:     max(spec.Input.Granularity, 1),
+		AllowedLateness: spec.Input.AllowedLateness.Seconds(),
+	}
+	rates, err := ratesOf(spec.Input, out.WindowEnd-out.WindowStart)
+	if err != nil {
+		return out, err
+	}
+	out.Rates = rates
+	if out.Cost.Batch, err = batchModel(spec.CostModel.Batch); err != nil {
+		return out, err
+	}
+	if out.Cost.Merge, err = mergeModel(spec.CostModel.Merge); err != nil {
+		return out, err
+	}
+	if pa := spec.PartialAggregation; pa != nil {
+		if out.PartialEvery, err = decimal("spec.partialAggregation.every", pa.Every); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func ratesOf(in laxityv1alpha1.Input, window float64) ([]planner.RateSegment, error) {
+	switch {
+	case in.RatePerSecond != "":
+		r, err := decimal("spec.input.ratePerSecond", in.RatePerSecond)
+		return []planner.RateSegment{{TuplesPerSecond: r}}, err
+	case in.TotalTuples != nil:
+		return []planner.RateSegment{{TuplesPerSecond: float64(*in.TotalTuples) / window}}, nil
+	case len(in.Profile) > 0:
+		segments := make([]planner.RateSegment, 0, len(in.Profile))
+		for i, seg := range in.Profile {
+			r, err := decimal(fmt.Sprintf("spec.input.profile[%d].ratePerSecond", i), seg.RatePerSecond)
+			if err != nil {
+				return nil, err
+			}
+			segments = append(segments, planner.RateSegment{Offset: seg.After.Seconds(), TuplesPerSecond: r})
+		}
+		return segments, nil
+	}
+	return nil, errors.New("spec.input: one of ratePerSecond, totalTuples or profile is required")
+}
+
+func batchModel(m laxityv1alpha1.BatchCostModel) (costmodel.Linear, error) {
+	const field = "spec.costModel.batch"
+	if len(m.Samples) > 0 {
+		samples := make([]costmodel.Sample, 0, len(m.Samples))
+		for i, s := range m.Samples {
+			seconds, err := decimal(fmt.Sprintf("%s.samples[%d].seconds", field, i), s.Seconds)
+			if err != nil {
+				return costmodel.Linear{}, err
+			}
+			samples = append(samples, costmodel.Sample{Nodes: int(s.Nodes), Work: float64(s.Tuples), Seconds: seconds})
+		}
+		return fit(field, samples)
+	}
+	return coefficients(field, m.OverheadSeconds, m.SerialSecondsPerTuple, m.ParallelSecondsPerTuple,
+		"serialSecondsPerTuple", "parallelSecondsPerTuple")
+}
+
+func mergeModel(m laxityv1alpha1.MergeCostModel) (costmodel.Linear, error) {
+	const field = "spec.costModel.merge"
+	if len(m.Samples) > 0 {
+		samples := make([]costmodel.Sample, 0, len(m.Samples))
+		for i, s := range m.Samples {
+			seconds, err := decimal(fmt.Sprintf("%s.samples[%d].seconds", field, i), s.Seconds)
+			if err != nil {
+				return costmodel.Linear{}, err
+			}
+			samples = append(samples, costmodel.Sample{Nodes: int(s.Nodes), Work: float64(s.Inputs), Seconds: seconds})
+		}
+		return fit(field, samples)
+	}
+	return coefficients(field, m.OverheadSeconds, m.SerialSecondsPerInput, m.ParallelSecondsPerInput,
+		"serialSecondsPerInput", "parallelSecondsPerInput")
+}
+
+func fit(field string, samples []costmodel.Sample) (costmodel.Linear, error) {
+	l, err := costmodel.Fit(samples)
+	if err != nil {
+		return l, fmt.Errorf("%s.samples: %w", field, err)
+	}
+	return l, nil
+}
+
+func coefficients(field, overhead, serial, parallel, serialName, parallelName string) (costmodel.Linear, error) {
+	var l costmodel.Linear
+	var err error
+	if l.Overhead, err = decimal(field+".overheadSeconds", overhead); err != nil {
+		return l, err
+	}
+	if l.Serial, err = decimal(field+"."+serialName, serial); err != nil {
+		return l, err
+	}
+	if l.Parallel, err = decimal(field+"."+parallelName, parallel); err != nil {
+		return l, err
+	}
+	if err := l.Validate(); err != nil {
+		return l, fmt.Errorf("%s: %w", field, err)
+	}
+	return l, nil
+}
+
+// decimal parses one of the API's decimal strings.
+func decimal(field, s string) (float64, error) {
+	if s == "" {
+		return 0, fmt.Errorf("%s: required", field)
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q is not a number", field, s)
+	}
+	return v, nil
+}
+
+func durationOr(d *metav1.Duration, fallback time.Duration) float64 {
+	if d == nil {
+		return fallback.Seconds()
+	}
+	return d.Seconds()
+}

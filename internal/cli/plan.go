@@ -1,0 +1,212 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/controllers"
+	"github.com/laxity-dev/laxity/internal/manifest"
+	"github.com/laxity-dev/laxity/internal/planner"
+)
+
+type planOptions struct {
+	files    []string
+	output   string
+	origin   string
+	schedule string
+}
+
+func newPlanCommand() *cobra.Command {
+	o := &planOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan -f FILE|DIR [-o table|json] [--origin RFC3339] [--schedule [NAMESPACE/]NAME]",
+		Short: "Plan ElasticSchedules and their IntermittentQueries offline",
+		Long: `plan reads the same ElasticSchedule and IntermittentQuery manifests the
+operator reads (multi-document YAML files or directories; other kinds are
+ignored), validates them with the CRDs' own schema and CEL rules, and prints
+the cheapest plan that meets every deadline for each schedule.
+
+Exit status: 0 when every plan is feasible, 3 when a plan is infeasible (the
+plan is still printed, with the query that is late first), 1 on bad input.`,
+		Example: `  laxity plan -f config/samples/tpch.yaml
+  laxity plan -f config/samples/ -o json --schedule analytics/nightly`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringSliceVarP(&o.files, "filename", "f", nil, "manifest file or directory (repeatable)")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVar(&o.origin, "origin", "", "planning origin t0 as RFC 3339 (default: the earliest window start of the schedule's queries)")
+	cmd.Flags().StringVar(&o.schedule, "schedule", "", "plan only this ElasticSchedule, as NAME or NAMESPACE/NAME")
+	return cmd
+}
+
+func invalid(format string, args ...any) error {
+	return &exitError{code: exitInvalid, err: fmt.Errorf(format, args...)}
+}
+
+func (o *planOptions) run(out io.Writer) error {
+	if len(o.files) == 0 {
+		return invalid("plan: -f FILE|DIR is required")
+	}
+	if o.output != "table" && o.output != "json" {
+		return invalid("plan: -o must be table or json, got %q", o.output)
+	}
+	var origin *time.Time
+	if o.origin != "" {
+		t, err := time.Parse(time.RFC3339, o.origin)
+		if err != nil {
+			return invalid("plan: --origin: %q is not an RFC 3339 time such as 2026-12-01T00:00:00Z", o.origin)
+		}
+		origin = &t
+	}
+	set, err := manifest.Load(o.files...)
+	if err != nil {
+		return &exitError{code: exitInvalid, err: err}
+	}
+	schedules, err := o.selectSchedules(set)
+	if err != nil {
+		return err
+	}
+	var docs []planner.Document
+	for _, s := range schedules {
+		doc, err := planSchedule(set, s, origin)
+		if err != nil {
+			return err
+		}
+		docs = append(docs, doc)
+	}
+	if err := write(out, o.output, schedules, docs); err != nil {
+		return fmt.Errorf("writing the plan: %w", err)
+	}
+	for _, d := range docs {
+		if !d.Chosen.Feasible {
+			return &exitError{code: exitInfeasible, err: errors.New("a plan is infeasible")}
+		}
+	}
+	return nil
+}
+
+// selectSchedules picks the schedules to plan and checks that every query
+// they could need is accounted for.
+func (o *planOptions) selectSchedules(set *manifest.Set) ([]manifest.ElasticSchedule, error) {
+	if o.schedule != "" {
+		namespace, name := "default", o.schedule
+		if ns, n, ok := strings.Cut(o.schedule, "/"); ok {
+			namespace, name = ns, n
+		}
+		s := set.Schedule(namespace, name)
+		if s == nil {
+			return nil, invalid("plan: --schedule: no ElasticSchedule %s/%s in %s", namespace, name, strings.Join(o.files, ", "))
+		}
+		return []manifest.ElasticSchedule{*s}, nil
+	}
+	if len(set.Schedules) == 0 {
+		return nil, invalid("plan: no ElasticSchedule (laxity.dev/v1alpha1) in %s", strings.Join(o.files, ", "))
+	}
+	var errs []error
+	for _, q := range set.Queries {
+		if set.Schedule(q.Object.Namespace, q.Object.Spec.ScheduleName) == nil {
+			errs = append(errs, fmt.Errorf("%s: IntermittentQuery %s/%s: spec.scheduleName: no ElasticSchedule %q in namespace %q",
+				q.Source, q.Object.Namespace, q.Object.Name, q.Object.Spec.ScheduleName, q.Object.Namespace))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, &exitError{code: exitInvalid, err: errors.Join(errs...)}
+	}
+	return set.Schedules, nil
+}
+
+func planSchedule(set *manifest.Set, s manifest.ElasticSchedule, origin *time.Time) (planner.Document, error) {
+	es := s.Object
+	found := set.QueriesFor(es.Namespace, es.Name)
+	if len(found) == 0 {
+		return planner.Document{}, invalid("%s: ElasticSchedule %s/%s: no IntermittentQuery has spec.scheduleName %q", s.Source, es.Namespace, es.Name, es.Name)
+	}
+	queries := make([]laxityv1alpha1.IntermittentQuery, 0, len(found))
+	sources := map[string]manifest.Source{}
+	t0 := found[0].Object.Spec.Window.Start.Time
+	for _, q := range found {
+		queries = append(queries, *q.Object)
+		sources[q.Object.Name] = q.Source
+		if start := q.Object.Spec.Window.Start.Time; start.Before(t0) {
+			t0 = start
+		}
+	}
+	if origin != nil {
+		t0 = *origin
+	}
+	t0 = t0.UTC()
+
+	located := func(kind, name string, err error) error {
+		source := s.Source
+		if kind == "IntermittentQuery" {
+			source = sources[name]
+		}
+		return fmt.Errorf("%s: %s %s/%s: %w", source, kind, es.Namespace, name, err)
+	}
+	w, err := controllers.Workload(es, queries, t0)
+	if err != nil {
+		var errs []error
+		for _, e := range unjoin(err) {
+			var oe *controllers.ObjectError
+			if errors.As(e, &oe) {
+				e = located(oe.Kind, oe.Name, oe.Err)
+			}
+			errs = append(errs, e)
+		}
+		return planner.Document{}, &exitError{code: exitInvalid, err: errors.Join(errs...)}
+	}
+	started := time.Now()
+	doc, err := planner.Plan(w)
+	if err != nil {
+		var ie *planner.InvalidError
+		if errors.As(err, &ie) {
+			if ie.Query != "" {
+				err = located("IntermittentQuery", ie.Query, ie.Err)
+			} else {
+				err = located("ElasticSchedule", es.Name, ie.Err)
+			}
+		}
+		return planner.Document{}, &exitError{code: exitInvalid, err: err}
+	}
+	doc.SearchSeconds = time.Since(started).Seconds()
+	return doc, nil
+}
+
+// unjoin flattens errors.Join.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+func write(out io.Writer, format string, schedules []manifest.ElasticSchedule, docs []planner.Document) error {
+	if format == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if len(docs) == 1 {
+			return enc.Encode(docs[0])
+		}
+		return enc.Encode(docs)
+	}
+	for i, d := range docs {
+		if i > 0 {
+			fmt.Fprintln(out)
+		}
+		es := schedules[i].Object
+		if err := writeTable(out, es.Namespace+"/"+es.Name, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/laxity-dev/laxity/internal/planner"
+)
+
+// writeTable prints a plan for people: the candidate grid in the layout of
+// the seed's Table 3 (cost:maxNodes per initial size and factor), the
+// queries, and the node timeline with the requests that drive it.
+func writeTable(out io.Writer, schedule string, d planner.Document) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	at := func(seconds float64) string {
+		return fmt.Sprintf("%s\t(+%.1fs)", d.Origin.Add(time.Duration(seconds*float64(time.Second))).Format("15:04:05"), seconds)
+	}
+	c := d.Chosen
+	fmt.Fprintf(tw, "ElasticSchedule %s, origin %s\n", schedule, d.Origin.Format(time.RFC3339))
+	if c.Feasible {
+		fmt.Fprintf(tw, "Chosen: %d initial nodes, %dX batches: cost %.2f (executable %.2f), at most %d nodes\n",
+			c.InitialNodes, c.BatchSizeFactor, c.Cost, c.ExecutableCost, c.MaxNodes)
+		fmt.Fprintf(tw, "Meets every deadline up to %.2f times the planned arrival rates.\n", d.MaxSupportedRateFactor)
+	} else {
+		fmt.Fprintf(tw, "INFEASIBLE: no candidate meets every deadline. Even with every batch on %d nodes, %s is %.1fs late.\n",
+			c.InitialNodes, c.Failure.Query, c.Failure.LateSeconds)
+		fmt.Fprintf(tw, "Shown: that %d-node run with %dX batches, cost %.2f.\n", c.InitialNodes, c.BatchSizeFactor, c.Cost)
+	}
+	fmt.Fprintf(tw, "Searched %d candidates in %.3fs.\n\n", len(d.Candidates), d.SearchSeconds)
+
+	writeGrid(tw, d)
+	fmt.Fprintln(tw)
+
+	fmt.Fprintln(tw, "QUERY\tBATCH SIZE\tBATCHES\tFINISH\t\tDEADLINE\t\tSLACK")
+	for _, q := range d.Queries {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%.1fs\n", q.Name, q.BatchSize, q.Batches, at(q.Finish), at(q.Deadline), q.Slack)
+	}
+	fmt.Fprintln(tw)
+
+	fmt.Fprintln(tw, "AT\t\tNODES\tREQUESTED")
+	for _, p := range mergeTimelines(d.Nodes, d.Requests) {
+		fmt.Fprintf(tw, "%s\t%d\t%d\n", at(p.at), p.nodes, p.requested)
+	}
+	return tw.Flush()
+}
+
+func writeGrid(tw io.Writer, d planner.Document) {
+	var sizes, factors []int
+	seen := map[[2]int]planner.Candidate{}
+	for _, c := range d.Candidates {
+		if !containsInt(sizes, c.InitialNodes) {
+			sizes = append(sizes, c.InitialNodes)
+		}
+		if !containsInt(factors, c.BatchSizeFactor) {
+			factors = append(factors, c.BatchSizeFactor)
+		}
+		seen[[2]int{c.InitialNodes, c.BatchSizeFactor}] = c
+	}
+	header := []string{"FACTOR"}
+	for _, s := range sizes {
+		header = append(header, fmt.Sprintf("INN:%d", s))
+	}
+	fmt.Fprintln(tw, "Candidates: cost:maxNodes per initial nodes (INN) and batch-size factor; * chosen, - infeasible")
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, f := range factors {
+		row := []string{fmt.Sprintf("%dX", f)}
+		for _, s := range sizes {
+			c := seen[[2]int{s, f}]
+			cell := "-"
+			if c.Feasible {
+				cell = fmt.Sprintf("%.2f:%d", c.Cost, c.MaxNodes)
+			}
+			if d.Chosen.Feasible && c.InitialNodes == d.Chosen.InitialNodes && c.BatchSizeFactor == d.Chosen.BatchSizeFactor {
+				cell += "*"
+			}
+			row = append(row, cell)
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+type timelinePoint struct {
+	at               float64
+	nodes, requested int
+}
+
+// mergeTimelines lists every change of either timeline with both levels.
+func mergeTimelines(nodes, requests []planner.NodeLevel) []timelinePoint {
+	var times []float64
+	for _, p := range nodes {
+		times = append(times, p.At)
+	}
+	for _, p := range requests {
+		times = append(times, p.At)
+	}
+	sort.Float64s(times)
+	levelAt := func(levels []planner.NodeLevel, t float64) int {
+		n := 0
+		for _, p := range levels {
+			if p.At > t {
+				break
+			}
+			n = p.Nodes
+		}
+		return n
+	}
+	var out []timelinePoint
+	for i, t := range times {
+		if i > 0 && t == times[i-1] {
+			continue
+		}
+		out = append(out, timelinePoint{at: t, nodes: levelAt(nodes, t), requested: levelAt(requests, t)})
+	}
+	return out
+}
