@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/laxity-dev/laxity/internal/planner"
+)
+
+const samples = "../../config/samples"
+
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = Run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestPlanSampleTable(t *testing.T) {
+	code, out, errOut := run(t, "plan", "-f", filepath.Join(samples, "tpch.yaml"))
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	for _, want := range []string{
+		"ElasticSchedule analytics/tpch, origin 2026-12-01T00:00:00Z",
+		"FACTOR  INN:2    INN:4    INN:10   INN:14   INN:20",
+		"*", // the chosen cell
+		"tpch-q1", "cq4",
+		"AT", "NODES", "REQUESTED",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestPlanJSONHasEveryField checks the document against DESIGN.md's field
+// list: other programs read it, so every field must be there.
+func TestPlanJSONHasEveryField(t *testing.T) {
+	code, out, errOut := run(t, "plan", "-f", filepath.Join(samples, "tpch.yaml"), "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("output is not one JSON document: %v\n%s", err, out)
+	}
+	requireKeys(t, "document", doc, "origin", "chosen", "candidates", "queries", "steps", "nodes", "requests", "maxSupportedRateFactor", "searchSeconds")
+	requireKeys(t, "chosen", doc["chosen"].(map[string]any), "initialNodes", "batchSizeFactor", "cost", "executableCost", "maxNodes", "feasible")
+	for name, keys := range map[string][]string{
+		"candidates": {"initialNodes", "batchSizeFactor", "cost", "maxNodes", "feasible"},
+		"queries":    {"name", "batchSize", "batches", "finish", "deadline", "slack"},
+		"steps":      {"query", "kind", "index", "fromTuple", "toTuple", "inputs", "ready", "start", "end", "nodes"},
+		"nodes":      {"at", "nodes"},
+		"requests":   {"at", "nodes"},
+	} {
+		items := doc[name].([]any)
+		if len(items) == 0 {
+			t.Errorf("%s is empty", name)
+			continue
+		}
+		requireKeys(t, name+"[0]", items[0].(map[string]any), keys...)
+	}
+	if doc["origin"] != "2026-12-01T00:00:00Z" {
+		t.Errorf("origin = %v", doc["origin"])
+	}
+	if _, failed := doc["chosen"].(map[string]any)["failure"]; failed {
+		t.Error("a feasible plan reports a failure")
+	}
+}
+
+func requireKeys(t *testing.T, what string, m map[string]any, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			t.Errorf("%s lacks %q", what, k)
+		}
+	}
+}
+
+func TestPlanSeveralSchedulesPrintsAnArray(t *testing.T) {
+	code, out, errOut := run(t, "plan", "-f", samples, "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	var docs []planner.Document
+	if err := json.Unmarshal([]byte(out), &docs); err != nil {
+		t.Fatalf("output is not a JSON array: %v", err)
+	}
+	if len(docs) != 4 {
+		t.Errorf("got %d documents, want one per sample schedule (4)", len(docs))
+	}
+	for _, d := range docs {
+		if !d.Chosen.Feasible {
+			t.Errorf("sample plan from %v is infeasible", d.Origin)
+		}
+	}
+}
+
+func TestPlanOneScheduleWithOrigin(t *testing.T) {
+	code, out, errOut := run(t, "plan", "-f", samples, "-o", "json", "--schedule", "analytics/nightly", "--origin", "2026-11-30T23:00:00Z")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	var d planner.Document
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatal(err)
+	}
+	// The first window opens an hour after the origin: nothing runs before.
+	if d.Steps[0].Start < 3600 {
+		t.Errorf("first step starts at %v s, before the first window opens at 3600 s", d.Steps[0].Start)
+	}
+}
+
+func TestPlanInfeasibleExitsThreeAndStillPrints(t *testing.T) {
+	code, out, _ := run(t, "plan", "-f", "testdata/infeasible.yaml", "-o", "json")
+	if code != exitInfeasible {
+		t.Fatalf("exit %d, want %d", code, exitInfeasible)
+	}
+	var d planner.Document
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Chosen.Feasible || d.Chosen.Failure == nil || d.Chosen.Failure.Query != "too-late" || d.Chosen.Failure.LateSeconds <= 0 {
+		t.Errorf("chosen = %+v, want infeasible with too-late late", d.Chosen)
+	}
+	code, out, _ = run(t, "plan", "-f", "testdata/infeasible.yaml")
+	if code != exitInfeasible || !strings.Contains(out, "INFEASIBLE") || !strings.Contains(out, "too-late is") {
+		t.Errorf("table: exit %d, output:\n%s", code, out)
+	}
+}
+
+func TestPlanBadInputNamesFileObjectAndField(t *testing.T) {
+	dir := t.TempDir()
+	bad, err := os.ReadFile(filepath.Join(samples, "nonoverlapping-windows.yaml"))
+	if os.IsNotExist(err) {
+		bad, err = os.ReadFile(filepath.Join(samples, "non-overlapping-windows.yaml"))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(bad), `deadline: "2026-12-01T03:10:00Z"`, `deadline: "2026-12-01T02:30:00Z"`, 1)
+	path := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(path, []byte(broken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"CEL rule", []string{"plan", "-f", path}, []string{path, "IntermittentQuery analytics/fraud-features", "spec.deadline"}},
+		{"orphan query", []string{"plan", "-f", "testdata/orphan-query.yaml", "-f", filepath.Join(samples, "tpch.yaml")}, []string{"orphan-query.yaml", "IntermittentQuery analytics/orphan", "spec.scheduleName", `"missing"`}},
+		{"missing file", []string{"plan", "-f", filepath.Join(dir, "nope.yaml")}, []string{"nope.yaml"}},
+		{"no file", []string{"plan"}, []string{"-f FILE|DIR is required"}},
+		{"output", []string{"plan", "-f", path, "-o", "yaml"}, []string{"-o must be table or json"}},
+		{"origin", []string{"plan", "-f", path, "--origin", "tomorrow"}, []string{"--origin", "RFC 3339"}},
+		{"unknown schedule", []string{"plan", "-f", samples, "--schedule", "analytics/nope"}, []string{"--schedule", "analytics/nope"}},
+		{"unknown flag", []string{"plan", "--bogus"}, []string{"unknown flag: --bogus"}},
+		{"unknown command", []string{"schedule"}, []string{`unknown command "schedule"`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, tc.args...)
+			if code != exitInvalid {
+				t.Errorf("exit %d, want %d", code, exitInvalid)
+			}
+			if out != "" {
+				t.Errorf("bad input printed a plan:\n%s", out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errOut)
+				}
+			}
+			if strings.Contains(errOut, "goroutine") || strings.Contains(errOut, "panic") {
+				t.Errorf("stack trace on user input:\n%s", errOut)
+			}
+		})
+	}
+}
+
+func TestPlanIsDeterministicExceptSearchTime(t *testing.T) {
+	var outputs []string
+	for i := 0; i < 3; i++ {
+		_, out, _ := run(t, "plan", "-f", samples, "-o", "json")
+		var docs []map[string]any
+		if err := json.Unmarshal([]byte(out), &docs); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range docs {
+			delete(d, "searchSeconds")
+		}
+		b, _ := json.Marshal(docs)
+		outputs = append(outputs, string(b))
+	}
+	if len(slices.Compact(outputs)) != 1 {
+		t.Error("planning the samples twice gave different documents")
+	}
+}
