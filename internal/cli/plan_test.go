@@ -137,10 +137,7 @@ func TestPlanInfeasibleExitsThreeAndStillPrints(t *testing.T) {
 
 func TestPlanBadInputNamesFileObjectAndField(t *testing.T) {
 	dir := t.TempDir()
-	bad, err := os.ReadFile(filepath.Join(samples, "nonoverlapping-windows.yaml"))
-	if os.IsNotExist(err) {
-		bad, err = os.ReadFile(filepath.Join(samples, "non-overlapping-windows.yaml"))
-	}
+	bad, err := os.ReadFile(filepath.Join(samples, "non-overlapping-windows.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
