@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/laxity-dev/laxity/internal/costmodel"
@@ -512,9 +513,15 @@ func checkNodeTimeline(v *violations, w Workload, d Document, horizon float64) {
 		v.add("nodes timeline ends with %d nodes at %g, want idleNodes %d at the horizon end %g", last.Nodes, last.At, w.Pool.IdleNodes, horizon)
 	}
 	for _, s := range d.Steps {
-		// Allow the timeline to move by round-off at the step's edges.
-		edge := math.Min(tol(s.Start, s.End), (s.End-s.Start)/2)
-		if low := minLevel(d.Nodes, s.Start+edge, s.End-edge); low < s.Nodes {
+		// Allow the timeline to move by round-off at the step's edges; a
+		// step too short to tell its edges apart (a merge of negligible
+		// cost) may take its nodes from either side of its instant.
+		edge := tol(s.Start, s.End)
+		low := minLevel(d.Nodes, s.Start+edge, s.End-edge)
+		if s.End-s.Start <= 2*edge {
+			low = max(levelAt(d.Nodes, s.Start-edge), levelAt(d.Nodes, s.Start))
+		}
+		if low < s.Nodes {
 			v.add("nodes timeline drops to %d during %s [%g, %g] on %d nodes", low, stepName(s), s.Start, s.End, s.Nodes)
 		}
 	}
@@ -712,7 +719,7 @@ func checkInfeasible(w Workload, d Document) []string {
 // milliseconds and a few megabytes.
 const (
 	planTimeLimit = 30 * time.Second
-	planHeapLimit = 3 << 30
+	planHeapLimit = 1 << 30
 )
 
 // guardedPlan is Plan under a watchdog: a planner that loops or allocates
@@ -734,7 +741,7 @@ func guardedPlan(w Workload) (Document, error) {
 	}()
 	deadline := time.NewTimer(planTimeLimit)
 	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
+	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	for {
@@ -830,4 +837,179 @@ func workloadLiteral(w Workload) string {
 	}
 	b.WriteString("\t},\n}")
 	return b.String()
+}
+
+// mutationWorkload is a feasible two-query workload with partial merges, a
+// piecewise rate, allowed lateness and a provisioning lead time, in whole
+// seconds so that its plan is exact.
+func mutationWorkload() Workload {
+	cost := costmodel.Model{
+		Batch: costmodel.Linear{Overhead: 25, Serial: 2e-8, Parallel: 2e-5},
+		Merge: costmodel.Linear{Overhead: 8, Serial: 0.05, Parallel: 0.4},
+	}
+	return Workload{
+		Name:   "mutations",
+		Origin: testOrigin,
+		Pool: Pool{Sizes: []int{2, 4, 10}, IdleNodes: 1, PricePerNodeHour: 0.25, BillingMinimum: 60,
+			ProvisioningLeadTime: 120, ReleaseAfterIdle: 240},
+		Planning: Planning{BatchSizeFactors: []int{1, 2, 4}, BacktrackStep: 1, MaxBatchDuration: 600, Policy: LeastLaxity},
+		Queries: []Query{
+			{Name: "q1", WindowStart: 0, WindowEnd: 3600, Deadline: 4000,
+				Rates: []RateSegment{{Offset: 0, TuplesPerSecond: 95000}}, Granularity: 9500,
+				Cost: cost, PartialEvery: 0.25},
+			{Name: "q2", WindowStart: 600, WindowEnd: 2400, Deadline: 2700,
+				Rates:       []RateSegment{{Offset: 0, TuplesPerSecond: 5000}, {Offset: 600, TuplesPerSecond: 20000}},
+				Granularity: 1000, AllowedLateness: 30, Cost: cost},
+		},
+	}
+}
+
+// TestCheckInvariantsCatchesMutations checks the checker: a correct plan
+// passes, and each small corruption of it is reported.
+func TestCheckInvariantsCatchesMutations(t *testing.T) {
+	w := mutationWorkload()
+	d, err := guardedPlan(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Chosen.Feasible {
+		t.Fatalf("the mutation workload is infeasible: %+v", d.Chosen.Failure)
+	}
+	if errs := checkInvariants(w, d); len(errs) > 0 {
+		t.Fatalf("the unmutated plan violates:\n- %s", strings.Join(errs, "\n- "))
+	}
+	var partials int
+	for _, s := range d.Steps {
+		if s.Kind == StepPartial {
+			partials++
+		}
+	}
+	if partials == 0 || len(d.Nodes) < 3 {
+		t.Fatalf("the mutation workload should exercise partial merges and scaling: %d partials, nodes %v", partials, d.Nodes)
+	}
+	if testing.Verbose() {
+		t.Logf("nodes %v\nrequests %v", d.Nodes, d.Requests)
+	}
+	// index finds the i-th step (0-based) of a kind.
+	index := func(d *Document, kind StepKind, i int) int {
+		for j, s := range d.Steps {
+			if s.Kind == kind {
+				if i == 0 {
+					return j
+				}
+				i--
+			}
+		}
+		t.Fatalf("no %s step %d", kind, i)
+		return -1
+	}
+	mutations := []struct {
+		name   string
+		mutate func(d *Document)
+	}{
+		{"batch starts before ready", func(d *Document) {
+			i := index(d, StepBatch, 0)
+			d.Steps[i].Start--
+			d.Steps[i].End--
+		}},
+		{"batch ready before its tuples", func(d *Document) {
+			i := index(d, StepBatch, 1)
+			d.Steps[i].Ready -= 10
+			d.Steps[i].Start -= 10
+			d.Steps[i].End -= 10
+		}},
+		{"batch duration", func(d *Document) { d.Steps[index(d, StepBatch, 2)].End += 0.5 }},
+		{"merge duration", func(d *Document) { d.Steps[index(d, StepFinal, 0)].End -= 0.5 }},
+		{"nodes not a size", func(d *Document) { d.Steps[index(d, StepBatch, 0)].Nodes = 3 }},
+		{"tuple gap", func(d *Document) { d.Steps[index(d, StepBatch, 1)].FromTuple++ }},
+		{"batch index", func(d *Document) { d.Steps[index(d, StepBatch, 1)].Index = 7 }},
+		{"partial inputs", func(d *Document) { d.Steps[index(d, StepPartial, 0)].Inputs++ }},
+		{"partial moved later", func(d *Document) {
+			i := index(d, StepPartial, 0)
+			d.Steps[i].Start += 0.1
+			d.Steps[i].End += 0.1
+		}},
+		{"final dropped", func(d *Document) { d.Steps = slices.Delete(d.Steps, index(d, StepFinal, 0), index(d, StepFinal, 0)+1) }},
+		{"final range", func(d *Document) { d.Steps[index(d, StepFinal, 0)].ToTuple-- }},
+		{"overlap", func(d *Document) {
+			i := index(d, StepBatch, 3)
+			d.Steps[i].End += 1000
+		}},
+		{"summary batches", func(d *Document) { d.Queries[0].Batches++ }},
+		{"summary batch size", func(d *Document) { d.Queries[1].BatchSize += 1000 }},
+		{"summary finish", func(d *Document) { d.Queries[0].Finish++ }},
+		{"summary slack", func(d *Document) { d.Queries[1].Slack++ }},
+		{"deadline missed", func(d *Document) {
+			i := index(d, StepFinal, 0)
+			q := d.Steps[i].Query
+			for j := range d.Queries {
+				if d.Queries[j].Name == q {
+					shift := d.Queries[j].Slack + 1
+					d.Steps[i].Start += shift
+					d.Steps[i].End += shift
+					d.Queries[j].Finish += shift
+					d.Queries[j].Slack -= shift
+				}
+			}
+		}},
+		{"cost", func(d *Document) { d.Chosen.Cost += 1e-3 }},
+		{"executable cost", func(d *Document) { d.Chosen.ExecutableCost -= 1e-3 }},
+		{"max nodes", func(d *Document) { d.Chosen.MaxNodes++ }},
+		{"nodes timeline too low", func(d *Document) {
+			for i := range d.Nodes {
+				d.Nodes[i].Nodes = min(d.Nodes[i].Nodes, 1)
+			}
+		}},
+		{"nodes timeline not idle at the end", func(d *Document) { d.Nodes[len(d.Nodes)-1].Nodes++ }},
+		{"nodes timeline past the horizon", func(d *Document) {
+			d.Nodes = append(d.Nodes, NodeLevel{At: d.Nodes[len(d.Nodes)-1].At + 10, Nodes: w.Pool.IdleNodes})
+		}},
+		{"requests without lead", func(d *Document) { d.Requests = slices.Clone(d.Nodes) }},
+		{"request released early", func(d *Document) {
+			for i := 1; i < len(d.Requests); i++ {
+				if d.Requests[i].Nodes < d.Requests[i-1].Nodes {
+					d.Requests[i].At -= 50
+					return
+				}
+			}
+		}},
+		{"grid missing a cell", func(d *Document) { d.Candidates = d.Candidates[1:] }},
+		{"cheaper feasible candidate", func(d *Document) {
+			for i := range d.Candidates {
+				c := &d.Candidates[i]
+				if c.InitialNodes != d.Chosen.InitialNodes || c.BatchSizeFactor != d.Chosen.BatchSizeFactor {
+					c.Feasible, c.Cost = true, d.Chosen.Cost/2
+					return
+				}
+			}
+		}},
+		{"chosen differs from its candidate", func(d *Document) {
+			for i := range d.Candidates {
+				c := &d.Candidates[i]
+				if c.InitialNodes == d.Chosen.InitialNodes && c.BatchSizeFactor == d.Chosen.BatchSizeFactor {
+					c.MaxNodes++
+				}
+			}
+		}},
+		{"rate factor", func(d *Document) { d.MaxSupportedRateFactor = 0.5 }},
+		{"not deterministic", func(d *Document) { d.Requests[0].At = 0.000001 }},
+	}
+	for _, m := range mutations {
+		t.Run(m.name, func(t *testing.T) {
+			var c Document
+			b, err := json.Marshal(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &c); err != nil {
+				t.Fatal(err)
+			}
+			m.mutate(&c)
+			if errs := checkInvariants(w, c); len(errs) == 0 {
+				t.Errorf("mutation %q goes unreported", m.name)
+			} else {
+				t.Logf("reported: %s", errs[0])
+			}
+		})
+	}
 }
