@@ -123,8 +123,9 @@ func unitBatchSize(cost costModel, total, unit int64, smallest int, cmax float64
 	// the budget once k*overhead alone exceeds it.
 	maxK := units
 	if cost.batchOverhead > 0 {
-		if byOverhead := int64(budget/cost.batchOverhead) + 1; byOverhead < maxK {
-			maxK = byOverhead
+		// Compared as floats: a tiny overhead overflows int64.
+		if byOverhead := budget/cost.batchOverhead + 1; byOverhead < float64(maxK) {
+			maxK = int64(byOverhead)
 		}
 	}
 	for k := maxK; k >= 1; k-- {
@@ -133,10 +134,7 @@ func unitBatchSize(cost costModel, total, unit int64, smallest int, cmax float64
 			break
 		}
 	}
-	if x > limit {
-		x = limit
-	}
-	return x, limit, nil
+	return min(max(x, unit), limit), limit, nil
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }

@@ -112,15 +112,23 @@ func (p *prepared) closest() (*outcome, *Failure) {
 	var best *outcome
 	var bestFailure *Failure
 	for _, factor := range p.w.Planning.BatchSizeFactors {
+		// The slack test says which query fails first when every query
+		// finishes in time but only by rounding; the full run says by how
+		// much the first late query misses otherwise.
+		probe := newSim(p.layouts(factor), p.w.Pool.Sizes, p.w.Planning.Policy, 0)
+		fail := probe.run(nodePolicy{fixed: largest}, stopOnNegativeSlack)
 		s := newSim(p.layouts(factor), p.w.Pool.Sizes, p.w.Planning.Policy, 0)
-		s.run(nodePolicy{fixed: largest}, false)
+		s.run(nodePolicy{fixed: largest}, runToEnd)
 		o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[largest], BatchSizeFactor: factor}, sim: s}
 		p.price(o, largest)
 		f := s.firstLate()
+		if f == nil && fail != nil {
+			f = &Failure{Query: s.layouts[fail.query].name, LateSeconds: -fail.slack}
+		}
 		if f == nil {
-			// Only the slack test failed; the completed run is still late
-			// nowhere. Report the tightest query with zero lateness.
-			f = &Failure{Query: s.tightest()}
+			// Feasible on the largest size after all: the initial size
+			// search ruled it out only by rounding.
+			continue
 		}
 		if best == nil || f.LateSeconds < bestFailure.LateSeconds {
 			best, bestFailure = o, f
@@ -150,16 +158,6 @@ func (s *sim) firstLate() *Failure {
 		}
 	}
 	return f
-}
-
-func (s *sim) tightest() string {
-	name, least := "", math.Inf(1)
-	for q, end := range s.finishes() {
-		if slack := s.layouts[q].deadline - end; slack < least {
-			name, least = s.layouts[q].name, slack
-		}
-	}
-	return name
 }
 
 // fill writes the chosen outcome into the document.
@@ -249,13 +247,7 @@ func (p *prepared) replay(o *outcome, initial int, rho float64) bool {
 		return idx
 	}
 	s := newSim(ls, sizes, p.w.Planning.Policy, 0)
-	s.run(nodePolicy{at: nodesAt}, false)
-	for q, end := range s.finishes() {
-		if end > ls[q].deadline+eps {
-			return false
-		}
-	}
-	return true
+	return s.run(nodePolicy{at: nodesAt}, stopWhenLate) == nil
 }
 
 // searchLevels is the index of the timeline point in force at t.

@@ -159,12 +159,24 @@ func (a candidateKey) less(b candidateKey) bool {
 	return a.query < b.query
 }
 
+// stopRule says when a simulation run gives up.
+type stopRule int
+
+const (
+	// stopOnNegativeSlack is Algorithm 2: fail when the chosen batch has
+	// negative slack.
+	stopOnNegativeSlack stopRule = iota
+	// stopWhenLate fails as soon as a query's final merge ends after its
+	// deadline (replaying a fixed timeline, where slack on the current pool
+	// size proves nothing because the pool may grow later).
+	stopWhenLate
+	// runToEnd never fails: it measures how late an infeasible workload is.
+	runToEnd
+)
+
 // run is GenBatchSchedule (Algorithm 2): it extends the schedule until every
-// query is done or the chosen batch has negative slack. With failOnSlack
-// false it never fails and simply runs every query to completion (used to
-// measure how late an infeasible workload is, and to replay a plan at a
-// higher rate).
-func (s *sim) run(nodes nodePolicy, failOnSlack bool) *failure {
+// query is done or the stop rule ends it, and returns the failure if so.
+func (s *sim) run(nodes nodePolicy, stop stopRule) *failure {
 	now := s.now()
 	for {
 		for s.joined < len(s.byFirstReady) && s.layouts[s.byFirstReady[s.joined]].ready[0] <= now+eps {
@@ -197,10 +209,13 @@ func (s *sim) run(nodes nodePolicy, failOnSlack bool) *failure {
 		if !found {
 			return nil
 		}
-		if failOnSlack && best.slack < -eps {
+		if stop == stopOnNegativeSlack && best.slack < -eps {
 			return &failure{query: best.query, slack: best.slack, start: best.start}
 		}
 		now = s.schedule(best.query, best.start, nodes.size(best.start), best.slack)
+		if l := &s.layouts[best.query]; stop == stopWhenLate && s.next[best.query] == l.batches() && now > l.deadline+eps {
+			return &failure{query: best.query, slack: l.deadline - now, start: best.start}
+		}
 	}
 }
 
@@ -251,7 +266,7 @@ func (s *sim) genSchedule(floor, initial, step int) bool {
 	var firstPass []entry
 	for {
 		s.truncate(restart)
-		fail := s.run(nodePolicy{fixed: size}, true)
+		fail := s.run(nodePolicy{fixed: size}, stopOnNegativeSlack)
 		if fail == nil {
 			return true
 		}

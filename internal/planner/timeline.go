@@ -199,15 +199,18 @@ func (w *windowMax) at(t float64) int {
 }
 
 // entered reports whether a segment starting at start overlaps the window
-// from t.
+// from t. Query times are often start-width, and (start-width)+width may
+// round below start, so the comparison allows for rounding: a closed window
+// takes a segment starting at its end, an open one never does.
 func (w *windowMax) entered(start, t float64) bool {
 	if start <= t {
 		return true
 	}
+	tolerance := eps * max(1, math.Abs(start))
 	if w.open {
-		return start < t+w.width
+		return start < t+w.width-tolerance
 	}
-	return start <= t+w.width
+	return start <= t+w.width+tolerance
 }
 
 // requests is the executable timeline of section 4: nodes are requested

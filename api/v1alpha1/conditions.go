@@ -1,0 +1,127 @@
+/*
+Copyright 2026 The laxity Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+// Condition types of an ElasticSchedule.
+const (
+	// ElasticSchedulePlannedCondition is True when a plan has been computed for
+	// the current spec and the current set of queries referencing the schedule.
+	ElasticSchedulePlannedCondition = "Planned"
+
+	// ElasticScheduleFeasibleCondition is True when the plan in force meets
+	// every query's deadline, and False when no candidate does.
+	ElasticScheduleFeasibleCondition = "Feasible"
+
+	// ElasticSchedulePoolReadyCondition is True when the pool has at least as
+	// many ready nodes as the plan requests now.
+	ElasticSchedulePoolReadyCondition = "PoolReady"
+
+	// ElasticScheduleReadyCondition is True when the schedule is Planned,
+	// Feasible and PoolReady; its reason is that of the first of those that
+	// is not True.
+	ElasticScheduleReadyCondition = "Ready"
+)
+
+// Condition types of an IntermittentQuery.
+const (
+	// IntermittentQueryReadyCondition summarises the query; its reason, shown
+	// in the Status column of kubectl get, is the reason of the most telling
+	// other condition (FinalMergeSucceeded, DeadlinePassed, SlackNegative,
+	// SlackPositive) or why the query cannot run yet.
+	IntermittentQueryReadyCondition = "Ready"
+
+	// IntermittentQueryOnTrackCondition is True while the query's slack is
+	// non-negative, i.e. it is expected to finish before its deadline.
+	IntermittentQueryOnTrackCondition = "OnTrack"
+
+	// IntermittentQueryAtRiskCondition is True while the query's slack is
+	// negative and its deadline has not passed.
+	IntermittentQueryAtRiskCondition = "AtRisk"
+
+	// IntermittentQueryDeadlineMissedCondition is True once the deadline has
+	// passed without a succeeded final merge.
+	IntermittentQueryDeadlineMissedCondition = "DeadlineMissed"
+
+	// IntermittentQuerySucceededCondition is True once the query's final merge
+	// has succeeded.
+	IntermittentQuerySucceededCondition = "Succeeded"
+)
+
+// Condition reasons. Reasons are CamelCase and shared by both kinds where
+// they mean the same thing.
+const (
+	// PlanFoundReason surfaces when the planner produced a plan for the
+	// current spec and queries.
+	PlanFoundReason = "PlanFound"
+
+	// NoFeasiblePlanReason surfaces when no candidate pool size and batch-size
+	// factor meets every deadline; the least late plan is kept in status.
+	NoFeasiblePlanReason = "NoFeasiblePlan"
+
+	// DeadlinesMetReason surfaces when the plan in force meets every
+	// query's deadline.
+	DeadlinesMetReason = "DeadlinesMet"
+
+	// NoQueriesReason surfaces when no IntermittentQuery references the
+	// schedule, so there is nothing to plan.
+	NoQueriesReason = "NoQueries"
+
+	// InvalidSpecReason surfaces when a spec passes API validation but cannot
+	// be planned, for example a cost model whose samples fit a negative
+	// coefficient; the message names the field.
+	InvalidSpecReason = "InvalidSpec"
+
+	// WaitingForNodesReason surfaces when fewer nodes are ready than the plan
+	// requests now.
+	WaitingForNodesReason = "WaitingForNodes"
+
+	// NodesReadyReason surfaces when at least as many nodes are ready as the
+	// plan requests now.
+	NodesReadyReason = "NodesReady"
+
+	// BackendErrorReason surfaces when the pool backend failed to request or
+	// report nodes; the message holds the backend's error.
+	BackendErrorReason = "BackendError"
+
+	// ScheduleNotFoundReason surfaces when the ElasticSchedule named by
+	// spec.scheduleName does not exist.
+	ScheduleNotFoundReason = "ScheduleNotFound"
+
+	// WaitingForPlanReason surfaces when the query's schedule has not yet
+	// planned it.
+	WaitingForPlanReason = "WaitingForPlan"
+
+	// SlackPositiveReason surfaces when the query is expected to finish before
+	// its deadline (slack ≥ 0).
+	SlackPositiveReason = "SlackPositive"
+
+	// SlackNegativeReason surfaces when the query is expected to finish after
+	// its deadline (slack < 0).
+	SlackNegativeReason = "SlackNegative"
+
+	// DeadlinePassedReason surfaces when the deadline has passed before the
+	// final merge succeeded.
+	DeadlinePassedReason = "DeadlinePassed"
+
+	// StepFailedReason surfaces when a batch or merge SparkApplication failed;
+	// the message names it.
+	StepFailedReason = "StepFailed"
+
+	// FinalMergeSucceededReason surfaces when the query's final merge has
+	// succeeded and its result is available.
+	FinalMergeSucceededReason = "FinalMergeSucceeded"
+)

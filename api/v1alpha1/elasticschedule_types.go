@@ -1,0 +1,535 @@
+/*
+Copyright 2026 The laxity Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ElasticScheduleSpec is the desired state of an ElasticSchedule: the elastic
+// node pool that runs the batches of every IntermittentQuery referencing the
+// schedule, and the parameters of the search for the cheapest plan that meets
+// every deadline.
+type ElasticScheduleSpec struct {
+	// nodePool describes the elastic executor pool: the node counts the
+	// planner may choose from, how nodes are billed and provisioned, and the
+	// backend that adds and removes nodes.
+	// +required
+	NodePool NodePool `json:"nodePool"`
+
+	// planning holds the parameters of the plan search. Every field has a
+	// default, so planning may be omitted.
+	// +optional
+	// +kubebuilder:default={}
+	Planning Planning `json:"planning,omitzero"`
+}
+
+// NodePool describes the elastic executor pool of an ElasticSchedule.
+type NodePool struct {
+	// sizes is the ascending list of node counts the planner may choose for
+	// the pool (at least 1, at most 32 entries, each at least 1, no
+	// duplicates), for example [2, 4, 10, 14, 20]. The smallest size runs
+	// batches when no deadline needs more.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Minimum=1
+	// +kubebuilder:validation:XValidation:rule="self.isSorted()",message="spec.nodePool.sizes must be in ascending order"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, self.exists_one(y, y == x))",message="spec.nodePool.sizes must not contain duplicates"
+	Sizes []int32 `json:"sizes"`
+
+	// idleNodes is the number of nodes the pool shrinks to while no query
+	// window is open and no batch is pending. It may be 0 (scale to zero).
+	// When unset it defaults to the smallest entry of sizes.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	IdleNodes *int32 `json:"idleNodes,omitempty"`
+
+	// pricePerNodeHour is the price of one node for one hour, as a positive
+	// decimal string such as "0.25" (currency units are up to you; costs in
+	// the status use the same unit). Nodes are billed per second, with a
+	// minimum of billingMinimum per acquired node.
+	// +required
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && double(self) > 0.0",message="spec.nodePool.pricePerNodeHour must be a positive decimal number such as 0.25"
+	PricePerNodeHour string `json:"pricePerNodeHour"`
+
+	// billingMinimum is the least time billed for every node acquired, as a
+	// Go duration such as "60s". 0s means pure per-second billing. Defaults
+	// to 60s.
+	// +optional
+	// +kubebuilder:default="60s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",message="spec.nodePool.billingMinimum must be a non-negative duration such as 60s"
+	BillingMinimum *metav1.Duration `json:"billingMinimum,omitempty"`
+
+	// provisioningLeadTime is how long a requested node takes to become
+	// ready, as a Go duration such as "6m". Nodes are requested this long
+	// before the plan needs them. Defaults to 6m.
+	// +optional
+	// +kubebuilder:default="6m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",message="spec.nodePool.provisioningLeadTime must be a non-negative duration such as 6m"
+	ProvisioningLeadTime *metav1.Duration `json:"provisioningLeadTime,omitempty"`
+
+	// releaseAfterIdle is the least time nodes would otherwise sit idle for
+	// the pool to release them, as a Go duration such as "12m". Shorter idle
+	// periods keep the nodes. When unset it is twice provisioningLeadTime.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",message="spec.nodePool.releaseAfterIdle must be a non-negative duration such as 12m"
+	ReleaseAfterIdle *metav1.Duration `json:"releaseAfterIdle,omitempty"`
+
+	// executorsPerNode is the number of Spark executors run on each ready
+	// node: a step's executor.instances is ready nodes × executorsPerNode.
+	// Defaults to 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	ExecutorsPerNode int32 `json:"executorsPerNode,omitempty"`
+
+	// nodeSelector selects the pool's nodes by label, for example
+	// {"laxity.dev/pool": "tpch"}. Ready Node objects matching it are the
+	// pool's ready nodes; placeholder pods and Spark executors are pinned to
+	// it.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// backend is how the pool adds and removes nodes: exactly one of scale,
+	// placeholder or emrContainers.
+	// +required
+	Backend PoolBackend `json:"backend"`
+}
+
+// PoolBackend selects how the pool is resized. Exactly one field is set.
+// +kubebuilder:validation:XValidation:rule="(has(self.scale) ? 1 : 0) + (has(self.placeholder) ? 1 : 0) + (has(self.emrContainers) ? 1 : 0) == 1",message="spec.nodePool.backend must set exactly one of scale, placeholder or emrContainers"
+type PoolBackend struct {
+	// scale resizes any object that has a /scale subresource, such as a
+	// Cluster API MachineDeployment or MachinePool, by writing its
+	// spec.replicas through the scale subresource only.
+	// +optional
+	Scale *ScaleBackend `json:"scale,omitempty"`
+
+	// placeholder runs one low-priority pause pod per wanted node, sized to a
+	// node and pinned to nodeSelector, so that the cluster autoscaler or
+	// Karpenter provisions nodes ahead of the batches, whose executors then
+	// preempt the placeholders.
+	// +optional
+	Placeholder *PlaceholderBackend `json:"placeholder,omitempty"`
+
+	// emrContainers runs the steps as EMR on EKS job runs on a virtual cluster
+	// and resizes an EKS managed node group.
+	// +optional
+	EMRContainers *EMRContainersBackend `json:"emrContainers,omitempty"`
+}
+
+// ScaleBackend names an object, in the ElasticSchedule's namespace, that has
+// a /scale subresource.
+type ScaleBackend struct {
+	// apiVersion is the group/version of the target, for example
+	// "cluster.x-k8s.io/v1beta1". The scale subresource is written at this
+	// version.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	APIVersion string `json:"apiVersion"`
+
+	// kind is the kind of the target, for example "MachineDeployment".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+
+	// name is the name of the target.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// PlaceholderBackend describes the pause pods that hold capacity for the pool.
+type PlaceholderBackend struct {
+	// resources are the resource requests of one placeholder pod, sized to
+	// fill one node, for example {"cpu": "7", "memory": "28Gi"}.
+	// +required
+	// +kubebuilder:validation:MinProperties=1
+	Resources corev1.ResourceList `json:"resources"`
+
+	// priorityClassName is the PriorityClass of the placeholder pods. It
+	// should have a lower priority than the Spark pods, so that they preempt
+	// the placeholders. When unset the pods get the cluster's default
+	// priority.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+}
+
+// EMRContainersBackend describes an EMR on EKS virtual cluster and the EKS
+// managed node group that backs it.
+type EMRContainersBackend struct {
+	// virtualClusterId is the ID of the EMR on EKS virtual cluster that runs
+	// the steps.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	VirtualClusterID string `json:"virtualClusterId"`
+
+	// executionRoleArn is the ARN of the IAM role the job runs assume.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	ExecutionRoleARN string `json:"executionRoleArn"`
+
+	// releaseLabel is the EMR release of the job runs, for example
+	// "emr-7.5.0-latest".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	ReleaseLabel string `json:"releaseLabel"`
+
+	// region is the AWS region of the virtual cluster and the node group, for
+	// example "eu-west-1".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Region string `json:"region"`
+
+	// nodegroupName is the name of the EKS managed node group resized to the
+	// planned node count.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	NodegroupName string `json:"nodegroupName"`
+
+	// clusterName is the name of the EKS cluster that owns the node group.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=100
+	ClusterName string `json:"clusterName"`
+
+	// endpoint overrides the AWS API endpoint URL for both EMR containers and
+	// EKS, for example to point tests at a local fake. When unset the
+	// regional endpoints are used.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// PlanningPolicy chooses which ready batch runs next.
+// +kubebuilder:validation:Enum=LeastLaxity;EarliestDeadline
+type PlanningPolicy string
+
+const (
+	// PolicyLeastLaxity runs the ready batch of the query with the least
+	// slack first (LLF).
+	PolicyLeastLaxity PlanningPolicy = "LeastLaxity"
+	// PolicyEarliestDeadline runs the ready batch of the query with the
+	// earliest deadline first (EDF).
+	PolicyEarliestDeadline PlanningPolicy = "EarliestDeadline"
+)
+
+// RateModel says how measured arrival rates feed back into planning.
+// +kubebuilder:validation:Enum=Pessimistic;Optimistic
+type RateModel string
+
+const (
+	// RateModelPessimistic re-plans when a query's measured rate exceeds what
+	// the plan supports by more than rateTolerancePercent, assuming the
+	// higher rate persists to the end of the window.
+	RateModelPessimistic RateModel = "Pessimistic"
+	// RateModelOptimistic keeps the plan's rates and re-plans only when the
+	// spec or the set of queries changes.
+	RateModelOptimistic RateModel = "Optimistic"
+)
+
+// Planning holds the parameters of the plan search. Every field has a default.
+type Planning struct {
+	// batchSizeFactors are the multiples of each query's 1X batch size the
+	// search tries (each at least 1). Defaults to [1, 2, 4, 8, 16, 32].
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:default={1,2,4,8,16,32}
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Minimum=1
+	BatchSizeFactors []int32 `json:"batchSizeFactors,omitempty"`
+
+	// backtrackStep is how many scheduled batches a failed simulation moves
+	// back before retrying them on more nodes (K in the seed's eq. 8).
+	// Defaults to 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	BacktrackStep int32 `json:"backtrackStep,omitempty"`
+
+	// maxBatchDuration caps the batch size: no batch may be modelled to take
+	// this long on the smallest pool size (Cmax), as a positive Go duration
+	// such as "10m". Defaults to 10m.
+	// +optional
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') && duration(self) > duration('0s')",message="spec.planning.maxBatchDuration must be a positive duration such as 10m"
+	MaxBatchDuration metav1.Duration `json:"maxBatchDuration,omitzero"`
+
+	// policy chooses among ready batches: LeastLaxity (the query with the
+	// least slack first) or EarliestDeadline. Defaults to LeastLaxity.
+	// +optional
+	// +kubebuilder:default=LeastLaxity
+	Policy PlanningPolicy `json:"policy,omitempty"`
+
+	// rateModel says how measured arrival rates trigger re-planning:
+	// Pessimistic (re-plan when a query's measured rate exceeds the plan's
+	// maximum supported rate by more than rateTolerancePercent) or Optimistic
+	// (keep the planned rates). Defaults to Pessimistic.
+	// +optional
+	// +kubebuilder:default=Pessimistic
+	RateModel RateModel `json:"rateModel,omitempty"`
+
+	// rateWindow is the trailing period over which a query's arrival rate is
+	// measured, as a positive Go duration such as "3m". Defaults to 3m.
+	// +optional
+	// +kubebuilder:default="3m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') && duration(self) > duration('0s')",message="spec.planning.rateWindow must be a positive duration such as 3m"
+	RateWindow metav1.Duration `json:"rateWindow,omitzero"`
+
+	// rateTolerancePercent is by how many percent a measured rate may exceed
+	// the plan's maximum supported rate before the schedule re-plans. 0
+	// re-plans on any excess. Defaults to 2.
+	// +optional
+	// +kubebuilder:default=2
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	RateTolerancePercent *int32 `json:"rateTolerancePercent,omitempty"`
+}
+
+// ElasticScheduleStatus is the observed state of an ElasticSchedule: the
+// chosen plan, the node requests it implies and the state of the pool. The
+// controller rebuilds it from the world on every pass.
+type ElasticScheduleStatus struct {
+	// observedGeneration is the metadata.generation of the spec the status
+	// was last computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions are the schedule's conditions: Planned, Feasible, PoolReady
+	// and Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// chosen summarises the plan in force: the cheapest feasible candidate,
+	// or the least bad one when none is feasible.
+	// +optional
+	Chosen *ChosenPlan `json:"chosen,omitempty"`
+
+	// candidates lists every (initialNodes, batchSizeFactor) pair the search
+	// simulated, with its cost and peak node count.
+	// +optional
+	// +listType=atomic
+	Candidates []PlanCandidate `json:"candidates,omitempty"`
+
+	// queries summarises the plan of each IntermittentQuery referencing the
+	// schedule.
+	// +optional
+	// +listType=atomic
+	Queries []QueryPlan `json:"queries,omitempty"`
+
+	// nodeRequests is the executable node timeline still ahead: at each
+	// instant the pool is asked for that many nodes (increases already moved
+	// earlier by provisioningLeadTime).
+	// +optional
+	// +listType=atomic
+	NodeRequests []NodeRequest `json:"nodeRequests,omitempty"`
+
+	// nodesRequested is the node count currently requested from the backend.
+	// Unset until the controller has requested nodes.
+	// +optional
+	NodesRequested *int32 `json:"nodesRequested,omitempty"`
+
+	// nodesReady is the number of ready Node objects matching nodeSelector.
+	// Unset until the controller has observed the pool.
+	// +optional
+	NodesReady *int32 `json:"nodesReady,omitempty"`
+
+	// lastPlanTime is when the plan in force was computed.
+	// +optional
+	LastPlanTime *metav1.Time `json:"lastPlanTime,omitempty"`
+
+	// searchSeconds is how long the plan search took, in seconds, as a
+	// decimal string such as "0.012".
+	// +optional
+	SearchSeconds string `json:"searchSeconds,omitempty"`
+
+	// maxSupportedRateFactor is the largest factor, as a decimal string such
+	// as "1.31", by which every query's arrival rate can grow while the plan
+	// in force still meets every deadline.
+	// +optional
+	MaxSupportedRateFactor string `json:"maxSupportedRateFactor,omitempty"`
+
+	// planOrigin is the instant t0 from which the plan measures time.
+	// +optional
+	PlanOrigin *metav1.Time `json:"planOrigin,omitempty"`
+}
+
+// ChosenPlan summarises the plan in force.
+type ChosenPlan struct {
+	// initialNodes is the pool size the plan starts batches on.
+	// +optional
+	InitialNodes int32 `json:"initialNodes,omitempty"`
+
+	// batchSizeFactor is the multiple of each query's 1X batch size the plan
+	// uses.
+	// +optional
+	BatchSizeFactor int32 `json:"batchSizeFactor,omitempty"`
+
+	// cost is the simulated cost of the plan (nodes changing instantly), in
+	// the currency of pricePerNodeHour, as a decimal string such as "0.94".
+	// +optional
+	Cost string `json:"cost,omitempty"`
+
+	// executableCost is the cost of the node timeline the operator actually
+	// requests (with provisioningLeadTime and releaseAfterIdle), as a decimal
+	// string such as "1.01".
+	// +optional
+	ExecutableCost string `json:"executableCost,omitempty"`
+
+	// maxNodes is the largest node count the plan uses.
+	// +optional
+	MaxNodes int32 `json:"maxNodes,omitempty"`
+
+	// feasible is true when the plan meets every query's deadline.
+	// +optional
+	Feasible bool `json:"feasible"`
+}
+
+// PlanCandidate is one simulated (initialNodes, batchSizeFactor) pair.
+type PlanCandidate struct {
+	// initialNodes is the pool size the candidate starts batches on.
+	// +optional
+	InitialNodes int32 `json:"initialNodes,omitempty"`
+
+	// batchSizeFactor is the multiple of the 1X batch size the candidate uses.
+	// +optional
+	BatchSizeFactor int32 `json:"batchSizeFactor,omitempty"`
+
+	// cost is the candidate's simulated cost, as a decimal string.
+	// +optional
+	Cost string `json:"cost,omitempty"`
+
+	// maxNodes is the largest node count the candidate uses.
+	// +optional
+	MaxNodes int32 `json:"maxNodes,omitempty"`
+
+	// feasible is true when the candidate meets every deadline.
+	// +optional
+	Feasible bool `json:"feasible"`
+}
+
+// QueryPlan is the plan of one IntermittentQuery.
+type QueryPlan struct {
+	// name is the IntermittentQuery's name.
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// batchSize is the planned number of tuples per batch (the last batch
+	// takes what is left).
+	// +optional
+	BatchSize int64 `json:"batchSize,omitempty"`
+
+	// batches is the planned number of batches.
+	// +optional
+	Batches int32 `json:"batches,omitempty"`
+
+	// finish is when the query's final merge is planned to end.
+	// +optional
+	Finish metav1.Time `json:"finish,omitzero"`
+
+	// deadline is the query's deadline.
+	// +optional
+	Deadline metav1.Time `json:"deadline,omitzero"`
+
+	// slackSeconds is deadline minus finish in seconds, as a decimal string;
+	// negative when the query would be late by that much.
+	// +optional
+	SlackSeconds string `json:"slackSeconds,omitempty"`
+}
+
+// NodeRequest is one step of the executable node timeline.
+type NodeRequest struct {
+	// at is when the pool is asked for nodes.
+	// +optional
+	At metav1.Time `json:"at,omitzero"`
+
+	// nodes is the node count requested from then on.
+	// +optional
+	Nodes int32 `json:"nodes"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=es,categories=laxity
+// +kubebuilder:printcolumn:name="Cost",type=string,JSONPath=`.status.chosen.cost`,description="Simulated cost of the chosen plan"
+// +kubebuilder:printcolumn:name="Max Nodes",type=integer,JSONPath=`.status.chosen.maxNodes`,description="Peak node count of the chosen plan"
+// +kubebuilder:printcolumn:name="Requested",type=integer,JSONPath=`.status.nodesRequested`,description="Nodes currently requested from the backend"
+// +kubebuilder:printcolumn:name="Ready Nodes",type=integer,JSONPath=`.status.nodesReady`,description="Ready nodes matching the pool's nodeSelector"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Status of the Ready condition"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// ElasticSchedule is an elastic node pool shared by the IntermittentQueries
+// that reference it, together with the plan (batch sizes and a node-count
+// timeline) that meets every query's deadline at the lowest cost.
+type ElasticSchedule struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitzero"`
+
+	// spec is the desired pool and the planning parameters.
+	// +required
+	Spec ElasticScheduleSpec `json:"spec"`
+
+	// status is the chosen plan and the observed state of the pool.
+	// +optional
+	Status ElasticScheduleStatus `json:"status,omitzero"`
+}
+
+// +kubebuilder:object:root=true
+
+// ElasticScheduleList is a list of ElasticSchedules.
+type ElasticScheduleList struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitzero"`
+	// items are the ElasticSchedules.
+	Items []ElasticSchedule `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ElasticSchedule{}, &ElasticScheduleList{})
+}

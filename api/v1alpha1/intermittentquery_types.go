@@ -1,0 +1,525 @@
+/*
+Copyright 2026 The laxity Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// IntermittentQuerySpec is the desired state of an IntermittentQuery: one
+// window of a stream, the deadline for the query's result, how tuples arrive
+// and how long processing them takes.
+// +kubebuilder:validation:XValidation:rule="self.deadline > self.window.end",message="spec.deadline must be after spec.window.end",fieldPath=".deadline"
+type IntermittentQuerySpec struct {
+	// scheduleName is the name of the ElasticSchedule, in the same namespace,
+	// whose pool runs this query's batches and merges.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ScheduleName string `json:"scheduleName"`
+
+	// window is the period of the stream the query covers: tuples arriving
+	// from start until end.
+	// +required
+	Window Window `json:"window"`
+
+	// deadline is when the query's final result is due, an RFC 3339 instant
+	// after window.end such as "2026-12-01T01:40:00Z".
+	// +required
+	Deadline metav1.Time `json:"deadline"`
+
+	// input describes how tuples arrive: exactly one of ratePerSecond,
+	// totalTuples or profile, plus the arrival unit and lateness.
+	// +required
+	Input Input `json:"input"`
+
+	// costModel is how long a batch and a merge take on a given number of
+	// nodes, given as coefficients or fitted from measured samples.
+	// +required
+	CostModel CostModel `json:"costModel"`
+
+	// partialAggregation, when set, merges the batches processed so far into
+	// a partial result at regular intervals, so that the final merge has
+	// fewer inputs. When unset only the final merge runs.
+	// +optional
+	PartialAggregation *PartialAggregation `json:"partialAggregation,omitempty"`
+
+	// sparkApplication is the spec of the SparkApplication
+	// (sparkoperator.k8s.io/v1beta2) that runs each batch and merge, kept
+	// as-is. laxity copies it into every step it launches and sets the step's
+	// arguments, executor.instances, labels and annotations.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	SparkApplication *runtime.RawExtension `json:"sparkApplication,omitempty"`
+}
+
+// Window is the period of the stream a query covers.
+// +kubebuilder:validation:XValidation:rule="self.end > self.start",message="spec.window.end must be after spec.window.start",fieldPath=".end"
+type Window struct {
+	// start is the RFC 3339 instant the window opens, such as
+	// "2026-12-01T00:00:00Z".
+	// +required
+	Start metav1.Time `json:"start"`
+
+	// end is the RFC 3339 instant the window closes, after start.
+	// +required
+	End metav1.Time `json:"end"`
+}
+
+// Input describes how a query's tuples arrive. Exactly one of ratePerSecond,
+// totalTuples and profile is set.
+// +kubebuilder:validation:XValidation:rule="(has(self.ratePerSecond) ? 1 : 0) + (has(self.totalTuples) ? 1 : 0) + (has(self.profile) ? 1 : 0) == 1",message="spec.input must set exactly one of ratePerSecond, totalTuples or profile"
+type Input struct {
+	// ratePerSecond is a constant arrival rate in tuples per second over the
+	// whole window, as a positive decimal string such as "9500".
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && double(self) > 0.0",message="spec.input.ratePerSecond must be a positive decimal number such as 9500"
+	RatePerSecond string `json:"ratePerSecond,omitempty"`
+
+	// totalTuples is the number of tuples arriving over the window, at a
+	// uniform rate (at least 1).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	TotalTuples *int64 `json:"totalTuples,omitempty"`
+
+	// profile is a piecewise-constant arrival rate: each segment holds from
+	// its offset after window.start until the next segment's offset (the
+	// last one until window.end). The first offset is 0s and offsets
+	// strictly increase; at least one segment has a positive rate. For
+	// example [{after: 0s, ratePerSecond: "9500"}, {after: 50m,
+	// ratePerSecond: "19000"}]. (Rules on the whole list skip entries whose
+	// own fields are malformed; those are reported on the entry.)
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || !self[0].after.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') || duration(self[0].after) == duration('0s')",message="spec.input.profile[0].after must be 0s: the profile starts at spec.window.start"
+	// +kubebuilder:validation:XValidation:rule="self.all(i, s, i == 0 || !self[i - 1].after.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') || !s.after.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') || duration(self[i - 1].after) < duration(s.after))",message="spec.input.profile offsets (after) must be strictly increasing"
+	// +kubebuilder:validation:XValidation:rule="self.exists(s, !s.ratePerSecond.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') || double(s.ratePerSecond) > 0.0)",message="spec.input.profile must have at least one segment with a positive ratePerSecond"
+	Profile []RateSegment `json:"profile,omitempty"`
+
+	// granularity is the number of tuples in one arrival unit, for example
+	// 9500 tuples per file; batch sizes are whole units. Defaults to 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	Granularity int64 `json:"granularity,omitempty"`
+
+	// allowedLateness is how long after window.end late tuples still count;
+	// the last batch starts no earlier than window.end + allowedLateness. A
+	// non-negative Go duration such as "30s". Defaults to 0s.
+	// +optional
+	// +kubebuilder:default="0s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",message="spec.input.allowedLateness must be a non-negative duration such as 30s"
+	AllowedLateness metav1.Duration `json:"allowedLateness,omitzero"`
+}
+
+// RateSegment is one piece of a piecewise-constant arrival rate.
+type RateSegment struct {
+	// after is the segment's start as an offset from window.start, a Go
+	// duration such as "50m"; the first segment's is 0s.
+	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",message="spec.input.profile[].after must be a non-negative duration such as 50m"
+	After metav1.Duration `json:"after"`
+
+	// ratePerSecond is the arrival rate during the segment in tuples per
+	// second, a non-negative decimal string such as "19000" ("0" for a pause
+	// in the stream).
+	// +required
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="spec.input.profile[].ratePerSecond must be a non-negative decimal number such as 19000"
+	RatePerSecond string `json:"ratePerSecond"`
+}
+
+// CostModel is a query's execution-time model (seed section 2.2): with p
+// nodes a batch of t tuples takes
+// overheadSeconds + t × (serialSecondsPerTuple + parallelSecondsPerTuple / p)
+// seconds, and a merge of m intermediate results
+// overheadSeconds + m × (serialSecondsPerInput + parallelSecondsPerInput / p).
+type CostModel struct {
+	// batch models the processing of one batch of tuples.
+	// +required
+	Batch BatchCostModel `json:"batch"`
+
+	// merge models one merge (partial or final aggregation) of intermediate
+	// results.
+	// +required
+	Merge MergeCostModel `json:"merge"`
+}
+
+// BatchCostModel gives the batch coefficients directly, or measured samples to
+// fit them from by least squares: all three coefficients, or samples, never
+// both.
+// +kubebuilder:validation:XValidation:rule="!(has(self.samples) && (has(self.overheadSeconds) || has(self.serialSecondsPerTuple) || has(self.parallelSecondsPerTuple)))",message="spec.costModel.batch must set either its three coefficients or samples, not both"
+// +kubebuilder:validation:XValidation:rule="has(self.samples) || (has(self.overheadSeconds) && has(self.serialSecondsPerTuple) && has(self.parallelSecondsPerTuple))",message="spec.costModel.batch must set all of overheadSeconds, serialSecondsPerTuple and parallelSecondsPerTuple, or samples"
+type BatchCostModel struct {
+	// overheadSeconds is the fixed time of one batch in seconds, a
+	// non-negative decimal string such as "25".
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="spec.costModel.batch.overheadSeconds must be a non-negative decimal number such as 25"
+	OverheadSeconds string `json:"overheadSeconds,omitempty"`
+
+	// serialSecondsPerTuple is the time per tuple that does not parallelise,
+	// in seconds, a non-negative decimal string such as "2e-8".
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="spec.costModel.batch.serialSecondsPerTuple must be a non-negative decimal number such as 2e-8"
+	SerialSecondsPerTuple string `json:"serialSecondsPerTuple,omitempty"`
+
+	// parallelSecondsPerTuple is the time per tuple spread over the nodes, in
+	// node-seconds, a non-negative decimal string such as "2e-5".
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="spec.costModel.batch.parallelSecondsPerTuple must be a non-negative decimal number such as 2e-5"
+	ParallelSecondsPerTuple string `json:"parallelSecondsPerTuple,omitempty"`
+
+	// samples are measured batch runs to fit the three coefficients from (at
+	// least 3), for example {nodes: 4, tuples: 2375000, seconds: "37.9"}.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=3
+	// +kubebuilder:validation:MaxItems=64
+	Samples []BatchSample `json:"samples,omitempty"`
+}
+
+// BatchSample is one measured batch run.
+type BatchSample struct {
+	// nodes is the number of pool nodes the batch ran on (at least 1).
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Nodes int32 `json:"nodes"`
+
+	// tuples is the number of tuples the batch processed (at least 1).
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Tuples int64 `json:"tuples"`
+
+	// seconds is how long the batch took, a non-negative decimal string such
+	// as "37.9".
+	// +required
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="spec.costModel.batch.samples[].seconds must be a non-negative decimal number such as 37.9"
+	Seconds string `json:"seconds"`
+}
+
+// MergeCostModel gives the merge coefficients directly, or measured samples to
+// fit them from by least squares: all three coefficients, or samples, never
+// both.
+// +kubebuilder:validation:XValidation:rule="!(has(self.samples) && (has(self.overheadSeconds) || has(self.serialSecondsPerInput) || has(self.parallelSecondsPerInput)))",message="spec.costModel.merge must set either its three coefficients or samples, not both"
+// +kubebuilder:validation:XValidation:rule="has(self.samples) || (has(self.overheadSeconds) && has(self.serialSecondsPerInput) && has(self.parallelSecondsPerInput))",message="spec.costModel.merge must set all of overheadSeconds, serialSecondsPerInput and parallelSecondsPerInput, or samples"
+type MergeCostModel struct {
+	// overheadSeconds is the fixed time of one merge in seconds, a
+	// non-negative decimal string such as "8".
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="spec.costModel.merge.overheadSeconds must be a non-negative decimal number such as 8"
+	OverheadSeconds string `json:"overheadSeconds,omitempty"`
+
+	// serialSecondsPerInput is the time per merged intermediate result that
+	// does not parallelise, in seconds, a non-negative decimal string such as
+	// "0.05".
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="spec.costModel.merge.serialSecondsPerInput must be a non-negative decimal number such as 0.05"
+	SerialSecondsPerInput string `json:"serialSecondsPerInput,omitempty"`
+
+	// parallelSecondsPerInput is the time per merged intermediate result
+	// spread over the nodes, in node-seconds, a non-negative decimal string
+	// such as "0.4".
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="spec.costModel.merge.parallelSecondsPerInput must be a non-negative decimal number such as 0.4"
+	ParallelSecondsPerInput string `json:"parallelSecondsPerInput,omitempty"`
+
+	// samples are measured merge runs to fit the three coefficients from (at
+	// least 3), for example {nodes: 2, inputs: 21, seconds: "17.2"}.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=3
+	// +kubebuilder:validation:MaxItems=64
+	Samples []MergeSample `json:"samples,omitempty"`
+}
+
+// MergeSample is one measured merge run.
+type MergeSample struct {
+	// nodes is the number of pool nodes the merge ran on (at least 1).
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Nodes int32 `json:"nodes"`
+
+	// inputs is the number of intermediate results the merge combined (at
+	// least 1).
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Inputs int64 `json:"inputs"`
+
+	// seconds is how long the merge took, a non-negative decimal string such
+	// as "17.2".
+	// +required
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="spec.costModel.merge.samples[].seconds must be a non-negative decimal number such as 17.2"
+	Seconds string `json:"seconds"`
+}
+
+// PartialAggregation configures partial merges (seed section 6).
+type PartialAggregation struct {
+	// every is the fraction φ of a query's batches after which a partial
+	// merge runs: one after every ceil(φ × batches) batches. A decimal string
+	// in (0, 1], such as "0.25" for a partial merge after every quarter of
+	// the batches.
+	// +required
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && double(self) > 0.0 && double(self) <= 1.0",message="spec.partialAggregation.every must be a decimal number in (0, 1] such as 0.25"
+	Every string `json:"every"`
+}
+
+// StepOutcome is the state of one step (batch or merge) of a query.
+// +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed
+type StepOutcome string
+
+const (
+	// StepPending means the step's SparkApplication exists but has not
+	// started running.
+	StepPending StepOutcome = "Pending"
+	// StepRunning means the step's SparkApplication is running.
+	StepRunning StepOutcome = "Running"
+	// StepSucceeded means the step's SparkApplication completed.
+	StepSucceeded StepOutcome = "Succeeded"
+	// StepFailed means the step's SparkApplication failed.
+	StepFailed StepOutcome = "Failed"
+)
+
+// IntermittentQueryStatus is the observed progress of an IntermittentQuery.
+// The controller rebuilds it from the world on every pass.
+type IntermittentQueryStatus struct {
+	// observedGeneration is the metadata.generation of the spec the status
+	// was last computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions are the query's conditions: Ready, OnTrack, AtRisk,
+	// DeadlineMissed and Succeeded. The Ready condition's reason is the
+	// query's state at a glance (shown by kubectl get).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// arrivedTuples is the number of tuples that have arrived so far. Unset
+	// until the controller has observed the query.
+	// +optional
+	ArrivedTuples *int64 `json:"arrivedTuples,omitempty"`
+
+	// processedTuples is the number of tuples whose batches have succeeded.
+	// Unset until the controller has observed the query.
+	// +optional
+	ProcessedTuples *int64 `json:"processedTuples,omitempty"`
+
+	// batchSize is the planned number of tuples per batch (the last batch
+	// takes what is left).
+	// +optional
+	BatchSize int64 `json:"batchSize,omitempty"`
+
+	// batches are the batches launched so far, in index order.
+	// +optional
+	// +listType=atomic
+	Batches []BatchStatus `json:"batches,omitempty"`
+
+	// partials are the partial merges launched so far, in order.
+	// +optional
+	// +listType=atomic
+	Partials []PartialStatus `json:"partials,omitempty"`
+
+	// final is the final merge, once launched.
+	// +optional
+	Final *FinalStatus `json:"final,omitempty"`
+
+	// slackSeconds is the current slack in seconds as a decimal string: how
+	// much later than planned the query could finish and still meet its
+	// deadline; negative when it is expected to be late.
+	// +optional
+	SlackSeconds string `json:"slackSeconds,omitempty"`
+
+	// measuredRatePerSecond is the arrival rate measured over the schedule's
+	// rateWindow, in tuples per second, as a decimal string.
+	// +optional
+	MeasuredRatePerSecond string `json:"measuredRatePerSecond,omitempty"`
+}
+
+// BatchStatus is one launched batch.
+type BatchStatus struct {
+	// index is the batch's index, from 0.
+	// +optional
+	Index int32 `json:"index"`
+
+	// fromTuple is the first tuple of the batch (inclusive).
+	// +optional
+	FromTuple int64 `json:"fromTuple"`
+
+	// toTuple is the end of the batch's tuple range (exclusive).
+	// +optional
+	ToTuple int64 `json:"toTuple,omitempty"`
+
+	// nodes is the pool size the batch was launched for.
+	// +optional
+	Nodes int32 `json:"nodes,omitempty"`
+
+	// sparkApplication is the name of the batch's SparkApplication, such as
+	// "q1-b3" (or "q1-b3-r1" for a retry).
+	// +optional
+	SparkApplication string `json:"sparkApplication,omitempty"`
+
+	// attempt counts the retries of the batch: 0 for the first run.
+	// +optional
+	Attempt int32 `json:"attempt,omitempty"`
+
+	// start is when the batch started running.
+	// +optional
+	Start *metav1.Time `json:"start,omitempty"`
+
+	// end is when the batch finished.
+	// +optional
+	End *metav1.Time `json:"end,omitempty"`
+
+	// outcome is Pending, Running, Succeeded or Failed.
+	// +optional
+	Outcome StepOutcome `json:"outcome,omitempty"`
+
+	// resultLocation is where the batch wrote its partial result.
+	// +optional
+	ResultLocation string `json:"resultLocation,omitempty"`
+}
+
+// PartialStatus is one launched partial merge.
+type PartialStatus struct {
+	// index is the partial merge's ordinal, from 0.
+	// +optional
+	Index int32 `json:"index"`
+
+	// inputs is the number of intermediate results the merge combines.
+	// +optional
+	Inputs int32 `json:"inputs,omitempty"`
+
+	// sparkApplication is the name of the merge's SparkApplication, such as
+	// "q1-partial-0".
+	// +optional
+	SparkApplication string `json:"sparkApplication,omitempty"`
+
+	// attempt counts the retries of the merge: 0 for the first run.
+	// +optional
+	Attempt int32 `json:"attempt,omitempty"`
+
+	// start is when the merge started running.
+	// +optional
+	Start *metav1.Time `json:"start,omitempty"`
+
+	// end is when the merge finished.
+	// +optional
+	End *metav1.Time `json:"end,omitempty"`
+
+	// outcome is Pending, Running, Succeeded or Failed.
+	// +optional
+	Outcome StepOutcome `json:"outcome,omitempty"`
+
+	// resultLocation is where the merge wrote its result.
+	// +optional
+	ResultLocation string `json:"resultLocation,omitempty"`
+}
+
+// FinalStatus is the final merge of a query.
+type FinalStatus struct {
+	// sparkApplication is the name of the final merge's SparkApplication,
+	// such as "q1-final".
+	// +optional
+	SparkApplication string `json:"sparkApplication,omitempty"`
+
+	// attempt counts the retries of the final merge: 0 for the first run.
+	// +optional
+	Attempt int32 `json:"attempt,omitempty"`
+
+	// start is when the final merge started running.
+	// +optional
+	Start *metav1.Time `json:"start,omitempty"`
+
+	// end is when the final merge finished.
+	// +optional
+	End *metav1.Time `json:"end,omitempty"`
+
+	// outcome is Pending, Running, Succeeded or Failed.
+	// +optional
+	Outcome StepOutcome `json:"outcome,omitempty"`
+
+	// resultLocation is where the query's result was written.
+	// +optional
+	ResultLocation string `json:"resultLocation,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=iq,categories=laxity
+// +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.scheduleName`,description="ElasticSchedule running the query"
+// +kubebuilder:printcolumn:name="Deadline",type=string,format=date-time,JSONPath=`.spec.deadline`,description="When the final result is due"
+// +kubebuilder:printcolumn:name="Processed",type=integer,JSONPath=`.status.processedTuples`,description="Tuples processed by succeeded batches"
+// +kubebuilder:printcolumn:name="Arrived",type=integer,JSONPath=`.status.arrivedTuples`,description="Tuples arrived so far"
+// +kubebuilder:printcolumn:name="Slack",type=string,JSONPath=`.status.slackSeconds`,description="Current slack in seconds"
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Reason of the Ready condition"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// IntermittentQuery is a recurring analytical query over one window of a
+// stream, processed intermittently: tuples are processed in batches as they
+// arrive, each batch keeps a partial aggregate, and the partials are merged
+// once the window has closed, before the deadline.
+type IntermittentQuery struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitzero"`
+
+	// spec is the query's window, deadline, input and cost model.
+	// +required
+	Spec IntermittentQuerySpec `json:"spec"`
+
+	// status is the query's observed progress.
+	// +optional
+	Status IntermittentQueryStatus `json:"status,omitzero"`
+}
+
+// +kubebuilder:object:root=true
+
+// IntermittentQueryList is a list of IntermittentQueries.
+type IntermittentQueryList struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitzero"`
+	// items are the IntermittentQueries.
+	Items []IntermittentQuery `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&IntermittentQuery{}, &IntermittentQueryList{})
+}

@@ -1,0 +1,57 @@
+// Package crd embeds laxity's generated CustomResourceDefinitions
+// (bases/*.yaml, written by `make manifests` from api/v1alpha1), so that
+// programs such as `laxity plan` validate manifests with exactly the schema
+// the API server is given.
+package crd
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+)
+
+// FS holds the generated CustomResourceDefinitions under bases/.
+//
+//go:embed bases/*.yaml
+var FS embed.FS
+
+// Files of the CustomResourceDefinitions in FS.
+const (
+	// ElasticSchedulesFile is the CRD of ElasticSchedule.
+	ElasticSchedulesFile = "bases/laxity.dev_elasticschedules.yaml"
+	// IntermittentQueriesFile is the CRD of IntermittentQuery.
+	IntermittentQueriesFile = "bases/laxity.dev_intermittentqueries.yaml"
+)
+
+// ElasticSchedules returns the ElasticSchedule CRD as YAML.
+func ElasticSchedules() []byte { return mustRead(ElasticSchedulesFile) }
+
+// IntermittentQueries returns the IntermittentQuery CRD as YAML.
+func IntermittentQueries() []byte { return mustRead(IntermittentQueriesFile) }
+
+// All returns every embedded CRD as YAML, ordered by file name.
+func All() [][]byte {
+	names, err := fs.Glob(FS, "bases/*.yaml")
+	if err != nil {
+		// The pattern is a constant and valid.
+		panic(fmt.Sprintf("listing embedded crds: %v", err))
+	}
+	slices.Sort(names)
+	out := make([][]byte, 0, len(names))
+	for _, name := range names {
+		out = append(out, mustRead(path.Clean(name)))
+	}
+	return out
+}
+
+// mustRead returns an embedded file. The files are fixed at build time, so
+// a missing one is a programming error.
+func mustRead(name string) []byte {
+	data, err := FS.ReadFile(name)
+	if err != nil {
+		panic(fmt.Sprintf("reading embedded crd: %v", err))
+	}
+	return data
+}
