@@ -439,3 +439,32 @@ func TestInvalidWorkloadsNameTheField(t *testing.T) {
 		})
 	}
 }
+
+func TestSegmentAfterAnIdleGapIsReplannedFromTheInitialSize(t *testing.T) {
+	// q1 cannot meet its deadline on 2 nodes (10 + 41 > 40), so GenSchedule
+	// restarts on 4 nodes and runs everything after on 4, q2 included. q2's
+	// batch follows an idle gap (31 s to 200 s), so section 3.2 re-plans it
+	// from the initial 2 nodes, where it still meets its deadline (20 s on 2
+	// nodes, then the 1 s merge).
+	w := Workload{Name: "segments", Pool: pool(2, 4), Planning: planning(1), Queries: []Query{
+		single("q1", 0, 10, 40, 0.8),
+		single("q2", 100, 200, 300, 0.04),
+	}}
+	w.Pool.IdleNodes = 0
+	d := mustPlan(t, w)
+	want := []stepSummary{
+		{"q1", StepBatch, 0, 10, 30, 4}, {"q1", StepFinal, 0, 30, 31, 4},
+		{"q2", StepBatch, 0, 200, 220, 2}, {"q2", StepFinal, 0, 220, 221, 2},
+	}
+	if diff := cmp.Diff(want, summarise(d.Steps), approx); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	// Between q1's merge and q2's window nothing is open: idle (0 nodes).
+	if diff := cmp.Diff([]NodeLevel{{0, 2}, {10, 4}, {31, 0}, {100, 2}, {221, 0}}, d.Nodes, approx); diff != "" {
+		t.Errorf("nodes (-want +got):\n%s", diff)
+	}
+	// 2×10 + 4×21 + 2×121 node-seconds.
+	if !approxEqual(d.Chosen.Cost, 0.346) {
+		t.Errorf("cost = %v, want 0.346", d.Chosen.Cost)
+	}
+}
