@@ -20,6 +20,13 @@ KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 GO_TEST_FLAGS ?= -race -count=1
+# Passed to the packages whose tests import Ginkgo only: other test binaries
+# reject --ginkgo.* flags.
+GINKGO_TEST_FLAGS ?= --ginkgo.randomize-all
+
+# Image built by docker-build.
+IMG ?= laxity:latest
+CONTAINER_TOOL ?= docker
 
 .PHONY: all
 all: build
@@ -35,6 +42,8 @@ help: ## Show this help.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CustomResourceDefinitions from the API types.
 	$(CONTROLLER_GEN) crd paths="./api/..." output:crd:artifacts:config=config/crd/bases
+	mkdir -p charts/laxity/crds
+	rm -f charts/laxity/crds/*.yaml
 	cp config/crd/bases/*.yaml charts/laxity/crds/
 
 .PHONY: generate
@@ -56,6 +65,8 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 .PHONY: verify
 verify: manifests generate ## Regenerate and fail on any diff; check purity and chart CRD drift.
 	git --no-pager diff --exit-code -- api config charts
+	@new="$$(git ls-files --others --exclude-standard -- 'api/*zz_generated*' config/crd charts/laxity/crds)"; \
+	if [[ -n "$$new" ]]; then echo "Generated files are not committed:"; echo "$$new"; exit 1; fi
 	hack/verify-purity.sh
 	diff -r config/crd/bases charts/laxity/crds
 
@@ -64,13 +75,19 @@ envtest: ## Build the envtest control plane (kube-apiserver, etcd) from Go modul
 	@KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN) >/dev/null
 
 .PHONY: test
-test: envtest ## Run all tests: unit, property, fuzz seeds, envtest suites.
-	KUBEBUILDER_ASSETS="$$(KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN))" \
-		go test $(GO_TEST_FLAGS) ./...
+test: envtest ## Run all tests with -race: unit, property, fuzz seeds, envtest suites.
+	KUBEBUILDER_ASSETS="$$(KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN))"; \
+	export KUBEBUILDER_ASSETS; \
+	pkgs="$$(go list -f '{{.ImportPath}} {{.TestImports}} {{.XTestImports}}' ./...)"; \
+	ginkgo='github.com/onsi/ginkgo/v2[] ]'; \
+	plain="$$(grep -v "$$ginkgo" <<<"$$pkgs" | cut -d' ' -f1 || true)"; \
+	suites="$$(grep "$$ginkgo" <<<"$$pkgs" | cut -d' ' -f1 || true)"; \
+	if [[ -n "$$plain" ]]; then go test $(GO_TEST_FLAGS) $$plain; fi; \
+	if [[ -n "$$suites" ]]; then go test $(GO_TEST_FLAGS) $$suites $(GINKGO_TEST_FLAGS); fi
 
 .PHONY: bench
-bench: ## Run the planner benchmarks.
-	go test -run '^$$' -bench . -benchmem ./internal/planner/...
+bench: ## Run the planner benchmarks (including those behind the test_performance tag).
+	go test -tags test_performance -run '^$$' -bench . -benchmem ./internal/planner/...
 
 ##@ Build
 
@@ -78,9 +95,19 @@ bench: ## Run the planner benchmarks.
 build: ## Build the laxity binary into bin/.
 	go build -o $(LOCALBIN)/laxity .
 
+.PHONY: docker-build
+docker-build: ## Build the container image IMG (default laxity:latest; needs a container engine).
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
 .PHONY: plan-sample
 plan-sample: ## Plan the sample workload and print the plan.
-	go run . plan -f config/samples/tpch
+	go run . plan -f config/samples/tpch.yaml
+
+##@ Chart
+
+.PHONY: helm-lint
+helm-lint: $(HELM) ## Lint the Helm chart.
+	$(HELM) lint --strict charts/laxity
 
 ##@ Tools
 

@@ -1,3 +1,6 @@
+// Package controllers holds laxity's reconcilers and the pure helpers they
+// share with the command line, such as turning API objects into the
+// planner's workload.
 package controllers
 
 import (

@@ -530,6 +530,3 @@ type ElasticScheduleList struct {
 	Items []ElasticSchedule `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&ElasticSchedule{}, &ElasticScheduleList{})
-}

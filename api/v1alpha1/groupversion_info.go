@@ -33,8 +33,9 @@ limitations under the License.
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -42,8 +43,19 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "laxity.dev", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the Go types of this package with a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the types of this group-version to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// addKnownTypes registers both kinds and their lists. The API package keeps
+// to apimachinery so that clients can import it cheaply.
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion,
+		&ElasticSchedule{}, &ElasticScheduleList{},
+		&IntermittentQuery{}, &IntermittentQueryList{},
+	)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

@@ -520,6 +520,3 @@ type IntermittentQueryList struct {
 	Items []IntermittentQuery `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&IntermittentQuery{}, &IntermittentQueryList{})
-}

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -293,7 +294,7 @@ func TestRequestsKeepNodesThroughShortIdlePeriods(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			want := append(tc.want, NodeLevel{1000, 2})
+			want := slices.Concat(tc.want, []NodeLevel{{1000, 2}})
 			if diff := cmp.Diff(want, requests(levels, tc.lead, tc.keep)); diff != "" {
 				t.Errorf("requests (-want +got):\n%s", diff)
 			}

@@ -82,7 +82,7 @@ func (p *prepared) layouts(factor int) []layout {
 // candidate simulates one (initial size, factor) cell: GenSchedule, then the
 // segment re-planning and idle release of section 3.2.
 func (p *prepared) candidate(initial, factor int) *outcome {
-	s := newSim(p.layouts(factor), p.w.Pool.Sizes, p.w.Planning.Policy, 0)
+	s := newSim(p.layouts(factor), p.w.Pool.Sizes, p.w.Planning.Policy)
 	o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[initial], BatchSizeFactor: factor}, sim: s}
 	if !s.genSchedule(0, initial, p.w.Planning.BacktrackStep) {
 		return o
@@ -115,9 +115,9 @@ func (p *prepared) closest() (*outcome, *Failure) {
 		// The slack test says which query fails first when every query
 		// finishes in time but only by rounding; the full run says by how
 		// much the first late query misses otherwise.
-		probe := newSim(p.layouts(factor), p.w.Pool.Sizes, p.w.Planning.Policy, 0)
+		probe := newSim(p.layouts(factor), p.w.Pool.Sizes, p.w.Planning.Policy)
 		fail := probe.run(nodePolicy{fixed: largest}, stopOnNegativeSlack)
-		s := newSim(p.layouts(factor), p.w.Pool.Sizes, p.w.Planning.Policy, 0)
+		s := newSim(p.layouts(factor), p.w.Pool.Sizes, p.w.Planning.Policy)
 		s.run(nodePolicy{fixed: largest}, runToEnd)
 		o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[largest], BatchSizeFactor: factor}, sim: s}
 		p.price(o, largest)
@@ -246,7 +246,7 @@ func (p *prepared) replay(o *outcome, initial int, rho float64) bool {
 		}
 		return idx
 	}
-	s := newSim(ls, sizes, p.w.Planning.Policy, 0)
+	s := newSim(ls, sizes, p.w.Planning.Policy)
 	return s.run(nodePolicy{at: nodesAt}, stopWhenLate) == nil
 }
 

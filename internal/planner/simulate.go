@@ -35,7 +35,6 @@ type sim struct {
 	layouts []layout
 	sizes   []int
 	policy  Policy
-	origin  float64 // simulation start time
 	// byFirstReady orders queries by the readiness of their first batch, so
 	// queries that cannot be chosen yet are skipped without being looked at.
 	byFirstReady []int
@@ -48,11 +47,11 @@ type sim struct {
 	joined int
 }
 
-func newSim(layouts []layout, sizes []int, policy Policy, origin float64) *sim {
+func newSim(layouts []layout, sizes []int, policy Policy) *sim {
 	for i := range layouts {
 		layouts[i].precompute(sizes)
 	}
-	s := &sim{layouts: layouts, sizes: sizes, policy: policy, origin: origin, next: make([]int, len(layouts))}
+	s := &sim{layouts: layouts, sizes: sizes, policy: policy, next: make([]int, len(layouts))}
 	s.byFirstReady = make([]int, len(layouts))
 	for i := range s.byFirstReady {
 		s.byFirstReady[i] = i
@@ -63,10 +62,11 @@ func newSim(layouts []layout, sizes []int, policy Policy, origin float64) *sim {
 	return s
 }
 
-// now is the simulation time after the schedule so far.
+// now is the simulation time after the schedule so far; the simulation
+// starts at the origin, t = 0.
 func (s *sim) now() float64 {
 	if len(s.entries) == 0 {
-		return s.origin
+		return 0
 	}
 	return s.entries[len(s.entries)-1].end
 }
@@ -102,8 +102,6 @@ func (s *sim) rebuildActive() {
 		s.joined++
 	}
 }
-
-func (s *sim) done() bool { return len(s.active) == 0 && s.joined == len(s.byFirstReady) }
 
 // nodePolicy gives the pool size index a step starting at a given time runs
 // on: fixed, or from a timeline when at is set.

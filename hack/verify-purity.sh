@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Fails if the pure core (the planner, the cost model, the run-time dispatch
+# decisions) depends on any Kubernetes package, directly or through a helper.
+# depguard in .golangci.yml sees only direct imports; `go list -deps` sees the
+# whole transitive closure.
+#
+# Usage: hack/verify-purity.sh
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+pure_dirs=(internal/planner internal/costmodel internal/dispatch)
+k8s_re='^(sigs\.)?k8s\.io/'
+
+pkgs=()
+for d in "${pure_dirs[@]}"; do
+	if [[ -d "${d}" ]]; then pkgs+=("./${d}/..."); fi
+done
+if [[ ${#pkgs[@]} -eq 0 ]]; then
+	echo "verify-purity: none of ${pure_dirs[*]} exists; nothing to check"
+	exit 0
+fi
+
+deps="$(go list -deps "${pkgs[@]}")"
+offenders="$(grep -E "${k8s_re}" <<<"${deps}" || true)"
+if [[ -z "${offenders}" ]]; then
+	echo "verify-purity: ${pkgs[*]} depend on no Kubernetes package"
+	exit 0
+fi
+
+{
+	echo "verify-purity: ${pkgs[*]} must not depend on k8s.io or sigs.k8s.io packages, but depend on:"
+	sed 's/^/  /' <<<"${offenders}"
+	echo "pulled in by these imports:"
+	# Each non-Kubernetes package in the closure that imports a Kubernetes one.
+	go list -deps -f '{{$p := .ImportPath}}{{range .Imports}}{{$p}} -> {{.}}{{"\n"}}{{end}}' "${pkgs[@]}" |
+		grep -Ev "${k8s_re}" | grep -E " -> ${k8s_re#^}" | sed 's/^/  /'
+} >&2
+exit 1
