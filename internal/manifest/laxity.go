@@ -1,0 +1,173 @@
+package manifest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	kjson "sigs.k8s.io/json"
+
+	"github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/config/crd"
+)
+
+// ElasticSchedule is an ElasticSchedule read from a manifest.
+type ElasticSchedule struct {
+	// Source is where the object was read from.
+	Source Source
+	// Object is the validated object with the API server's defaults
+	// applied.
+	Object *v1alpha1.ElasticSchedule
+}
+
+// IntermittentQuery is an IntermittentQuery read from a manifest.
+type IntermittentQuery struct {
+	// Source is where the object was read from.
+	Source Source
+	// Object is the validated object with the API server's defaults
+	// applied.
+	Object *v1alpha1.IntermittentQuery
+}
+
+// Set is the laxity objects read from manifests, each kind in source order
+// (file path, then document, then List item).
+type Set struct {
+	// Schedules are the ElasticSchedules.
+	Schedules []ElasticSchedule
+	// Queries are the IntermittentQueries. A query whose scheduleName names
+	// no schedule of the Set is not an error here; callers decide.
+	Queries []IntermittentQuery
+}
+
+// Schedule returns the ElasticSchedule with the given namespace and name,
+// or nil.
+func (s *Set) Schedule(namespace, name string) *ElasticSchedule {
+	for i := range s.Schedules {
+		if o := s.Schedules[i].Object; o.Namespace == namespace && o.Name == name {
+			return &s.Schedules[i]
+		}
+	}
+	return nil
+}
+
+// QueriesFor returns the IntermittentQueries in namespace whose scheduleName
+// is name, in source order.
+func (s *Set) QueriesFor(namespace, name string) []IntermittentQuery {
+	var out []IntermittentQuery
+	for _, q := range s.Queries {
+		if q.Object.Namespace == namespace && q.Object.Spec.ScheduleName == name {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// Load reads laxity manifests from files and directories (see ReadFiles)
+// and validates every ElasticSchedule and IntermittentQuery with the rules
+// of laxity's CRDs, as the API server would on create. Documents of other
+// groups are skipped; unset namespaces default to "default". It reports
+// every problem found, one per line, as an ErrorList; on error the Set is
+// nil.
+func Load(paths ...string) (*Set, error) {
+	files, err := ReadFiles(paths...)
+	if err != nil {
+		return nil, err
+	}
+	return Read(files...)
+}
+
+// Read is Load for files already in memory.
+func Read(files ...File) (*Set, error) {
+	l, err := laxityLoader()
+	if err != nil {
+		return nil, err
+	}
+	objs, err := l.Read(files...)
+	if err != nil {
+		return nil, err
+	}
+	return newSet(objs)
+}
+
+// NewLaxityLoader returns a Loader for laxity's own CRDs, as embedded in
+// the binary. Load and Read use one built once per process.
+func NewLaxityLoader() (*Loader, error) {
+	var validators []*Validator
+	for _, data := range crd.All() {
+		v, err := NewValidator(data)
+		if err != nil {
+			return nil, fmt.Errorf("building laxity validators: %w", err)
+		}
+		validators = append(validators, v)
+	}
+	return NewLoader(validators...), nil
+}
+
+var laxityLoader = sync.OnceValues(NewLaxityLoader)
+
+var (
+	elasticScheduleGVK   = v1alpha1.GroupVersion.WithKind("ElasticSchedule")
+	intermittentQueryGVK = v1alpha1.GroupVersion.WithKind("IntermittentQuery")
+)
+
+// newSet decodes validated objects into the typed API, strictly: a field
+// the Go types do not know is an error (the CRD and the types disagree).
+func newSet(objs []Object) (*Set, error) {
+	typed := make([]any, len(objs))
+	errs := make(ErrorList, len(objs))
+	parallel(len(objs), func(i int) {
+		o := objs[i]
+		var err error
+		switch o.GroupVersionKind {
+		case elasticScheduleGVK:
+			es := &v1alpha1.ElasticSchedule{}
+			err = decodeStrict(o.Content, es)
+			typed[i] = ElasticSchedule{Source: o.Source, Object: es}
+		case intermittentQueryGVK:
+			iq := &v1alpha1.IntermittentQuery{}
+			err = decodeStrict(o.Content, iq)
+			typed[i] = IntermittentQuery{Source: o.Source, Object: iq}
+		default:
+			err = fmt.Errorf("%w: %s", errUnsupportedVersion, o.GroupVersionKind.GroupVersion())
+		}
+		if err != nil {
+			errs[i] = &Error{Source: o.Source, Kind: o.GroupVersionKind.Kind, Namespace: o.Namespace, Name: o.Name, Err: err}
+		}
+	})
+	errs = slices.DeleteFunc(errs, func(e *Error) bool { return e == nil })
+	set := &Set{}
+	for _, t := range typed {
+		switch t := t.(type) {
+		case ElasticSchedule:
+			set.Schedules = append(set.Schedules, t)
+		case IntermittentQuery:
+			set.Queries = append(set.Queries, t)
+		}
+	}
+	if len(errs) > 0 {
+		sortErrors(errs)
+		return nil, errs
+	}
+	return set, nil
+}
+
+var errUnsupportedVersion = errors.New("unsupported apiVersion")
+
+// decodeStrict decodes content into obj as the operator's client does
+// (JSON, case-sensitive), failing on unknown and duplicate fields.
+func decodeStrict(content map[string]any, obj any) error {
+	data, err := json.Marshal(content)
+	if err != nil {
+		return fmt.Errorf("encoding %T: %w", obj, err)
+	}
+	strictErrs, err := kjson.UnmarshalStrict(data, obj, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
+		return fmt.Errorf("decoding %T: %w", obj, err)
+	}
+	if len(strictErrs) > 0 {
+		return fmt.Errorf("decoding %T: %w", obj, errors.Join(strictErrs...))
+	}
+	return nil
+}
