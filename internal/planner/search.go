@@ -36,10 +36,14 @@ func Plan(w Workload) (Document, error) {
 		return Document{}, err
 	}
 	doc := Document{Schedule: w.Name, Origin: w.Origin}
+	factors := make([]factorLayouts, len(w.Planning.BatchSizeFactors))
+	for i, f := range w.Planning.BatchSizeFactors {
+		factors[i] = p.factorLayouts(f)
+	}
 	var best *outcome
 	for size := range w.Pool.Sizes {
-		for _, factor := range w.Planning.BatchSizeFactors {
-			o := p.candidate(size, factor)
+		for _, f := range factors {
+			o := p.candidate(size, f)
 			doc.Candidates = append(doc.Candidates, o.Candidate)
 			if o.Feasible && (best == nil || o.better(best)) {
 				best = o
@@ -48,7 +52,7 @@ func Plan(w Workload) (Document, error) {
 	}
 	var failure *Failure
 	if best == nil {
-		best, failure = p.closest()
+		best, failure = p.closest(factors)
 	}
 	p.fill(&doc, best, failure)
 	return doc, nil
@@ -71,20 +75,38 @@ func (o *outcome) better(than *outcome) bool {
 	}
 }
 
-func (p *prepared) layouts(factor int) []layout {
+// factorLayouts is what every candidate of one batch-size factor shares:
+// the batches, and whether they fail even with every batch on the largest
+// pool size from the start.
+type factorLayouts struct {
+	factor  int
+	layouts []layout
+	// hopeless is the seed's "a feasible schedule is not possible even on
+	// reaching the maximum number of nodes" (section 3.1), tested once up
+	// front: backtracking only ever gives batches sizes up to the largest,
+	// so a workload that fails with all of them on it cannot be rescued by
+	// moving the restart index one batch at a time, and the O(batches²)
+	// walk back through every size would be wasted.
+	hopeless bool
+}
+
+func (p *prepared) factorLayouts(factor int) factorLayouts {
 	ls := make([]layout, len(p.w.Queries))
 	for i, q := range p.w.Queries {
 		ls[i] = newLayout(i, q, p.arrivals[i], p.costs[i], p.unitSize[i], p.limit[i], factor)
+		ls[i].precompute(p.w.Pool.Sizes)
 	}
-	return ls
+	probe := newSim(ls, p.w.Pool.Sizes, p.w.Planning.Policy)
+	hopeless := probe.run(nodePolicy{fixed: len(p.w.Pool.Sizes) - 1}, stopOnNegativeSlack) != nil
+	return factorLayouts{factor: factor, layouts: ls, hopeless: hopeless}
 }
 
 // candidate simulates one (initial size, factor) cell: GenSchedule, then the
 // segment re-planning and idle release of section 3.2.
-func (p *prepared) candidate(initial, factor int) *outcome {
-	s := newSim(p.layouts(factor), p.w.Pool.Sizes, p.w.Planning.Policy)
-	o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[initial], BatchSizeFactor: factor}, sim: s}
-	if !s.genSchedule(0, initial, p.w.Planning.BacktrackStep) {
+func (p *prepared) candidate(initial int, f factorLayouts) *outcome {
+	s := newSim(f.layouts, p.w.Pool.Sizes, p.w.Planning.Policy)
+	o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[initial], BatchSizeFactor: f.factor}, sim: s}
+	if f.hopeless || !s.genSchedule(0, initial, p.w.Planning.BacktrackStep) {
 		return o
 	}
 	s.replanSegments(initial, p.w.Planning.BacktrackStep)
@@ -107,19 +129,19 @@ func (p *prepared) price(o *outcome, initial int) {
 // closest handles a workload no candidate can meet: every factor runs to
 // completion on the largest pool size, and the one whose first late query
 // (the late query with the earliest deadline) is least late is reported.
-func (p *prepared) closest() (*outcome, *Failure) {
+func (p *prepared) closest(factors []factorLayouts) (*outcome, *Failure) {
 	largest := len(p.w.Pool.Sizes) - 1
 	var best *outcome
 	var bestFailure *Failure
-	for _, factor := range p.w.Planning.BatchSizeFactors {
+	for _, f := range factors {
 		// The slack test says which query fails first when every query
 		// finishes in time but only by rounding; the full run says by how
 		// much the first late query misses otherwise.
-		probe := newSim(p.layouts(factor), p.w.Pool.Sizes, p.w.Planning.Policy)
+		probe := newSim(f.layouts, p.w.Pool.Sizes, p.w.Planning.Policy)
 		fail := probe.run(nodePolicy{fixed: largest}, stopOnNegativeSlack)
-		s := newSim(p.layouts(factor), p.w.Pool.Sizes, p.w.Planning.Policy)
+		s := newSim(f.layouts, p.w.Pool.Sizes, p.w.Planning.Policy)
 		s.run(nodePolicy{fixed: largest}, runToEnd)
-		o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[largest], BatchSizeFactor: factor}, sim: s}
+		o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[largest], BatchSizeFactor: f.factor}, sim: s}
 		p.price(o, largest)
 		f := s.firstLate()
 		if f == nil && fail != nil {
@@ -233,6 +255,7 @@ func (p *prepared) replay(o *outcome, initial int, rho float64) bool {
 		if planned.partialEvery > 0 {
 			ls[i].partialEvery = planned.partialEvery
 		}
+		ls[i].precompute(p.w.Pool.Sizes)
 	}
 	sizes := p.w.Pool.Sizes
 	levels := o.nodes

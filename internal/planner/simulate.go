@@ -47,10 +47,9 @@ type sim struct {
 	joined int
 }
 
+// newSim starts a simulation at t = 0 over layouts, which it only reads:
+// the candidates of one factor share them.
 func newSim(layouts []layout, sizes []int, policy Policy) *sim {
-	for i := range layouts {
-		layouts[i].precompute(sizes)
-	}
 	s := &sim{layouts: layouts, sizes: sizes, policy: policy, next: make([]int, len(layouts))}
 	s.byFirstReady = make([]int, len(layouts))
 	for i := range s.byFirstReady {

@@ -59,8 +59,10 @@ func tpchWorkload(d, r float64) Workload {
 	return w
 }
 
-// generatedWorkload is n queries with windows of 20 minutes to 3 hours
-// spread over 24 hours, for scale tests.
+// generatedWorkload is n queries with windows of 20 minutes to 3 hours over
+// 24 hours, most of them opening in business hours (08:00–18:00), with
+// deadlines 10–60 minutes after their windows: at the daytime peak the
+// smallest pool cannot keep up, so plans must scale.
 func generatedWorkload(n int, seed uint64) Workload {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	w := Workload{
@@ -72,14 +74,16 @@ func generatedWorkload(n int, seed uint64) Workload {
 	for i := 0; i < n; i++ {
 		length := 1200 + rng.Float64()*9600
 		start := rng.Float64() * (86400 - length)
-		rate := 200 + rng.Float64()*2000
+		if rng.Float64() < 0.6 {
+			start = 8*3600 + rng.Float64()*(10*3600-length)
+		}
 		w.Queries = append(w.Queries, Query{
 			Name: fmt.Sprintf("q%04d", i), WindowStart: start, WindowEnd: start + length,
-			Deadline:    start + length + 1800 + rng.Float64()*3600,
-			Rates:       []RateSegment{{TuplesPerSecond: rate}},
+			Deadline:    start + length + 600 + rng.Float64()*3000,
+			Rates:       []RateSegment{{TuplesPerSecond: 500 + rng.Float64()*4500}},
 			Granularity: 1000,
 			Cost: costmodel.Model{
-				Batch: costmodel.Linear{Overhead: 5 + rng.Float64()*10, Serial: 1e-7, Parallel: 2e-6 + rng.Float64()*8e-6},
+				Batch: costmodel.Linear{Overhead: 2 + rng.Float64()*8, Serial: 1e-7, Parallel: 2e-6 + rng.Float64()*6e-6},
 				Merge: costmodel.Linear{Overhead: 3, Serial: 0.01, Parallel: 0.1},
 			},
 		})
