@@ -234,7 +234,10 @@ func decimal(field, s string) (float64, error) {
 		return 0, fmt.Errorf("%s: required", field)
 	}
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("%s: %q is out of range", field, s)
+	case err != nil:
 		return 0, fmt.Errorf("%s: %q is not a number", field, s)
 	}
 	return v, nil

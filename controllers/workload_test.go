@@ -1,0 +1,164 @@
+package controllers
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/costmodel"
+	"github.com/laxity-dev/laxity/internal/planner"
+)
+
+var origin = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) metav1.Time { return metav1.NewTime(origin.Add(d)) }
+
+func schedule() *laxityv1alpha1.ElasticSchedule {
+	return &laxityv1alpha1.ElasticSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "tpch", Namespace: "analytics"},
+		Spec: laxityv1alpha1.ElasticScheduleSpec{NodePool: laxityv1alpha1.NodePool{
+			Sizes:                []int32{2, 4, 10},
+			PricePerNodeHour:     "0.25",
+			ProvisioningLeadTime: &metav1.Duration{Duration: 5 * time.Minute},
+		}},
+	}
+}
+
+func query(name string, mutate func(*laxityv1alpha1.IntermittentQuerySpec)) laxityv1alpha1.IntermittentQuery {
+	q := laxityv1alpha1.IntermittentQuery{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "analytics"},
+		Spec: laxityv1alpha1.IntermittentQuerySpec{
+			ScheduleName: "tpch",
+			Window:       laxityv1alpha1.Window{Start: at(10 * time.Minute), End: at(70 * time.Minute)},
+			Deadline:     at(80 * time.Minute),
+			Input:        laxityv1alpha1.Input{RatePerSecond: "9500", Granularity: 9500},
+			CostModel: laxityv1alpha1.CostModel{
+				Batch: laxityv1alpha1.BatchCostModel{OverheadSeconds: "25", SerialSecondsPerTuple: "2e-8", ParallelSecondsPerTuple: "2e-5"},
+				Merge: laxityv1alpha1.MergeCostModel{OverheadSeconds: "8", SerialSecondsPerInput: "0.05", ParallelSecondsPerInput: "0.4"},
+			},
+		},
+	}
+	if mutate != nil {
+		mutate(&q.Spec)
+	}
+	return q
+}
+
+func TestWorkloadConvertsAndDefaults(t *testing.T) {
+	queries := []laxityv1alpha1.IntermittentQuery{
+		query("q2", func(s *laxityv1alpha1.IntermittentQuerySpec) {
+			s.Input = laxityv1alpha1.Input{TotalTuples: ptr.To[int64](7200), AllowedLateness: metav1.Duration{Duration: 30 * time.Second}}
+			s.PartialAggregation = &laxityv1alpha1.PartialAggregation{Every: "0.25"}
+		}),
+		query("q1", nil),
+	}
+	got, err := Workload(schedule(), queries, origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := planner.Workload{
+		Name: "tpch", Origin: origin,
+		// Objects built in Go get the CRD's defaults: idle nodes the smallest
+		// size, a 60 s billing minimum, keep-alive twice the lead time.
+		Pool: planner.Pool{Sizes: []int{2, 4, 10}, IdleNodes: 2, PricePerNodeHour: 0.25, BillingMinimum: 60, ProvisioningLeadTime: 300, ReleaseAfterIdle: 600},
+		Planning: planner.Planning{
+			BatchSizeFactors: []int{1, 2, 4, 8, 16, 32}, BacktrackStep: 1, MaxBatchDuration: 600, Policy: planner.LeastLaxity,
+		},
+		Queries: []planner.Query{
+			{
+				Name: "q1", WindowStart: 600, WindowEnd: 4200, Deadline: 4800,
+				Rates: []planner.RateSegment{{TuplesPerSecond: 9500}}, Granularity: 9500,
+				Cost: costmodel.Model{
+					Batch: costmodel.Linear{Overhead: 25, Serial: 2e-8, Parallel: 2e-5},
+					Merge: costmodel.Linear{Overhead: 8, Serial: 0.05, Parallel: 0.4},
+				},
+			},
+			{
+				// 7,200 tuples over the hour-long window: 2 per second.
+				Name: "q2", WindowStart: 600, WindowEnd: 4200, Deadline: 4800,
+				Rates: []planner.RateSegment{{TuplesPerSecond: 2}}, Granularity: 1, AllowedLateness: 30,
+				Cost: costmodel.Model{
+					Batch: costmodel.Linear{Overhead: 25, Serial: 2e-8, Parallel: 2e-5},
+					Merge: costmodel.Linear{Overhead: 8, Serial: 0.05, Parallel: 0.4},
+				},
+				PartialEvery: 0.25,
+			},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("workload (-want +got):\n%s", diff)
+	}
+}
+
+func TestWorkloadProfileAndSamples(t *testing.T) {
+	truth := costmodel.Linear{Overhead: 10, Serial: 2e-7, Parallel: 1.2e-5}
+	var samples []laxityv1alpha1.BatchSample
+	for _, p := range [][2]int64{{2, 1e6}, {2, 4e6}, {4, 4e6}, {10, 8e6}} {
+		samples = append(samples, laxityv1alpha1.BatchSample{
+			Nodes: int32(p[0]), Tuples: p[1],
+			Seconds: strconv.FormatFloat(truth.Seconds(int(p[0]), float64(p[1])), 'g', -1, 64),
+		})
+	}
+	q := query("q", func(s *laxityv1alpha1.IntermittentQuerySpec) {
+		s.Input = laxityv1alpha1.Input{Profile: []laxityv1alpha1.RateSegment{
+			{After: metav1.Duration{}, RatePerSecond: "100"},
+			{After: metav1.Duration{Duration: 30 * time.Minute}, RatePerSecond: "400"},
+		}}
+		s.CostModel.Batch = laxityv1alpha1.BatchCostModel{Samples: samples}
+	})
+	got, err := Workload(schedule(), []laxityv1alpha1.IntermittentQuery{q}, origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]planner.RateSegment{{0, 100}, {1800, 400}}, got.Queries[0].Rates); diff != "" {
+		t.Errorf("rates (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(truth, got.Queries[0].Cost.Batch, cmpopts.EquateApprox(1e-6, 1e-12)); diff != "" {
+		t.Errorf("fitted batch model (-want +got):\n%s", diff)
+	}
+}
+
+func TestWorkloadErrorsNameObjectAndField(t *testing.T) {
+	tests := []struct {
+		name     string
+		schedule func(*laxityv1alpha1.ElasticSchedule)
+		query    func(*laxityv1alpha1.IntermittentQuerySpec)
+		want     string
+	}{
+		{"price", func(s *laxityv1alpha1.ElasticSchedule) { s.Spec.NodePool.PricePerNodeHour = "cheap" }, nil,
+			`ElasticSchedule analytics/tpch: spec.nodePool.pricePerNodeHour: "cheap" is not a number`},
+		{"coefficient", nil, func(s *laxityv1alpha1.IntermittentQuerySpec) { s.CostModel.Merge.ParallelSecondsPerInput = "" },
+			"IntermittentQuery analytics/q: spec.costModel.merge.parallelSecondsPerInput: required"},
+		{"profile rate", nil, func(s *laxityv1alpha1.IntermittentQuerySpec) {
+			s.Input = laxityv1alpha1.Input{Profile: []laxityv1alpha1.RateSegment{{RatePerSecond: "1e999"}}}
+		}, `spec.input.profile[0].ratePerSecond: "1e999" is out of range`},
+		{"no input", nil, func(s *laxityv1alpha1.IntermittentQuerySpec) { s.Input = laxityv1alpha1.Input{} }, "spec.input: one of"},
+		{"bad fit", nil, func(s *laxityv1alpha1.IntermittentQuerySpec) {
+			s.CostModel.Batch = laxityv1alpha1.BatchCostModel{Samples: []laxityv1alpha1.BatchSample{
+				{Nodes: 2, Tuples: 1e6, Seconds: "20"}, {Nodes: 2, Tuples: 4e6, Seconds: "40"}, {Nodes: 4, Tuples: 4e6, Seconds: "15"}, {Nodes: 10, Tuples: 8e6, Seconds: "12"},
+			}}
+		}, "IntermittentQuery analytics/q: spec.costModel.batch.samples: best fit"},
+		{"partial", nil, func(s *laxityv1alpha1.IntermittentQuerySpec) {
+			s.PartialAggregation = &laxityv1alpha1.PartialAggregation{Every: "a quarter"}
+		}, "spec.partialAggregation.every"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			es := schedule()
+			if tc.schedule != nil {
+				tc.schedule(es)
+			}
+			_, err := Workload(es, []laxityv1alpha1.IntermittentQuery{query("q", tc.query)}, origin)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
