@@ -117,7 +117,7 @@ func TestWorkloadProfileAndSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]planner.RateSegment{{0, 100}, {1800, 400}}, got.Queries[0].Rates); diff != "" {
+	if diff := cmp.Diff([]planner.RateSegment{{Offset: 0, TuplesPerSecond: 100}, {Offset: 1800, TuplesPerSecond: 400}}, got.Queries[0].Rates); diff != "" {
 		t.Errorf("rates (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(truth, got.Queries[0].Cost.Batch, cmpopts.EquateApprox(1e-6, 1e-12)); diff != "" {

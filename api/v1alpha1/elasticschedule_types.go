@@ -529,4 +529,3 @@ type ElasticScheduleList struct {
 	// items are the ElasticSchedules.
 	Items []ElasticSchedule `json:"items"`
 }
-

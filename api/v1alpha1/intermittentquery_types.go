@@ -519,4 +519,3 @@ type IntermittentQueryList struct {
 	// items are the IntermittentQueries.
 	Items []IntermittentQuery `json:"items"`
 }
-
