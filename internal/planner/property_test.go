@@ -18,11 +18,13 @@ import (
 // The property test plans thousands of random but sensible workloads and runs
 // every document through checkInvariants (feasible) or checkInfeasible.
 // rapid runs -rapid.checks workloads (100 by default, a fifth with -short) per
-// round; the test runs several rounds with fresh seeds, within a time budget.
-// With -rapid.seed or -rapid.failfile it runs a single round, to reproduce.
+// round; the test runs at least propertyMinRounds rounds with fresh seeds
+// (2,000 workloads, also under -race), then more within a time budget. With
+// -rapid.seed or -rapid.failfile it runs a single round, to reproduce.
 
 const (
 	propertyRounds      = 100
+	propertyMinRounds   = 20
 	propertyShortRounds = 10
 	propertyBudget      = 15 * time.Second
 )
@@ -299,7 +301,7 @@ func TestPropertyPlanInvariants(t *testing.T) {
 	start := time.Now()
 	ran := 0
 	for r := range rounds {
-		if r > 0 && time.Since(start) > propertyBudget {
+		if r >= min(propertyMinRounds, rounds) && time.Since(start) > propertyBudget {
 			break
 		}
 		ok := t.Run(fmt.Sprintf("round%02d", r), rapid.MakeCheck(func(rt *rapid.T) {
