@@ -171,15 +171,9 @@ func ratesOf(in laxityv1alpha1.Input, window float64) ([]planner.RateSegment, er
 func batchModel(m laxityv1alpha1.BatchCostModel) (costmodel.Linear, error) {
 	const field = "spec.costModel.batch"
 	if len(m.Samples) > 0 {
-		samples := make([]costmodel.Sample, 0, len(m.Samples))
-		for i, s := range m.Samples {
-			seconds, err := decimal(fmt.Sprintf("%s.samples[%d].seconds", field, i), s.Seconds)
-			if err != nil {
-				return costmodel.Linear{}, err
-			}
-			samples = append(samples, costmodel.Sample{Nodes: int(s.Nodes), Work: float64(s.Tuples), Seconds: seconds})
-		}
-		return fit(field, samples)
+		return fit(field, len(m.Samples), func(i int) (int32, int64, string) {
+			return m.Samples[i].Nodes, m.Samples[i].Tuples, m.Samples[i].Seconds
+		})
 	}
 	return coefficients(field, m.OverheadSeconds, m.SerialSecondsPerTuple, m.ParallelSecondsPerTuple,
 		"serialSecondsPerTuple", "parallelSecondsPerTuple")
@@ -188,21 +182,26 @@ func batchModel(m laxityv1alpha1.BatchCostModel) (costmodel.Linear, error) {
 func mergeModel(m laxityv1alpha1.MergeCostModel) (costmodel.Linear, error) {
 	const field = "spec.costModel.merge"
 	if len(m.Samples) > 0 {
-		samples := make([]costmodel.Sample, 0, len(m.Samples))
-		for i, s := range m.Samples {
-			seconds, err := decimal(fmt.Sprintf("%s.samples[%d].seconds", field, i), s.Seconds)
-			if err != nil {
-				return costmodel.Linear{}, err
-			}
-			samples = append(samples, costmodel.Sample{Nodes: int(s.Nodes), Work: float64(s.Inputs), Seconds: seconds})
-		}
-		return fit(field, samples)
+		return fit(field, len(m.Samples), func(i int) (int32, int64, string) {
+			return m.Samples[i].Nodes, m.Samples[i].Inputs, m.Samples[i].Seconds
+		})
 	}
 	return coefficients(field, m.OverheadSeconds, m.SerialSecondsPerInput, m.ParallelSecondsPerInput,
 		"serialSecondsPerInput", "parallelSecondsPerInput")
 }
 
-func fit(field string, samples []costmodel.Sample) (costmodel.Linear, error) {
+// fit fits a cost model part to its n measured samples; sample(i) gives the
+// nodes, the work (tuples or inputs) and the seconds of sample i.
+func fit(field string, n int, sample func(i int) (nodes int32, work int64, seconds string)) (costmodel.Linear, error) {
+	samples := make([]costmodel.Sample, 0, n)
+	for i := range n {
+		nodes, work, s := sample(i)
+		seconds, err := decimal(fmt.Sprintf("%s.samples[%d].seconds", field, i), s)
+		if err != nil {
+			return costmodel.Linear{}, err
+		}
+		samples = append(samples, costmodel.Sample{Nodes: int(nodes), Work: float64(work), Seconds: seconds})
+	}
 	l, err := costmodel.Fit(samples)
 	if err != nil {
 		return l, fmt.Errorf("%s.samples: %w", field, err)
