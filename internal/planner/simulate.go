@@ -16,10 +16,10 @@ type entry struct {
 	start float64
 	// batchEnd is when the batch itself ends; end includes the merges.
 	batchEnd, end float64
-	slack         float64
 }
 
-// failure is a selection with negative slack: Algorithm 2, line 12.
+// failure ends a run: a chosen batch with negative slack (Algorithm 2, line
+// 12) or, when replaying, a final merge after its deadline.
 type failure struct {
 	query int
 	slack float64
@@ -209,7 +209,7 @@ func (s *sim) run(nodes nodePolicy, stop stopRule) *failure {
 		if stop == stopOnNegativeSlack && best.slack < -eps {
 			return &failure{query: best.query, slack: best.slack, start: best.start}
 		}
-		now = s.schedule(best.query, best.start, nodes.size(best.start), best.slack)
+		now = s.schedule(best.query, best.start, nodes.size(best.start))
 		if l := &s.layouts[best.query]; stop == stopWhenLate && s.next[best.query] == l.batches() && now > l.deadline+eps {
 			return &failure{query: best.query, slack: l.deadline - now, start: best.start}
 		}
@@ -218,11 +218,11 @@ func (s *sim) run(nodes nodePolicy, stop stopRule) *failure {
 
 // schedule appends query q's next batch starting at start on size index
 // nodes, with the merges that follow it, and returns the new simulation time.
-func (s *sim) schedule(q int, start float64, nodes int, slack float64) float64 {
+func (s *sim) schedule(q int, start float64, nodes int) float64 {
 	l := &s.layouts[q]
 	n := s.next[q]
 	p := s.sizes[nodes]
-	e := entry{query: q, batch: n, nodes: nodes, ready: l.ready[n], start: start, slack: slack}
+	e := entry{query: q, batch: n, nodes: nodes, ready: l.ready[n], start: start}
 	e.batchEnd = start + l.cost.batch(p, l.to[n]-l.from(n))
 	e.end = e.batchEnd
 	if l.partialAfter(n) {
