@@ -1,0 +1,382 @@
+// Package dispatch makes laxity's run-time decisions (DESIGN.md "Run time";
+// seed section 4): which step of which query to launch on the pool now, and
+// how many nodes to ask the pool for. It is pure: the controllers observe the
+// cluster, call Decide with what they saw and the clock's now, and act.
+//
+// One step runs on the pool at a time, as in the seed's model. Among the
+// queries whose next batch is ready — a full batch of tuples has arrived, or
+// the window (plus allowed lateness) has closed and tuples remain — the one
+// with the least slack is launched (or the earliest deadline with the
+// EarliestDeadline policy). A merge that is due goes before any batch: the
+// plan runs partial merges right after their batch (eq. 7) and the final
+// merge right after the last batch. A failed step is retried with
+// exponential backoff up to a bound; after that the query is reported as
+// exhausted and gets no further launches until it is re-planned.
+package dispatch
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/laxity-dev/laxity/internal/costmodel"
+	"github.com/laxity-dev/laxity/internal/planner"
+)
+
+// State is where a launched step stands.
+type State int
+
+const (
+	// Pending is created but not running yet; it already holds the pool.
+	Pending State = iota
+	// Running is running on the pool.
+	Running
+	// Succeeded finished and wrote its result.
+	Succeeded
+	// Failed finished without a result.
+	Failed
+)
+
+// Attempt is the latest try of one step.
+type Attempt struct {
+	// Number counts tries from 0.
+	Number int
+	State  State
+	// Ended is when a Succeeded or Failed attempt finished.
+	Ended time.Time
+}
+
+// Batch is a launched batch: its tuple range [From, To) and latest attempt.
+type Batch struct {
+	From, To int64
+	Attempt
+}
+
+// Query is one query's plan and observed progress.
+type Query struct {
+	Name     string
+	Deadline time.Time
+	// Closed is when the last batch may run: the window end plus the
+	// allowed lateness.
+	Closed time.Time
+	Cost   costmodel.Model
+	// BatchSize and PartialEvery (c: a partial merge after every c batches,
+	// 0 for none) come from the plan; ExpectedTotal is the window's total
+	// under the plan's rate model, used to estimate the remaining work.
+	BatchSize     int64
+	PartialEvery  int
+	ExpectedTotal int64
+	// Arrived is the tuples arrived so far.
+	Arrived int64
+	// Batches are the launched batches in index order; Partials the
+	// launched partial merges in ordinal order; Final the final merge.
+	Batches  []Batch
+	Partials []Attempt
+	Final    *Attempt
+}
+
+// Step is a step to launch.
+type Step struct {
+	Query string
+	Kind  planner.StepKind
+	// Index is the batch index, or the merge ordinal.
+	Index int
+	// Attempt is 0 for a first try.
+	Attempt            int
+	FromTuple, ToTuple int64
+	// Inputs is the number of results a merge combines.
+	Inputs int
+	// Nodes is the pool size the step runs on: the largest size that is
+	// ready.
+	Nodes int
+	// Slack is the query's slack with this step started now.
+	Slack time.Duration
+}
+
+// Settings are the schedule-wide parameters of the decision.
+type Settings struct {
+	Sizes  []int
+	Policy planner.Policy
+	// MaxAttempts bounds the tries of one step; Backoff is the wait before
+	// the first retry, doubled for every further one.
+	MaxAttempts int
+	Backoff     time.Duration
+}
+
+// Decision is what to do now.
+type Decision struct {
+	// Launch is the step to launch, or nil.
+	Launch *Step
+	// Why says why nothing is launched, for conditions and logs.
+	Why string
+	// Exhausted names the queries whose failed step used up its attempts.
+	Exhausted []string
+	// Recheck is the earliest time the decision can change without a
+	// change the controller observes (a retry's backoff ending, a window
+	// closing); zero when only observed changes matter.
+	Recheck time.Time
+}
+
+// Decide picks the step to launch now, given the queries of one schedule and
+// the number of ready pool nodes.
+func Decide(now time.Time, settings Settings, queries []Query, readyNodes int) Decision {
+	var d Decision
+	for _, q := range queries {
+		if name, busy := q.busy(); busy {
+			d.Why = fmt.Sprintf("%s of query %s is running", name, q.Name)
+			return d
+		}
+	}
+	nodes := sizeFor(settings.Sizes, readyNodes)
+	var merges, batches []Step
+	for i := range queries {
+		q := &queries[i]
+		step, recheck, exhausted := q.next(now, settings)
+		if exhausted {
+			d.Exhausted = append(d.Exhausted, q.Name)
+		}
+		d.Recheck = earliest(d.Recheck, recheck)
+		if step == nil {
+			continue
+		}
+		step.Nodes = nodes
+		if nodes > 0 {
+			step.Slack = q.Slack(now, *step, nodes)
+		}
+		if step.Kind == planner.StepBatch {
+			batches = append(batches, *step)
+		} else {
+			merges = append(merges, *step)
+		}
+	}
+	candidates := merges
+	if len(candidates) == 0 {
+		candidates = batches
+	}
+	switch {
+	case len(candidates) == 0:
+		d.Why = "no step is ready"
+	case nodes == 0:
+		d.Why = fmt.Sprintf("%d ready nodes, fewer than the smallest pool size %d", readyNodes, settings.Sizes[0])
+	default:
+		byName := map[string]*Query{}
+		for i := range queries {
+			byName[queries[i].Name] = &queries[i]
+		}
+		sort.SliceStable(candidates, func(a, b int) bool {
+			ca, cb := candidates[a], candidates[b]
+			if settings.Policy == planner.EarliestDeadline {
+				if da, db := byName[ca.Query].Deadline, byName[cb.Query].Deadline; !da.Equal(db) {
+					return da.Before(db)
+				}
+			} else if ca.Slack != cb.Slack {
+				return ca.Slack < cb.Slack
+			}
+			return ca.Query < cb.Query
+		})
+		d.Launch = &candidates[0]
+	}
+	return d
+}
+
+// busy reports a launched step that holds the pool.
+func (q *Query) busy() (string, bool) {
+	for i, b := range q.Batches {
+		if b.State == Pending || b.State == Running {
+			return fmt.Sprintf("batch %d", i), true
+		}
+	}
+	for k, p := range q.Partials {
+		if p.State == Pending || p.State == Running {
+			return fmt.Sprintf("partial merge %d", k), true
+		}
+	}
+	if f := q.Final; f != nil && (f.State == Pending || f.State == Running) {
+		return "the final merge", true
+	}
+	return "", false
+}
+
+// next is the query's next step if it can run now, the time it might
+// become runnable otherwise, and whether a failed step has no tries left.
+func (q *Query) next(now time.Time, s Settings) (*Step, time.Time, bool) {
+	// A failed step is retried before anything else of the query.
+	if f := q.Final; f != nil {
+		if f.State != Failed {
+			return nil, time.Time{}, false // done, or running
+		}
+		return q.retry(now, s, q.finalStep(), *f)
+	}
+	for k, p := range q.Partials {
+		if p.State == Failed {
+			return q.retry(now, s, q.partialStep(k), p)
+		}
+	}
+	for i, b := range q.Batches {
+		if b.State == Failed {
+			return q.retry(now, s, Step{Query: q.Name, Kind: planner.StepBatch, Index: i, FromTuple: b.From, ToTuple: b.To}, b.Attempt)
+		}
+	}
+	closed := !now.Before(q.Closed)
+	var recheck time.Time
+	if !closed {
+		recheck = q.Closed
+	}
+	done := q.succeededBatches()
+	if q.PartialEvery > 0 && len(q.Partials) < done/q.PartialEvery {
+		k := len(q.Partials)
+		// No partial after the last batch: the final merge takes it.
+		if !(closed && (k+1)*q.PartialEvery == len(q.Batches) && q.processed() == q.Arrived) {
+			step := q.partialStep(k)
+			return &step, time.Time{}, false
+		}
+	}
+	from := q.processed()
+	switch {
+	case q.Arrived-from >= q.BatchSize:
+		return &Step{Query: q.Name, Kind: planner.StepBatch, Index: len(q.Batches), FromTuple: from, ToTuple: from + q.BatchSize}, time.Time{}, false
+	case closed && q.Arrived > from:
+		return &Step{Query: q.Name, Kind: planner.StepBatch, Index: len(q.Batches), FromTuple: from, ToTuple: q.Arrived}, time.Time{}, false
+	case closed && done == len(q.Batches) && len(q.Batches) > 0:
+		step := q.finalStep()
+		return &step, time.Time{}, false
+	}
+	return nil, recheck, false
+}
+
+func (q *Query) retry(now time.Time, s Settings, step Step, last Attempt) (*Step, time.Time, bool) {
+	if last.Number+1 >= s.MaxAttempts {
+		return nil, time.Time{}, true
+	}
+	eligible := last.Ended.Add(s.Backoff << last.Number)
+	if now.Before(eligible) {
+		return nil, eligible, false
+	}
+	step.Attempt = last.Number + 1
+	return &step, time.Time{}, false
+}
+
+func (q *Query) partialStep(k int) Step {
+	c := q.PartialEvery
+	first, last := k*c, (k+1)*c-1
+	return Step{
+		Query: q.Name, Kind: planner.StepPartial, Index: k, Inputs: c,
+		FromTuple: q.Batches[first].From, ToTuple: q.Batches[last].To,
+	}
+}
+
+func (q *Query) finalStep() Step {
+	p := len(q.Partials)
+	return Step{
+		Query: q.Name, Kind: planner.StepFinal, Index: p,
+		Inputs: p + len(q.Batches) - p*q.PartialEvery, FromTuple: 0, ToTuple: q.processed(),
+	}
+}
+
+// processed is where the next batch starts: the end of the last launched
+// batch.
+func (q *Query) processed() int64 {
+	if n := len(q.Batches); n > 0 {
+		return q.Batches[n-1].To
+	}
+	return 0
+}
+
+func (q *Query) succeededBatches() int {
+	n := 0
+	for _, b := range q.Batches {
+		if b.State == Succeeded {
+			n++
+		}
+	}
+	return n
+}
+
+// Remaining is the modelled work left for the query on nodes nodes with
+// step launched at now: the batches still to come for the expected total
+// (what has arrived, once the window has closed), the partial merges still
+// due and the final merge — eq. 5's sum at run time. A batch step counts from
+// its own first tuple, so a retry counts the batch it repeats.
+func (q *Query) Remaining(now time.Time, step Step, nodes int) time.Duration {
+	total := max(q.ExpectedTotal, q.Arrived)
+	if !now.Before(q.Closed) {
+		total = q.Arrived
+	}
+	from, launched := q.processed(), len(q.Batches)
+	if step.Kind == planner.StepBatch {
+		from, launched = step.FromTuple, step.Index
+	}
+	rest := max(total-from, 0)
+	if step.Kind == planner.StepBatch {
+		rest = max(rest, step.ToTuple-step.FromTuple)
+	}
+	n := int(math.Ceil(float64(rest) / float64(q.BatchSize)))
+	seconds := float64(n)*q.Cost.Batch.Overhead + float64(rest)*q.Cost.Batch.PerUnit(nodes)
+	batches := launched + n
+	partials := len(q.Partials)
+	if q.PartialEvery > 0 {
+		if due := (batches - 1) / q.PartialEvery; due > partials {
+			seconds += float64(due-partials) * q.Cost.MergeSeconds(nodes, q.PartialEvery)
+			partials = due
+		}
+	}
+	seconds += q.Cost.MergeSeconds(nodes, partials+batches-partials*q.PartialEvery)
+	return time.Duration(seconds * float64(time.Second))
+}
+
+// Slack is the query's slack with step launched at now on nodes nodes.
+func (q *Query) Slack(now time.Time, step Step, nodes int) time.Duration {
+	return q.Deadline.Sub(now) - q.Remaining(now, step, nodes)
+}
+
+// sizeFor is the largest pool size that ready nodes can hold, 0 when none.
+func sizeFor(sizes []int, ready int) int {
+	best := 0
+	for _, s := range sizes {
+		if s <= ready {
+			best = s
+		}
+	}
+	return best
+}
+
+func earliest(a, b time.Time) time.Time {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero() || a.Before(b):
+		return a
+	}
+	return b
+}
+
+// RequestAt is the pool size the plan's executable timeline asks for at now:
+// the level of the last request point at or before now (the first one before
+// the timeline starts).
+func RequestAt(origin time.Time, requests []planner.NodeLevel, now time.Time) int {
+	if len(requests) == 0 {
+		return 0
+	}
+	offset := now.Sub(origin).Seconds()
+	level := requests[0].Nodes
+	for _, r := range requests {
+		if r.At > offset {
+			break
+		}
+		level = r.Nodes
+	}
+	return level
+}
+
+// NextRequestChange is when RequestAt next changes after now, or zero.
+func NextRequestChange(origin time.Time, requests []planner.NodeLevel, now time.Time) time.Time {
+	offset := now.Sub(origin).Seconds()
+	current := RequestAt(origin, requests, now)
+	for _, r := range requests {
+		if r.At > offset && r.Nodes != current {
+			return origin.Add(time.Duration(r.At * float64(time.Second)))
+		}
+	}
+	return time.Time{}
+}

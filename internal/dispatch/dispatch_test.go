@@ -1,0 +1,223 @@
+package dispatch
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/laxity-dev/laxity/internal/costmodel"
+	"github.com/laxity-dev/laxity/internal/planner"
+)
+
+var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+func at(seconds float64) time.Time { return t0.Add(time.Duration(seconds * float64(time.Second))) }
+
+var settings = Settings{Sizes: []int{2, 4, 10}, Policy: planner.LeastLaxity, MaxAttempts: 3, Backoff: 30 * time.Second}
+
+// query has 100-tuple batches of 1 s + 0.01 s/tuple/node on 2 nodes (2 s
+// each), 1 s merges, a 1,000-tuple window closing at 100 s.
+func query(name string, deadline float64, arrived int64, batches ...Batch) Query {
+	return Query{
+		Name: name, Deadline: at(deadline), Closed: at(100),
+		Cost: costmodel.Model{
+			Batch: costmodel.Linear{Overhead: 1, Parallel: 0.02},
+			Merge: costmodel.Linear{Overhead: 1},
+		},
+		BatchSize: 100, ExpectedTotal: 1000, Arrived: arrived, Batches: batches,
+	}
+}
+
+func done(from, to int64) Batch { return Batch{From: from, To: to, Attempt: Attempt{State: Succeeded}} }
+
+func TestDecide(t *testing.T) {
+	tests := []struct {
+		name     string
+		now      float64
+		settings func(*Settings)
+		queries  []Query
+		ready    int
+		want     Decision
+	}{
+		{
+			name:    "nothing arrived",
+			now:     5,
+			queries: []Query{query("a", 200, 50)},
+			ready:   2,
+			want:    Decision{Why: "no step is ready", Recheck: at(100)},
+		},
+		{
+			// a: 10 batches of 2 s + 1 s merge left, deadline 200: slack
+			// 200-30-21 = 149 s. b: deadline 60: slack 9 s. A query with a
+			// ready batch asks for no recheck.
+			name:    "least slack first",
+			now:     30,
+			queries: []Query{query("a", 200, 300), query("b", 60, 300)},
+			ready:   2,
+			want: Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Slack: 9 * time.Second}},
+		},
+		{
+			// On 4 ready nodes every batch takes 1.5 s: b's slack is
+			// 30 s - (10 × 1.5 s + 1 s).
+			name: "earliest deadline",
+			now:  30,
+			settings: func(s *Settings) {
+				s.Policy = planner.EarliestDeadline
+			},
+			queries: []Query{query("a", 200, 300), query("b", 60, 300)},
+			ready:   4,
+			want:    Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 4, Slack: 30*time.Second - 16*time.Second}},
+		},
+		{
+			name:    "one step at a time",
+			now:     30,
+			queries: []Query{query("a", 200, 300, Batch{From: 0, To: 100, Attempt: Attempt{State: Running}}), query("b", 60, 300)},
+			ready:   2,
+			want:    Decision{Why: "batch 0 of query a is running"},
+		},
+		{
+			name:    "partial batch not ready while the window is open",
+			now:     50,
+			queries: []Query{query("a", 200, 450, done(0, 100), done(100, 200), done(200, 300), done(300, 400))},
+			ready:   2,
+			want:    Decision{Why: "no step is ready", Recheck: at(100)},
+		},
+		{
+			name:    "the last batch takes what is left once the window closed",
+			now:     100,
+			queries: []Query{query("a", 200, 950, done(0, 900))},
+			ready:   10,
+			want:    Decision{Launch: &Step{Query: "a", Kind: planner.StepBatch, Index: 1, FromTuple: 900, ToTuple: 950, Nodes: 10, Slack: 100*time.Second - 2100*time.Millisecond}},
+		},
+		{
+			name:    "final merge after the last batch",
+			now:     104,
+			queries: []Query{query("a", 200, 1000, done(0, 900), done(900, 1000))},
+			ready:   2,
+			want:    Decision{Launch: &Step{Query: "a", Kind: planner.StepFinal, Index: 0, Inputs: 2, FromTuple: 0, ToTuple: 1000, Nodes: 2, Slack: 95 * time.Second}},
+		},
+		{
+			name:    "too few ready nodes",
+			now:     30,
+			queries: []Query{query("a", 200, 300)},
+			ready:   1,
+			want:    Decision{Why: "1 ready nodes, fewer than the smallest pool size 2"},
+		},
+		{
+			name:    "failed batch waits for its backoff",
+			now:     40,
+			queries: []Query{query("a", 200, 300, Batch{From: 0, To: 100, Attempt: Attempt{State: Failed, Ended: at(20)}})},
+			ready:   2,
+			want:    Decision{Why: "no step is ready", Recheck: at(50)},
+		},
+		{
+			name:    "failed batch retried with the same range",
+			now:     80,
+			queries: []Query{query("a", 200, 300, Batch{From: 0, To: 100, Attempt: Attempt{Number: 1, State: Failed, Ended: at(20)}})},
+			ready:   2,
+			want:    Decision{Launch: &Step{Query: "a", Kind: planner.StepBatch, Attempt: 2, FromTuple: 0, ToTuple: 100, Nodes: 2, Slack: 200*time.Second - 80*time.Second - 21*time.Second}},
+		},
+		{
+			name:    "attempts exhausted",
+			now:     500,
+			queries: []Query{query("a", 900, 300, Batch{From: 0, To: 100, Attempt: Attempt{Number: 2, State: Failed, Ended: at(20)}})},
+			ready:   2,
+			want:    Decision{Why: "no step is ready", Exhausted: []string{"a"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := settings
+			if tc.settings != nil {
+				tc.settings(&s)
+			}
+			got := Decide(at(tc.now), s, tc.queries, tc.ready)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("decision (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMergesGoFirst(t *testing.T) {
+	// a has three batches done and partial merges every 3 batches: its
+	// partial merge is due and goes before b's batch, although b has less
+	// slack.
+	a := query("a", 900, 600, done(0, 100), done(100, 200), done(200, 300))
+	a.PartialEvery = 3
+	b := query("b", 60, 300)
+	got := Decide(at(40), settings, []Query{a, b}, 2)
+	if got.Launch == nil || got.Launch.Query != "a" || got.Launch.Kind != planner.StepPartial || got.Launch.Inputs != 3 || got.Launch.ToTuple != 300 {
+		t.Errorf("launch = %+v, want a's partial merge 0 of 3 inputs over [0, 300)", got.Launch)
+	}
+	// With the partial done and the window closed after the 4th batch, the
+	// final merge takes the partial and the one batch after it.
+	a.Partials = []Attempt{{State: Succeeded}}
+	a.Batches = append(a.Batches, done(300, 350))
+	a.Arrived = 350
+	got = Decide(at(101), settings, []Query{a}, 2)
+	if got.Launch == nil || got.Launch.Kind != planner.StepFinal || got.Launch.Inputs != 2 || got.Launch.Index != 1 {
+		t.Errorf("launch = %+v, want the final merge of 1 partial + 1 batch", got.Launch)
+	}
+}
+
+func TestNoPartialAfterTheLastBatch(t *testing.T) {
+	// Three batches of c = 3 and the window closed with nothing left: the
+	// third batch is the last, so the final merge takes all three.
+	a := query("a", 900, 300, done(0, 100), done(100, 200), done(200, 300))
+	a.PartialEvery = 3
+	got := Decide(at(100), settings, []Query{a}, 2)
+	if got.Launch == nil || got.Launch.Kind != planner.StepFinal || got.Launch.Inputs != 3 {
+		t.Errorf("launch = %+v, want the final merge of 3 batches", got.Launch)
+	}
+}
+
+func TestRemainingFollowsTheCostModel(t *testing.T) {
+	q := query("a", 900, 300, done(0, 100))
+	q.PartialEvery = 4
+	// 900 tuples to go in 9 batches of 2 s on 2 nodes; 10 batches in all
+	// give (10-1)/4 = 2 partial merges of 1 s and a final merge of 1 s.
+	got := q.Remaining(at(30), Step{Kind: planner.StepBatch, Index: 1, FromTuple: 100, ToTuple: 200}, 2)
+	if want := 18*time.Second + 3*time.Second; got != want {
+		t.Errorf("Remaining = %v, want %v", got, want)
+	}
+}
+
+func TestRequestAt(t *testing.T) {
+	requests := []planner.NodeLevel{{At: 0, Nodes: 2}, {At: 100, Nodes: 10}, {At: 300, Nodes: 0}}
+	for _, tc := range []struct {
+		now      float64
+		want     int
+		nextWant time.Time
+	}{
+		{-10, 2, at(100)}, {0, 2, at(100)}, {99.9, 2, at(100)}, {100, 10, at(300)}, {500, 0, time.Time{}},
+	} {
+		if got := RequestAt(t0, requests, at(tc.now)); got != tc.want {
+			t.Errorf("RequestAt(%v) = %d, want %d", tc.now, got, tc.want)
+		}
+		if got := NextRequestChange(t0, requests, at(tc.now)); !got.Equal(tc.nextWant) {
+			t.Errorf("NextRequestChange(%v) = %v, want %v", tc.now, got, tc.nextWant)
+		}
+	}
+	if !strings.Contains(Decide(at(0), settings, nil, 2).Why, "no step") {
+		t.Error("no queries should leave nothing to launch")
+	}
+}
+
+func TestPoliciesDisagree(t *testing.T) {
+	// a is due first (70 s) but light: 10 batches of 1.1 s + 1 s merge,
+	// slack 28 s at 30 s. b is due later (75 s) but heavy: slack 24 s.
+	a := query("a", 70, 300)
+	a.Cost.Batch.Parallel = 0.002
+	b := query("b", 75, 300)
+	if got := Decide(at(30), settings, []Query{a, b}, 2).Launch; got == nil || got.Query != "b" {
+		t.Errorf("LeastLaxity launched %+v, want b", got)
+	}
+	edf := settings
+	edf.Policy = planner.EarliestDeadline
+	if got := Decide(at(30), edf, []Query{a, b}, 2).Launch; got == nil || got.Query != "a" {
+		t.Errorf("EarliestDeadline launched %+v, want a", got)
+	}
+}
