@@ -42,6 +42,7 @@ help: ## Show this help.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CustomResourceDefinitions from the API types.
 	$(CONTROLLER_GEN) crd paths="./api/..." output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=laxity-manager paths="./controllers/..." output:rbac:artifacts:config=config/rbac
 	mkdir -p charts/laxity/crds
 	rm -f charts/laxity/crds/*.yaml
 	cp config/crd/bases/*.yaml charts/laxity/crds/

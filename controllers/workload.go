@@ -118,6 +118,13 @@ func planningOf(spec laxityv1alpha1.Planning) planner.Planning {
 	return p
 }
 
+// CostModel is a query's cost model as the planner uses it: the given
+// coefficients, or the fit of its samples.
+func CostModel(q *laxityv1alpha1.IntermittentQuery) (costmodel.Model, error) {
+	pq, err := queryOf(q, q.Spec.Window.Start.Time)
+	return pq.Cost, err
+}
+
 func queryOf(q *laxityv1alpha1.IntermittentQuery, origin time.Time) (planner.Query, error) {
 	spec := q.Spec
 	out := planner.Query{

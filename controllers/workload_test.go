@@ -18,7 +18,7 @@ import (
 
 var origin = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 
-func at(d time.Duration) metav1.Time { return metav1.NewTime(origin.Add(d)) }
+func after(d time.Duration) metav1.Time { return metav1.NewTime(origin.Add(d)) }
 
 func schedule() *laxityv1alpha1.ElasticSchedule {
 	return &laxityv1alpha1.ElasticSchedule{
@@ -36,8 +36,8 @@ func query(name string, mutate func(*laxityv1alpha1.IntermittentQuerySpec)) laxi
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "analytics"},
 		Spec: laxityv1alpha1.IntermittentQuerySpec{
 			ScheduleName: "tpch",
-			Window:       laxityv1alpha1.Window{Start: at(10 * time.Minute), End: at(70 * time.Minute)},
-			Deadline:     at(80 * time.Minute),
+			Window:       laxityv1alpha1.Window{Start: after(10 * time.Minute), End: after(70 * time.Minute)},
+			Deadline:     after(80 * time.Minute),
 			Input:        laxityv1alpha1.Input{RatePerSecond: "9500", Granularity: 9500},
 			CostModel: laxityv1alpha1.CostModel{
 				Batch: laxityv1alpha1.BatchCostModel{OverheadSeconds: "25", SerialSecondsPerTuple: "2e-8", ParallelSecondsPerTuple: "2e-5"},

@@ -116,6 +116,24 @@ type Input struct {
 	// +kubebuilder:validation:XValidation:rule="self.exists(s, !s.ratePerSecond.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') || double(s.ratePerSecond) > 0.0)",message="spec.input.profile must have at least one segment with a positive ratePerSecond"
 	Profile []RateSegment `json:"profile,omitempty"`
 
+	// actualProfile, when set, makes the synthetic input source deliver
+	// tuples at this piecewise-constant rate instead of the declared one,
+	// while the planner still plans with the declared rate: a way to
+	// exercise re-planning on rate changes (the seed's variable-rate runs).
+	// Same shape and offsets rules as profile.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	ActualProfile []RateSegment `json:"actualProfile,omitempty"`
+
+	// location is where the query's tuples are read from, as a URI the
+	// Spark job understands (for example "s3a://events/orders/"); laxity
+	// passes it to every batch with the batch's tuple range.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Location string `json:"location,omitempty"`
+
 	// granularity is the number of tuples in one arrival unit, for example
 	// 9500 tuples per file; batch sizes are whole units. Defaults to 1.
 	// +optional

@@ -307,6 +307,11 @@ func (in *Input) DeepCopyInto(out *Input) {
 		*out = make([]RateSegment, len(*in))
 		copy(*out, *in)
 	}
+	if in.ActualProfile != nil {
+		in, out := &in.ActualProfile, &out.ActualProfile
+		*out = make([]RateSegment, len(*in))
+		copy(*out, *in)
+	}
 	out.AllowedLateness = in.AllowedLateness
 }
 

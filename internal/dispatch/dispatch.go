@@ -227,7 +227,7 @@ func (q *Query) next(now time.Time, s Settings) (*Step, time.Time, bool) {
 	if q.PartialEvery > 0 && len(q.Partials) < done/q.PartialEvery {
 		k := len(q.Partials)
 		// No partial after the last batch: the final merge takes it.
-		if !(closed && (k+1)*q.PartialEvery == len(q.Batches) && q.processed() == q.Arrived) {
+		if last := closed && (k+1)*q.PartialEvery == len(q.Batches) && q.processed() == q.Arrived; !last {
 			step := q.partialStep(k)
 			return &step, time.Time{}, false
 		}

@@ -56,7 +56,7 @@ func TestDecide(t *testing.T) {
 			now:     30,
 			queries: []Query{query("a", 200, 300), query("b", 60, 300)},
 			ready:   2,
-			want: Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Slack: 9 * time.Second}},
+			want:    Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Slack: 9 * time.Second}},
 		},
 		{
 			// On 4 ready nodes every batch takes 1.5 s: b's slack is

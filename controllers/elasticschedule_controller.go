@@ -1,0 +1,608 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/dispatch"
+	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/pool"
+	"github.com/laxity-dev/laxity/internal/source"
+	"github.com/laxity-dev/laxity/internal/sparkapp"
+)
+
+// poolFinalizer returns the pool to zero nodes before an ElasticSchedule
+// goes away.
+const poolFinalizer = "laxity.dev/pool"
+
+// Re-plan reasons, recorded on the plan and counted in metrics.
+const (
+	ReplanInitial      = "Initial"
+	ReplanSpecChanged  = "SpecChanged"
+	ReplanRateExceeded = "RateExceeded"
+	ReplanStepFailed   = "StepFailed"
+)
+
+// Options are the run-time settings shared by both reconcilers.
+type Options struct {
+	// MaxAttempts bounds the tries of one step; Backoff is the wait before
+	// the first retry, doubled for each further one.
+	MaxAttempts int
+	Backoff     time.Duration
+	// ResultRoot is where step results go: <root>/<namespace>/<query>/<step>.
+	ResultRoot string
+	// Poll is how often a schedule with open windows is looked at again when
+	// nothing else wakes it (arrivals are not events).
+	Poll time.Duration
+}
+
+// ElasticScheduleReconciler plans a schedule, drives its pool and launches
+// its queries' steps, one at a time, in least-laxity order.
+type ElasticScheduleReconciler struct {
+	client.Client
+	Clock    clock.PassiveClock
+	Recorder events.EventRecorder
+	Options  Options
+	// Backend builds the pool backend a schedule names.
+	Backend func(ctx context.Context, es *laxityv1alpha1.ElasticSchedule) (pool.Backend, error)
+	// Source gives a query's arrivals.
+	Source func(q *laxityv1alpha1.IntermittentQuery) (source.Source, error)
+}
+
+// +kubebuilder:rbac:groups=laxity.dev,resources=elasticschedules,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=laxity.dev,resources=elasticschedules/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=laxity.dev,resources=elasticschedules/finalizers,verbs=update
+// +kubebuilder:rbac:groups=laxity.dev,resources=intermittentqueries,verbs=get;list;watch
+// +kubebuilder:rbac:groups=sparkoperator.k8s.io,resources=sparkapplications,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinedeployments/scale;machinepools/scale,verbs=get;update
+// +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools/scale,verbs=get;update
+
+// Reconcile is one observe → decide → act pass over a schedule.
+func (r *ElasticScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var es laxityv1alpha1.ElasticSchedule
+	if err := r.Get(ctx, req.NamespacedName, &es); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !es.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, &es)
+	}
+	// The finalizer goes on before the first resize, so a pool is never
+	// left behind.
+	if controllerutil.AddFinalizer(&es, poolFinalizer) {
+		if err := r.Update(ctx, &es); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding the pool finalizer: %w", err)
+		}
+	}
+	before := es.Status.DeepCopy()
+	result, notes, err := r.reconcile(ctx, &es)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !equality.Semantic.DeepEqual(before, &es.Status) {
+		if err := r.Status().Update(ctx, &es); err != nil {
+			return ctrl.Result{}, fmt.Errorf("writing the status: %w", err)
+		}
+	}
+	for _, n := range notes {
+		r.Recorder.Eventf(&es, nil, n.kind, n.reason, n.action, "%s", n.message)
+	}
+	return result, nil
+}
+
+// note is an event to emit once the status is written.
+type note struct{ kind, reason, action, message string }
+
+func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1alpha1.ElasticSchedule) (ctrl.Result, []note, error) {
+	now := r.Clock.Now()
+	var notes []note
+	queries, err := queriesOf(ctx, r.Client, es)
+	if err != nil {
+		return ctrl.Result{}, nil, err
+	}
+	es.Status.ObservedGeneration = es.Generation
+	if len(queries) == 0 {
+		setScheduleConditions(es, scheduleState{noQueries: true})
+		return ctrl.Result{}, notes, r.request(ctx, es, idleNodes(es), &notes)
+	}
+	apps, err := r.stepsOf(ctx, es)
+	if err != nil {
+		return ctrl.Result{}, nil, err
+	}
+	arrived := map[string]int64{}
+	rates := map[string]float64{}
+	for i := range queries {
+		q := &queries[i]
+		src, err := r.Source(q)
+		if err != nil {
+			return ctrl.Result{}, nil, fmt.Errorf("IntermittentQuery %s: input: %w", q.Name, err)
+		}
+		if arrived[q.Name], err = src.Arrived(now); err != nil {
+			return ctrl.Result{}, nil, fmt.Errorf("IntermittentQuery %s: reading arrivals: %w", q.Name, err)
+		}
+		window := es.Spec.Planning.RateWindow.Duration
+		if window > 0 && now.Sub(q.Spec.Window.Start.Time) >= window && now.Before(q.Spec.Window.End.Time) {
+			earlier, err := src.Arrived(now.Add(-window))
+			if err == nil {
+				rates[q.Name] = float64(arrived[q.Name]-earlier) / window.Seconds()
+			}
+		}
+	}
+
+	stored, err := loadPlan(ctx, r.Client, es)
+	if err != nil {
+		return ctrl.Result{}, nil, err
+	}
+	inputs := inputsHash(es, queries)
+	reason := replanReason(es, queries, stored, inputs, rates, now)
+	if reason == "" && stored != nil {
+		if exhausted := r.exhausted(es, queries, stored, apps, arrived, now); len(exhausted) > 0 && stored.reason != ReplanStepFailed {
+			reason = ReplanStepFailed
+		}
+	}
+	if reason != "" {
+		doc, err := r.plan(es, queries, rates, now)
+		if err != nil {
+			setScheduleConditions(es, scheduleState{invalid: err})
+			notes = append(notes, note{corev1.EventTypeWarning, laxityv1alpha1.InvalidSpecReason, "Plan", err.Error()})
+			return ctrl.Result{}, notes, nil
+		}
+		stored = &storedPlan{doc: doc, inputs: inputs, reason: reason}
+		if err := storePlan(ctx, r.Client, es, stored); err != nil {
+			return ctrl.Result{}, nil, err
+		}
+		es.Status.LastPlanTime = &metav1.Time{Time: now}
+		notes = append(notes, note{corev1.EventTypeNormal, "Planned", "Plan", planMessage(&doc, reason)})
+	}
+	doc := &stored.doc
+	writePlanStatus(es, doc, now)
+
+	ready, err := pool.ReadyNodes(ctx, r.Client, es.Spec.NodePool.NodeSelector)
+	if err != nil {
+		return ctrl.Result{}, nil, fmt.Errorf("counting ready nodes: %w", err)
+	}
+	es.Status.NodesReady = &ready
+	dqs, err := dispatchQueries(queries, doc, apps, arrived, now)
+	if err != nil {
+		return ctrl.Result{}, nil, err
+	}
+	wanted := max(dispatch.RequestAt(doc.Origin, doc.Requests, now), behindSchedule(doc, dqs, now))
+	if err := r.request(ctx, es, int32(wanted), &notes); err != nil {
+		return ctrl.Result{}, notes, err
+	}
+	decision, launched, err := r.dispatch(ctx, es, queries, dqs, apps, int(ready), now)
+	if err != nil {
+		return ctrl.Result{}, notes, err
+	}
+	notes = append(notes, launched...)
+	setScheduleConditions(es, scheduleState{doc: doc, requested: int32(wanted), ready: ready, waiting: decision.Why})
+	return ctrl.Result{RequeueAfter: r.requeueAfter(now, doc, decision)}, notes, nil
+}
+
+// queriesOf lists the IntermittentQueries that name the schedule.
+func queriesOf(ctx context.Context, c client.Reader, es *laxityv1alpha1.ElasticSchedule) ([]laxityv1alpha1.IntermittentQuery, error) {
+	var list laxityv1alpha1.IntermittentQueryList
+	if err := c.List(ctx, &list, client.InNamespace(es.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing queries: %w", err)
+	}
+	var out []laxityv1alpha1.IntermittentQuery
+	for _, q := range list.Items {
+		if q.Spec.ScheduleName == es.Name {
+			out = append(out, q)
+		}
+	}
+	return out, nil
+}
+
+// replanReason says why the plan in force no longer holds, or "".
+func replanReason(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, stored *storedPlan, inputs string, rates map[string]float64, now time.Time) string {
+	switch {
+	case stored == nil:
+		return ReplanInitial
+	case stored.inputs != inputs:
+		return ReplanSpecChanged
+	}
+	tolerance := 0.0
+	if t := es.Spec.Planning.RateTolerancePercent; t != nil {
+		tolerance = float64(*t) / 100
+	}
+	for i := range queries {
+		q := &queries[i]
+		measured, ok := rates[q.Name]
+		if !ok {
+			continue
+		}
+		declared := declaredRate(q, now)
+		if declared > 0 && measured > declared*stored.doc.MaxSupportedRateFactor*(1+tolerance) {
+			return ReplanRateExceeded
+		}
+	}
+	return ""
+}
+
+// declaredRate is the rate spec.input declares at now.
+func declaredRate(q *laxityv1alpha1.IntermittentQuery, now time.Time) float64 {
+	pq, err := queryOf(q, q.Spec.Window.Start.Time)
+	if err != nil {
+		return 0
+	}
+	offset := now.Sub(q.Spec.Window.Start.Time).Seconds()
+	rate := 0.0
+	for _, s := range pq.Rates {
+		if s.Offset <= offset {
+			rate = s.TuplesPerSecond
+		}
+	}
+	return rate
+}
+
+// plan makes a new plan from now. Under the pessimistic rate model a query
+// whose measured rate is above its declared one is assumed to keep the
+// measured rate for the rest of its window (seed section 5); the optimistic
+// model keeps the declared total.
+func (r *ElasticScheduleReconciler) plan(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, rates map[string]float64, now time.Time) (planner.Document, error) {
+	w, err := Workload(es, queries, now)
+	if err != nil {
+		return planner.Document{}, err
+	}
+	if es.Spec.Planning.RateModel != laxityv1alpha1.RateModelOptimistic {
+		for i := range w.Queries {
+			pq := &w.Queries[i]
+			measured, ok := rates[pq.Name]
+			offset := -pq.WindowStart // now, from the window start
+			if !ok || offset <= 0 || pq.WindowEnd <= 0 {
+				continue
+			}
+			if current := rateAt(pq.Rates, offset); measured > current {
+				pq.Rates = withRateFrom(pq.Rates, offset, measured)
+			}
+		}
+	}
+	started := r.Clock.Now()
+	doc, err := planner.Plan(w)
+	if err != nil {
+		return doc, err
+	}
+	doc.SearchSeconds = r.Clock.Since(started).Seconds()
+	return doc, nil
+}
+
+func rateAt(segments []planner.RateSegment, offset float64) float64 {
+	rate := 0.0
+	for _, s := range segments {
+		if s.Offset <= offset {
+			rate = s.TuplesPerSecond
+		}
+	}
+	return rate
+}
+
+// withRateFrom replaces the rate from offset on.
+func withRateFrom(segments []planner.RateSegment, offset, rate float64) []planner.RateSegment {
+	var out []planner.RateSegment
+	for _, s := range segments {
+		if s.Offset < offset {
+			out = append(out, s)
+		}
+	}
+	return append(out, planner.RateSegment{Offset: offset, TuplesPerSecond: rate})
+}
+
+func planMessage(doc *planner.Document, reason string) string {
+	c := doc.Chosen
+	if !c.Feasible {
+		return fmt.Sprintf("Re-planned (%s): no plan meets every deadline; %s would be %.0fs late even on %d nodes", reason, c.Failure.Query, c.Failure.LateSeconds, c.InitialNodes)
+	}
+	return fmt.Sprintf("Re-planned (%s): %d initial nodes, %dX batches, cost %.2f, at most %d nodes", reason, c.InitialNodes, c.BatchSizeFactor, c.Cost, c.MaxNodes)
+}
+
+// stepsOf lists the SparkApplications of a schedule.
+func (r *ElasticScheduleReconciler) stepsOf(ctx context.Context, es *laxityv1alpha1.ElasticSchedule) ([]unstructured.Unstructured, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(sparkapp.GroupVersionKind.GroupVersion().WithKind(sparkapp.GroupVersionKind.Kind + "List"))
+	if err := r.List(ctx, list, client.InNamespace(es.Namespace), client.MatchingLabels{LabelSchedule: es.Name}); err != nil {
+		return nil, fmt.Errorf("listing SparkApplications: %w", err)
+	}
+	return list.Items, nil
+}
+
+// request asks the pool for n nodes.
+func (r *ElasticScheduleReconciler) request(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, n int32, notes *[]note) error {
+	backend, err := r.Backend(ctx, es)
+	if err != nil {
+		return fmt.Errorf("spec.nodePool.backend: %w", err)
+	}
+	current, err := backend.Requested(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the pool size: %w", err)
+	}
+	if current != n {
+		if err := backend.Request(ctx, n); err != nil {
+			return fmt.Errorf("resizing the pool to %d nodes: %w", n, err)
+		}
+		*notes = append(*notes, note{corev1.EventTypeNormal, "Resized", "Resize", fmt.Sprintf("Requested %d nodes (was %d)", n, current)})
+	}
+	es.Status.NodesRequested = &n
+	return nil
+}
+
+func idleNodes(es *laxityv1alpha1.ElasticSchedule) int32 {
+	if es.Spec.NodePool.IdleNodes != nil {
+		return *es.Spec.NodePool.IdleNodes
+	}
+	return 0
+}
+
+// dispatchQueries builds the run-time view of every query the plan covers.
+func dispatchQueries(queries []laxityv1alpha1.IntermittentQuery, doc *planner.Document, apps []unstructured.Unstructured, arrived map[string]int64, now time.Time) ([]dispatch.Query, error) {
+	var out []dispatch.Query
+	for i := range queries {
+		q := &queries[i]
+		pq, err := queryOf(q, doc.Origin)
+		if err != nil {
+			return nil, fmt.Errorf("IntermittentQuery %s: %w", q.Name, err)
+		}
+		if dq, ok := dispatchQuery(q, pq, doc, apps, arrived[q.Name], now); ok {
+			out = append(out, dq)
+		}
+	}
+	return out, nil
+}
+
+func (r *ElasticScheduleReconciler) settings(es *laxityv1alpha1.ElasticSchedule) dispatch.Settings {
+	s := dispatch.Settings{Policy: planner.LeastLaxity, MaxAttempts: r.Options.MaxAttempts, Backoff: r.Options.Backoff}
+	if es.Spec.Planning.Policy == laxityv1alpha1.PolicyEarliestDeadline {
+		s.Policy = planner.EarliestDeadline
+	}
+	for _, size := range es.Spec.NodePool.Sizes {
+		s.Sizes = append(s.Sizes, int(size))
+	}
+	return s
+}
+
+func (r *ElasticScheduleReconciler) exhausted(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, stored *storedPlan, apps []unstructured.Unstructured, arrived map[string]int64, now time.Time) []string {
+	dqs, err := dispatchQueries(queries, &stored.doc, apps, arrived, now)
+	if err != nil {
+		return nil
+	}
+	return dispatch.Decide(now, r.settings(es), dqs, 0).Exhausted
+}
+
+// dispatch launches the next step, if one is due.
+func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, dqs []dispatch.Query, apps []unstructured.Unstructured, ready int, now time.Time) (dispatch.Decision, []note, error) {
+	decision := dispatch.Decide(now, r.settings(es), dqs, ready)
+	if decision.Launch == nil {
+		return decision, nil, nil
+	}
+	l := decision.Launch
+	var q *laxityv1alpha1.IntermittentQuery
+	for i := range queries {
+		if queries[i].Name == l.Query {
+			q = &queries[i]
+		}
+	}
+	step := sparkapp.Step{
+		Kind: l.Kind, Index: l.Index, Attempt: l.Attempt,
+		FromTuple: l.FromTuple, ToTuple: l.ToTuple, Inputs: l.Inputs,
+		Nodes: int32(l.Nodes), ReadyNodes: int32(ready),
+	}
+	step.InputLocations = inputLocations(q, apps, step)
+	app, err := sparkapp.Render(q, es, step, sparkapp.Locations{Input: q.Spec.Input.Location, ResultRoot: r.Options.ResultRoot})
+	if err != nil {
+		return decision, nil, err
+	}
+	if err := controllerutil.SetControllerReference(q, app, r.Scheme()); err != nil {
+		return decision, nil, fmt.Errorf("owning %s: %w", app.GetName(), err)
+	}
+	// The name is deterministic: a launch repeated after a crash finds the
+	// object already there instead of running the step twice.
+	if err := r.Create(ctx, app); err != nil && !apierrors.IsAlreadyExists(err) {
+		return decision, nil, fmt.Errorf("launching %s: %w", app.GetName(), err)
+	}
+	message := fmt.Sprintf("Launched %s on %d nodes (%s %d of %s, tuples [%d, %d), slack %s)",
+		app.GetName(), l.Nodes, l.Kind, l.Index, l.Query, l.FromTuple, l.ToTuple, l.Slack.Round(time.Second))
+	kind := "Launched"
+	if l.Attempt > 0 {
+		kind = "Retried"
+	}
+	return decision, []note{{corev1.EventTypeNormal, kind, "Launch", message}}, nil
+}
+
+// inputLocations are the results a merge combines: a partial merge the
+// batches since the previous one, the final merge the partials and the
+// batches after the last one.
+func inputLocations(q *laxityv1alpha1.IntermittentQuery, apps []unstructured.Unstructured, step sparkapp.Step) []string {
+	if step.Kind == planner.StepBatch {
+		return nil
+	}
+	batches, partials, _ := observeSteps(q.Name, apps)
+	var out []string
+	if step.Kind == planner.StepPartial {
+		c := step.Inputs
+		for _, b := range batches[min(step.Index*c, len(batches)):min((step.Index+1)*c, len(batches))] {
+			out = append(out, b.result)
+		}
+		return out
+	}
+	for _, p := range partials {
+		out = append(out, p.result)
+	}
+	covered := 0
+	if len(partials) > 0 && len(batches) > 0 {
+		covered = len(batches) - (step.Inputs - len(partials))
+	}
+	for _, b := range batches[min(max(covered, 0), len(batches)):] {
+		out = append(out, b.result)
+	}
+	return out
+}
+
+// behindSchedule is the pool size the plan gave the first step that has not
+// succeeded yet, when that step should already have started: execution lags
+// the plan, and the plan's timeline, which has moved on (possibly to a
+// smaller pool or to idle), must not take away the nodes the lagging work
+// needs. Zero when execution keeps up.
+func behindSchedule(doc *planner.Document, queries []dispatch.Query, now time.Time) int {
+	byName := map[string]*dispatch.Query{}
+	for i := range queries {
+		byName[queries[i].Name] = &queries[i]
+	}
+	for _, s := range doc.Steps {
+		q := byName[s.Query]
+		if q == nil || stepSucceeded(q, s) {
+			continue
+		}
+		if at(doc.Origin, s.Start).After(now) {
+			return 0
+		}
+		return s.Nodes
+	}
+	return 0
+}
+
+func stepSucceeded(q *dispatch.Query, s planner.Step) bool {
+	switch s.Kind {
+	case planner.StepBatch:
+		return s.Index < len(q.Batches) && q.Batches[s.Index].State == dispatch.Succeeded
+	case planner.StepPartial:
+		return s.Index < len(q.Partials) && q.Partials[s.Index].State == dispatch.Succeeded
+	default:
+		return q.Final != nil && q.Final.State == dispatch.Succeeded
+	}
+}
+
+// requeueAfter is when to look again: a retry's backoff or a window's close,
+// the next change of the requested pool size, or the poll interval while
+// tuples may arrive.
+func (r *ElasticScheduleReconciler) requeueAfter(now time.Time, doc *planner.Document, d dispatch.Decision) time.Duration {
+	next := now.Add(r.Options.Poll)
+	if t := dispatch.NextRequestChange(doc.Origin, doc.Requests, now); !t.IsZero() && t.Before(next) {
+		next = t
+	}
+	if !d.Recheck.IsZero() && d.Recheck.Before(next) {
+		next = d.Recheck
+	}
+	return max(next.Sub(now), time.Second)
+}
+
+// finalize returns the pool to zero nodes and lets the schedule go.
+func (r *ElasticScheduleReconciler) finalize(ctx context.Context, es *laxityv1alpha1.ElasticSchedule) error {
+	if !controllerutil.ContainsFinalizer(es, poolFinalizer) {
+		return nil
+	}
+	backend, err := r.Backend(ctx, es)
+	if err == nil {
+		err = backend.Request(ctx, 0)
+	}
+	// A pool whose target is already gone has nothing left to release.
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("releasing the pool: %w", err)
+	}
+	controllerutil.RemoveFinalizer(es, poolFinalizer)
+	return r.Update(ctx, es)
+}
+
+// writePlanStatus copies the plan in force into the status.
+func writePlanStatus(es *laxityv1alpha1.ElasticSchedule, doc *planner.Document, now time.Time) {
+	c := doc.Chosen
+	es.Status.Chosen = &laxityv1alpha1.ChosenPlan{
+		InitialNodes: int32(c.InitialNodes), BatchSizeFactor: int32(c.BatchSizeFactor),
+		Cost: money(c.Cost), ExecutableCost: money(c.ExecutableCost), MaxNodes: int32(c.MaxNodes), Feasible: c.Feasible,
+	}
+	es.Status.Candidates = nil
+	for _, cand := range doc.Candidates {
+		es.Status.Candidates = append(es.Status.Candidates, laxityv1alpha1.PlanCandidate{
+			InitialNodes: int32(cand.InitialNodes), BatchSizeFactor: int32(cand.BatchSizeFactor),
+			Cost: money(cand.Cost), MaxNodes: int32(cand.MaxNodes), Feasible: cand.Feasible,
+		})
+	}
+	es.Status.Queries = nil
+	for _, q := range doc.Queries {
+		es.Status.Queries = append(es.Status.Queries, laxityv1alpha1.QueryPlan{
+			Name: q.Name, BatchSize: q.BatchSize, Batches: int32(q.Batches),
+			Finish: metav1.NewTime(at(doc.Origin, q.Finish)), Deadline: metav1.NewTime(at(doc.Origin, q.Deadline)),
+			SlackSeconds: strconv.FormatFloat(math.Round(q.Slack*10)/10, 'f', -1, 64),
+		})
+	}
+	es.Status.NodeRequests = nil
+	for _, p := range doc.Requests {
+		if t := at(doc.Origin, p.At); !t.Before(now) {
+			es.Status.NodeRequests = append(es.Status.NodeRequests, laxityv1alpha1.NodeRequest{At: metav1.NewTime(t), Nodes: int32(p.Nodes)})
+		}
+	}
+	es.Status.SearchSeconds = strconv.FormatFloat(doc.SearchSeconds, 'f', 3, 64)
+	es.Status.MaxSupportedRateFactor = strconv.FormatFloat(doc.MaxSupportedRateFactor, 'f', 2, 64)
+	es.Status.PlanOrigin = &metav1.Time{Time: doc.Origin}
+}
+
+func money(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
+
+// at is the instant seconds after origin, to the millisecond.
+func at(origin time.Time, seconds float64) time.Time {
+	return origin.Add(time.Duration(math.Round(seconds*1000)) * time.Millisecond)
+}
+
+// scheduleState is what the schedule's conditions are computed from.
+type scheduleState struct {
+	noQueries        bool
+	invalid          error
+	doc              *planner.Document
+	requested, ready int32
+	waiting          string
+}
+
+// setScheduleConditions computes Planned, Feasible, PoolReady and Ready.
+func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) {
+	set := func(t string, status metav1.ConditionStatus, reason, message string) {
+		meta.SetStatusCondition(&es.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: es.Generation})
+	}
+	switch {
+	case s.noQueries:
+		set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionFalse, laxityv1alpha1.NoQueriesReason, "No IntermittentQuery names this schedule")
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionTrue, laxityv1alpha1.NoQueriesReason, "Nothing to run; the pool is at its idle size")
+		return
+	case s.invalid != nil:
+		set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionFalse, laxityv1alpha1.InvalidSpecReason, s.invalid.Error())
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.InvalidSpecReason, s.invalid.Error())
+		return
+	}
+	c := s.doc.Chosen
+	set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionTrue, laxityv1alpha1.PlanFoundReason,
+		fmt.Sprintf("%d initial nodes, %dX batches, cost %.2f", c.InitialNodes, c.BatchSizeFactor, c.Cost))
+	if c.Feasible {
+		set(laxityv1alpha1.ElasticScheduleFeasibleCondition, metav1.ConditionTrue, laxityv1alpha1.DeadlinesMetReason, "The plan meets every deadline")
+	} else {
+		set(laxityv1alpha1.ElasticScheduleFeasibleCondition, metav1.ConditionFalse, laxityv1alpha1.NoFeasiblePlanReason,
+			fmt.Sprintf("%s would be %.0fs late even on %d nodes", c.Failure.Query, c.Failure.LateSeconds, c.InitialNodes))
+	}
+	if s.ready >= s.requested {
+		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionTrue, laxityv1alpha1.NodesReadyReason, fmt.Sprintf("%d of %d requested nodes ready", s.ready, s.requested))
+	} else {
+		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionFalse, laxityv1alpha1.WaitingForNodesReason, fmt.Sprintf("%d of %d requested nodes ready", s.ready, s.requested))
+	}
+	if c.Feasible {
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionTrue, laxityv1alpha1.DeadlinesMetReason, "Planned and running")
+	} else {
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.NoFeasiblePlanReason, "No plan meets every deadline")
+	}
+}

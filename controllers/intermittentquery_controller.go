@@ -1,0 +1,232 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/dispatch"
+	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/source"
+	"github.com/laxity-dev/laxity/internal/sparkapp"
+)
+
+// IntermittentQueryReconciler keeps a query's status: arrivals, every step
+// with its outcome and result, the slack, and the conditions. It launches
+// nothing; the query's ElasticSchedule does.
+type IntermittentQueryReconciler struct {
+	client.Client
+	Clock   clock.PassiveClock
+	Options Options
+	Source  func(q *laxityv1alpha1.IntermittentQuery) (source.Source, error)
+}
+
+// +kubebuilder:rbac:groups=laxity.dev,resources=intermittentqueries,verbs=get;list;watch
+// +kubebuilder:rbac:groups=laxity.dev,resources=intermittentqueries/status,verbs=get;update;patch
+
+// Reconcile rebuilds the query's status from the world.
+func (r *IntermittentQueryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var q laxityv1alpha1.IntermittentQuery
+	if err := r.Get(ctx, req.NamespacedName, &q); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	now := r.Clock.Now()
+	before := q.Status.DeepCopy()
+	requeue, err := r.reconcile(ctx, &q, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !equality.Semantic.DeepEqual(before, &q.Status) {
+		if err := r.Status().Update(ctx, &q); err != nil {
+			return ctrl.Result{}, fmt.Errorf("writing the status: %w", err)
+		}
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1alpha1.IntermittentQuery, now time.Time) (time.Duration, error) {
+	q.Status.ObservedGeneration = q.Generation
+	src, err := r.Source(q)
+	if err != nil {
+		return 0, fmt.Errorf("spec.input: %w", err)
+	}
+	arrived, err := src.Arrived(now)
+	if err != nil {
+		return 0, fmt.Errorf("reading arrivals: %w", err)
+	}
+	q.Status.ArrivedTuples = &arrived
+
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(sparkapp.GroupVersionKind.GroupVersion().WithKind(sparkapp.GroupVersionKind.Kind + "List"))
+	if err := r.List(ctx, list, client.InNamespace(q.Namespace), client.MatchingLabels{LabelQuery: q.Name}); err != nil {
+		return 0, fmt.Errorf("listing SparkApplications: %w", err)
+	}
+	batches, partials, final := observeSteps(q.Name, list.Items)
+	writeSteps(q, batches, partials, final)
+
+	var es laxityv1alpha1.ElasticSchedule
+	err = r.Get(ctx, client.ObjectKey{Namespace: q.Namespace, Name: q.Spec.ScheduleName}, &es)
+	if err != nil {
+		if client.IgnoreNotFound(err) != nil {
+			return 0, fmt.Errorf("reading the schedule: %w", err)
+		}
+		setQueryConditions(q, queryState{now: now, noSchedule: true})
+		return r.Options.Poll, nil
+	}
+	stored, err := loadPlan(ctx, r.Client, &es)
+	if err != nil {
+		return 0, err
+	}
+	state := queryState{now: now}
+	if stored != nil {
+		pq, err := queryOf(q, stored.doc.Origin)
+		if err != nil {
+			return 0, err
+		}
+		if dq, ok := dispatchQuery(q, pq, &stored.doc, list.Items, arrived, now); ok {
+			q.Status.BatchSize = dq.BatchSize
+			slack := querySlack(&dq, now, max(stored.doc.Chosen.MaxNodes, int(es.Spec.NodePool.Sizes[0])))
+			state.slack = &slack
+			state.planned = true
+		}
+	}
+	setQueryConditions(q, state)
+	if q.Status.Final != nil && q.Status.Final.Outcome == laxityv1alpha1.StepSucceeded {
+		return 0, nil
+	}
+	return r.Options.Poll, nil
+}
+
+// querySlack is the query's slack now: its deadline less the modelled work
+// left on the most nodes the plan uses, or, when it is done, the time its
+// final merge ended before the deadline. Negative slack means not even the
+// plan's largest pool finishes the query in time.
+func querySlack(dq *dispatch.Query, now time.Time, nodes int) time.Duration {
+	if dq.Final != nil && dq.Final.State == dispatch.Succeeded {
+		return dq.Deadline.Sub(dq.Final.Ended)
+	}
+	next := dispatch.Step{Kind: planner.StepFinal}
+	if n := len(dq.Batches); now.Before(dq.Closed) || n == 0 || dq.Batches[n-1].To < dq.Arrived {
+		from := int64(0)
+		if n > 0 {
+			from = dq.Batches[n-1].To
+		}
+		next = dispatch.Step{Kind: planner.StepBatch, Index: n, FromTuple: from, ToTuple: from}
+	}
+	return dq.Slack(now, next, nodes)
+}
+
+// writeSteps records every step's latest attempt in the status.
+func writeSteps(q *laxityv1alpha1.IntermittentQuery, batches, partials []observedStep, final *observedStep) {
+	q.Status.Batches = nil
+	processed := int64(0)
+	for _, b := range batches {
+		q.Status.Batches = append(q.Status.Batches, laxityv1alpha1.BatchStatus{
+			Index: int32(b.step.Index), FromTuple: b.step.FromTuple, ToTuple: b.step.ToTuple, Nodes: b.step.Nodes,
+			SparkApplication: b.name, Attempt: int32(b.step.Attempt),
+			Start: metaTime(b.obs.Started), End: metaTime(b.obs.Ended), Outcome: b.obs.Phase, ResultLocation: b.result,
+		})
+		if b.obs.Phase == laxityv1alpha1.StepSucceeded {
+			processed = b.step.ToTuple
+		}
+	}
+	q.Status.ProcessedTuples = &processed
+	q.Status.Partials = nil
+	for _, p := range partials {
+		q.Status.Partials = append(q.Status.Partials, laxityv1alpha1.PartialStatus{
+			Index: int32(p.step.Index), Inputs: int32(p.step.Inputs), SparkApplication: p.name, Attempt: int32(p.step.Attempt),
+			Start: metaTime(p.obs.Started), End: metaTime(p.obs.Ended), Outcome: p.obs.Phase, ResultLocation: p.result,
+		})
+	}
+	q.Status.Final = nil
+	if final != nil {
+		q.Status.Final = &laxityv1alpha1.FinalStatus{
+			SparkApplication: final.name, Attempt: int32(final.step.Attempt),
+			Start: metaTime(final.obs.Started), End: metaTime(final.obs.Ended), Outcome: final.obs.Phase, ResultLocation: final.result,
+		}
+	}
+}
+
+func metaTime(t *time.Time) *metav1.Time {
+	if t == nil {
+		return nil
+	}
+	return &metav1.Time{Time: *t}
+}
+
+// queryState is what a query's conditions are computed from.
+type queryState struct {
+	now        time.Time
+	noSchedule bool
+	planned    bool
+	slack      *time.Duration
+}
+
+// setQueryConditions computes OnTrack/AtRisk, DeadlineMissed, Succeeded and
+// Ready (whose reason is the query's state at a glance) from the status and
+// the slack.
+func setQueryConditions(q *laxityv1alpha1.IntermittentQuery, s queryState) {
+	set := func(t string, status metav1.ConditionStatus, reason, message string) {
+		meta.SetStatusCondition(&q.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: q.Generation})
+	}
+	final := q.Status.Final
+	succeeded := final != nil && final.Outcome == laxityv1alpha1.StepSucceeded
+	deadline := q.Spec.Deadline.Time
+	missed := (succeeded && final.End != nil && final.End.After(deadline)) || (!succeeded && s.now.After(deadline))
+	if s.slack != nil {
+		seconds := s.slack.Seconds()
+		q.Status.SlackSeconds = strconv.FormatFloat(float64(int64(seconds*10))/10, 'f', -1, 64)
+	}
+	switch {
+	case s.noSchedule:
+		set(laxityv1alpha1.IntermittentQueryReadyCondition, metav1.ConditionFalse, laxityv1alpha1.ScheduleNotFoundReason,
+			fmt.Sprintf("ElasticSchedule %q not found in namespace %s", q.Spec.ScheduleName, q.Namespace))
+		return
+	case !s.planned:
+		set(laxityv1alpha1.IntermittentQueryReadyCondition, metav1.ConditionFalse, laxityv1alpha1.WaitingForPlanReason, "The schedule has not planned this query yet")
+		return
+	}
+	if missed {
+		set(laxityv1alpha1.IntermittentQueryDeadlineMissedCondition, metav1.ConditionTrue, laxityv1alpha1.DeadlinePassedReason,
+			fmt.Sprintf("The deadline %s passed before the final merge succeeded", deadline.UTC().Format(time.RFC3339)))
+	} else {
+		set(laxityv1alpha1.IntermittentQueryDeadlineMissedCondition, metav1.ConditionFalse, laxityv1alpha1.SlackPositiveReason, "The deadline has not been missed")
+	}
+	if succeeded {
+		set(laxityv1alpha1.IntermittentQuerySucceededCondition, metav1.ConditionTrue, laxityv1alpha1.FinalMergeSucceededReason,
+			fmt.Sprintf("Final result at %s", final.ResultLocation))
+		set(laxityv1alpha1.IntermittentQueryReadyCondition, metav1.ConditionTrue, laxityv1alpha1.FinalMergeSucceededReason, "Finished")
+		meta.RemoveStatusCondition(&q.Status.Conditions, laxityv1alpha1.IntermittentQueryAtRiskCondition)
+		onTrack := metav1.ConditionTrue
+		if missed {
+			onTrack = metav1.ConditionFalse
+		}
+		set(laxityv1alpha1.IntermittentQueryOnTrackCondition, onTrack, laxityv1alpha1.FinalMergeSucceededReason, "Finished")
+		return
+	}
+	set(laxityv1alpha1.IntermittentQuerySucceededCondition, metav1.ConditionFalse, "InProgress", "The final merge has not succeeded yet")
+	if s.slack != nil && *s.slack >= 0 && !missed {
+		message := fmt.Sprintf("Slack %s", s.slack.Round(time.Second))
+		set(laxityv1alpha1.IntermittentQueryOnTrackCondition, metav1.ConditionTrue, laxityv1alpha1.SlackPositiveReason, message)
+		set(laxityv1alpha1.IntermittentQueryAtRiskCondition, metav1.ConditionFalse, laxityv1alpha1.SlackPositiveReason, message)
+		set(laxityv1alpha1.IntermittentQueryReadyCondition, metav1.ConditionTrue, "OnTrack", message)
+		return
+	}
+	message := "The deadline has passed"
+	if s.slack != nil && !missed {
+		message = fmt.Sprintf("Slack %s: the query would finish late even on the plan's largest pool", s.slack.Round(time.Second))
+	}
+	set(laxityv1alpha1.IntermittentQueryOnTrackCondition, metav1.ConditionFalse, laxityv1alpha1.SlackNegativeReason, message)
+	set(laxityv1alpha1.IntermittentQueryAtRiskCondition, metav1.ConditionTrue, laxityv1alpha1.SlackNegativeReason, message)
+	set(laxityv1alpha1.IntermittentQueryReadyCondition, metav1.ConditionFalse, "AtRisk", message)
+}

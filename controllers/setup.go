@@ -1,0 +1,103 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/pool"
+	"github.com/laxity-dev/laxity/internal/source"
+	"github.com/laxity-dev/laxity/internal/sparkapp"
+)
+
+// Setup registers both reconcilers with the manager, with the pool backends
+// built from the manager's clients and the synthetic input source.
+func Setup(_ context.Context, mgr ctrl.Manager, clk clock.PassiveClock, opts Options, placeholderImage string) error {
+	poolOptions, err := pool.NewOptions(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetClient(), mgr.GetRESTMapper(), placeholderImage)
+	if err != nil {
+		return err
+	}
+	backend := func(_ context.Context, es *laxityv1alpha1.ElasticSchedule) (pool.Backend, error) {
+		return pool.New(poolOptions, es)
+	}
+	es := &ElasticScheduleReconciler{
+		Client: mgr.GetClient(), Clock: clk, Options: opts, Backend: backend, Source: SyntheticSource,
+		Recorder: mgr.GetEventRecorder("laxity"),
+	}
+	if err := es.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the ElasticSchedule controller: %w", err)
+	}
+	iq := &IntermittentQueryReconciler{Client: mgr.GetClient(), Clock: clk, Options: opts, Source: SyntheticSource}
+	if err := iq.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the IntermittentQuery controller: %w", err)
+	}
+	return nil
+}
+
+// SyntheticSource is the input source every query uses until real sources
+// exist: arrivals follow spec.input, or spec.input.actualProfile when set,
+// by the clock.
+func SyntheticSource(q *laxityv1alpha1.IntermittentQuery) (source.Source, error) {
+	return source.FromSpec(q, q.Spec.Input.ActualProfile)
+}
+
+func sparkApplication() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(sparkapp.GroupVersionKind)
+	return u
+}
+
+// SetupWithManager registers the ElasticSchedule controller: a schedule is
+// looked at again when it, one of its queries, one of its SparkApplications,
+// its plan or a Node changes.
+func (r *ElasticScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	bySchedule := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		name := o.GetLabels()[LabelSchedule]
+		if q, ok := o.(*laxityv1alpha1.IntermittentQuery); ok {
+			name = q.Spec.ScheduleName
+		}
+		if name == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+	})
+	allSchedules := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		var list laxityv1alpha1.ElasticScheduleList
+		if err := mgr.GetClient().List(ctx, &list); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, 0, len(list.Items))
+		for _, es := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&es)})
+		}
+		return out
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&laxityv1alpha1.ElasticSchedule{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&corev1.ConfigMap{}).
+		Watches(&laxityv1alpha1.IntermittentQuery{}, bySchedule, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(sparkApplication(), bySchedule).
+		Watches(&corev1.Node{}, allSchedules).
+		Named("elasticschedule").
+		Complete(r)
+}
+
+// SetupWithManager registers the IntermittentQuery controller, woken by the
+// query and the SparkApplications it owns.
+func (r *IntermittentQueryReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&laxityv1alpha1.IntermittentQuery{}).
+		Owns(sparkApplication()).
+		Named("intermittentquery").
+		Complete(r)
+}

@@ -1,0 +1,310 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/pool"
+	"github.com/laxity-dev/laxity/internal/simulation"
+	"github.com/laxity-dev/laxity/internal/sparkapp"
+)
+
+// world is one schedule in its own namespace, with the reconcilers on a
+// fake clock and the simulated provisioner and Spark operator around them.
+type world struct {
+	ns       string
+	schedule *laxityv1alpha1.ElasticSchedule
+	clock    *clocktesting.FakeClock
+	es       *ElasticScheduleReconciler
+	iq       *IntermittentQueryReconciler
+	nodes    *simulation.Provisioner
+	spark    *simulation.Spark
+	// launches records every SparkApplication the first tick it is seen.
+	launches []launch
+	// maxRunning is the most steps seen holding the pool at once.
+	maxRunning int
+}
+
+type launch struct {
+	name    string
+	at      time.Time
+	query   string
+	step    sparkapp.Step
+	ready   int32
+	arrived int64
+}
+
+func newWorld(ctx context.Context, name string, leadTime time.Duration) *world {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-"}}
+	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+	w := &world{ns: ns.Name, clock: clocktesting.NewFakeClock(origin)}
+	opts := Options{MaxAttempts: 3, Backoff: 20 * time.Second, ResultRoot: "s3a://results", Poll: 10 * time.Second}
+	backend := func(_ context.Context, es *laxityv1alpha1.ElasticSchedule) (pool.Backend, error) {
+		return pool.New(poolOptions, es)
+	}
+	w.es = &ElasticScheduleReconciler{Client: k8sClient, Clock: w.clock, Recorder: events.NewFakeRecorder(10000), Options: opts, Backend: backend, Source: SyntheticSource}
+	w.iq = &IntermittentQueryReconciler{Client: k8sClient, Clock: w.clock, Options: opts, Source: SyntheticSource}
+	w.nodes = &simulation.Provisioner{Client: k8sClient, Delay: leadTime}
+	w.spark = &simulation.Spark{Client: k8sClient, Duration: modelledDuration}
+	return w
+}
+
+// modelledDuration is how long the simulated Spark runs a step: exactly the
+// query's cost model on the step's nodes.
+func modelledDuration(ctx context.Context, app *unstructured.Unstructured) (time.Duration, error) {
+	query, step, err := sparkapp.StepOf(app)
+	if err != nil {
+		return 0, err
+	}
+	var q laxityv1alpha1.IntermittentQuery
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: app.GetNamespace(), Name: query}, &q); err != nil {
+		return 0, err
+	}
+	model, err := CostModel(&q)
+	if err != nil {
+		return 0, err
+	}
+	seconds := model.MergeSeconds(int(step.Nodes), step.Inputs)
+	if step.Kind == planner.StepBatch {
+		seconds = model.BatchSeconds(int(step.Nodes), step.ToTuple-step.FromTuple)
+	}
+	return time.Duration(seconds * float64(time.Second)), nil
+}
+
+func scheduleObject(ns string, sizes []int32, leadTime time.Duration) *laxityv1alpha1.ElasticSchedule {
+	return &laxityv1alpha1.ElasticSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "pool", Namespace: ns},
+		Spec: laxityv1alpha1.ElasticScheduleSpec{NodePool: laxityv1alpha1.NodePool{
+			Sizes: sizes, IdleNodes: ptr.To[int32](0), PricePerNodeHour: "1",
+			ProvisioningLeadTime: &metav1.Duration{Duration: leadTime},
+			ReleaseAfterIdle:     &metav1.Duration{Duration: 2 * leadTime},
+			NodeSelector:         map[string]string{"laxity.dev/pool": ns},
+			Backend: laxityv1alpha1.PoolBackend{Placeholder: &laxityv1alpha1.PlaceholderBackend{
+				Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+			}},
+		}},
+	}
+}
+
+// windowStart is when the stories' windows open: five minutes after the
+// schedule is created, so that the first nodes can arrive in time.
+var windowStart = origin.Add(5 * time.Minute)
+
+// queryObject is a query over a 10-minute window from windowStart at rate
+// tuples/s in units of 500, whose batches take 10 s plus 4 ms per tuple
+// spread over the nodes.
+func queryObject(ns, name string, rate string, deadline time.Duration) *laxityv1alpha1.IntermittentQuery {
+	return &laxityv1alpha1.IntermittentQuery{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: laxityv1alpha1.IntermittentQuerySpec{
+			ScheduleName: "pool",
+			Window:       laxityv1alpha1.Window{Start: metav1.NewTime(windowStart), End: metav1.NewTime(windowStart.Add(10 * time.Minute))},
+			Deadline:     metav1.NewTime(windowStart.Add(10*time.Minute + deadline)),
+			Input:        laxityv1alpha1.Input{RatePerSecond: rate, Granularity: 500},
+			CostModel: laxityv1alpha1.CostModel{
+				Batch: laxityv1alpha1.BatchCostModel{OverheadSeconds: "10", SerialSecondsPerTuple: "0", ParallelSecondsPerTuple: "0.004"},
+				Merge: laxityv1alpha1.MergeCostModel{OverheadSeconds: "5", SerialSecondsPerInput: "0", ParallelSecondsPerInput: "0.5"},
+			},
+			SparkApplication: &runtime.RawExtension{Raw: []byte(`{"type":"Scala","mode":"cluster","image":"spark:3.5.3","sparkVersion":"3.5.3","mainClass":"dev.laxity.Batch","mainApplicationFile":"local:///opt/job.jar","driver":{"cores":1,"memory":"1g"},"executor":{"cores":2,"memory":"4g"}}`)},
+		},
+	}
+}
+
+func (w *world) create(ctx context.Context, objs ...client.Object) {
+	for _, o := range objs {
+		Expect(k8sClient.Create(ctx, o)).To(Succeed())
+	}
+}
+
+// tick moves the world to now: the simulated cluster first, then both
+// reconcilers, and records what an observer of the cluster would see.
+func (w *world) tick(ctx context.Context, now time.Time) {
+	w.clock.SetTime(now)
+	var es laxityv1alpha1.ElasticSchedule
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: "pool"}, &es)).To(Succeed())
+	backend, err := pool.New(poolOptions, &es)
+	Expect(err).NotTo(HaveOccurred())
+	requested, err := backend.Requested(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(w.nodes.Tick(ctx, now, w.ns, es.Spec.NodePool.NodeSelector, requested)).To(Succeed())
+	Expect(w.spark.Tick(ctx, now, w.ns)).To(Succeed())
+
+	_, err = w.es.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&es)})
+	Expect(err).NotTo(HaveOccurred())
+	var queries laxityv1alpha1.IntermittentQueryList
+	Expect(k8sClient.List(ctx, &queries, client.InNamespace(w.ns))).To(Succeed())
+	for i := range queries.Items {
+		_, err := w.iq.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&queries.Items[i])})
+		Expect(err).NotTo(HaveOccurred())
+	}
+	w.observe(ctx, now)
+}
+
+func (w *world) observe(ctx context.Context, now time.Time) {
+	apps := &unstructured.UnstructuredList{}
+	apps.SetGroupVersionKind(sparkapp.GroupVersionKind.GroupVersion().WithKind("SparkApplicationList"))
+	Expect(k8sClient.List(ctx, apps, client.InNamespace(w.ns))).To(Succeed())
+	ready, err := pool.ReadyNodes(ctx, k8sClient, map[string]string{"laxity.dev/pool": w.ns})
+	Expect(err).NotTo(HaveOccurred())
+	seen := map[string]bool{}
+	for _, l := range w.launches {
+		seen[l.name] = true
+	}
+	running := 0
+	for i := range apps.Items {
+		app := &apps.Items[i]
+		if phase := sparkapp.Observe(app).Phase; phase == laxityv1alpha1.StepPending || phase == laxityv1alpha1.StepRunning {
+			running++
+		}
+		if seen[app.GetName()] {
+			continue
+		}
+		query, step, err := sparkapp.StepOf(app)
+		Expect(err).NotTo(HaveOccurred())
+		var q laxityv1alpha1.IntermittentQuery
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: query}, &q)).To(Succeed())
+		src, err := SyntheticSource(&q)
+		Expect(err).NotTo(HaveOccurred())
+		arrived, err := src.Arrived(now)
+		Expect(err).NotTo(HaveOccurred())
+		w.launches = append(w.launches, launch{name: app.GetName(), at: now, query: query, step: step, ready: ready, arrived: arrived})
+	}
+	w.maxRunning = max(w.maxRunning, running)
+}
+
+// report writes what ran next to the plan, for a failing story.
+func (w *world) report(ctx context.Context) {
+	for _, l := range w.launches {
+		fmt.Fprintf(GinkgoWriter, "%6.0fs %-20s nodes %d ready %d arrived %d range [%d, %d)\n",
+			l.at.Sub(origin).Seconds(), l.name, l.step.Nodes, l.ready, l.arrived, l.step.FromTuple, l.step.ToTuple)
+	}
+	var queries laxityv1alpha1.IntermittentQueryList
+	Expect(k8sClient.List(ctx, &queries, client.InNamespace(w.ns))).To(Succeed())
+	for _, q := range queries.Items {
+		for _, b := range q.Status.Batches {
+			fmt.Fprintf(GinkgoWriter, "status %s batch %d %s %v-%v\n", q.Name, b.Index, b.Outcome, b.Start, b.End)
+		}
+		fmt.Fprintf(GinkgoWriter, "status %s final %+v arrived %v processed %v\n", q.Name, q.Status.Final, ptr.Deref(q.Status.ArrivedTuples, -1), ptr.Deref(q.Status.ProcessedTuples, -1))
+	}
+	var es laxityv1alpha1.ElasticSchedule
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(w.schedule), &es)).To(Succeed())
+	for _, c := range es.Status.Conditions {
+		fmt.Fprintf(GinkgoWriter, "schedule %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	stored, err := loadPlan(ctx, k8sClient, w.schedule)
+	if err == nil && stored != nil {
+		for _, s := range stored.doc.Steps {
+			fmt.Fprintf(GinkgoWriter, "plan %6.0fs-%6.0fs %s %s %d [%d, %d) on %d\n", s.Start, s.End, s.Query, s.Kind, s.Index, s.FromTuple, s.ToTuple, s.Nodes)
+		}
+		fmt.Fprintf(GinkgoWriter, "plan origin %s nodes %v requests %v\n", stored.doc.Origin, stored.doc.Nodes, stored.doc.Requests)
+	}
+}
+
+// run ticks until every query has finished and the pool is back at its
+// idle size, or until the time limit.
+func (w *world) run(ctx context.Context, limit time.Duration, step time.Duration) {
+	for t := origin; !t.After(origin.Add(limit)); t = t.Add(step) {
+		w.tick(ctx, t)
+		if w.settled(ctx) {
+			return
+		}
+	}
+}
+
+func (w *world) settled(ctx context.Context) bool {
+	var queries laxityv1alpha1.IntermittentQueryList
+	Expect(k8sClient.List(ctx, &queries, client.InNamespace(w.ns))).To(Succeed())
+	for _, q := range queries.Items {
+		if !meta.IsStatusConditionTrue(q.Status.Conditions, laxityv1alpha1.IntermittentQuerySucceededCondition) {
+			return false
+		}
+	}
+	var es laxityv1alpha1.ElasticSchedule
+	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(w.schedule), &es)).To(Succeed())
+	return ptr.Deref(es.Status.NodesRequested, -1) == ptr.Deref(es.Spec.NodePool.IdleNodes, 0)
+}
+
+var _ = Describe("A schedule running three queries", Ordered, func() {
+	var w *world
+	const lead = 2 * time.Minute
+	BeforeAll(func(ctx SpecContext) {
+		w = newWorld(ctx, "story1", lead)
+		w.schedule = scheduleObject(w.ns, []int32{2, 4, 8}, lead)
+		w.create(ctx, w.schedule,
+			queryObject(w.ns, "alpha", "50", 90*time.Second),
+			queryObject(w.ns, "bravo", "40", 3*time.Minute),
+			queryObject(w.ns, "charlie", "30", 5*time.Minute),
+		)
+		w.run(ctx, 30*time.Minute, 5*time.Second)
+		w.report(ctx)
+	})
+
+	It("meets every deadline", func(ctx SpecContext) {
+		for _, name := range []string{"alpha", "bravo", "charlie"} {
+			var q laxityv1alpha1.IntermittentQuery
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &q)).To(Succeed())
+			Expect(meta.IsStatusConditionTrue(q.Status.Conditions, laxityv1alpha1.IntermittentQuerySucceededCondition)).To(BeTrue(), "query %s: %+v", name, q.Status.Conditions)
+			Expect(meta.IsStatusConditionTrue(q.Status.Conditions, laxityv1alpha1.IntermittentQueryDeadlineMissedCondition)).To(BeFalse(), "query %s missed its deadline", name)
+			Expect(q.Status.Final.End.Time).NotTo(BeTemporally(">", q.Spec.Deadline.Time), "query %s", name)
+		}
+	})
+
+	It("runs one step at a time", func() {
+		Expect(w.maxRunning).To(Equal(1))
+	})
+
+	It("launches every batch after its tuples arrived, in index order, each range once", func(ctx SpecContext) {
+		next := map[string]int64{}
+		index := map[string]int{}
+		for _, l := range w.launches {
+			if l.step.Kind != planner.StepBatch {
+				continue
+			}
+			Expect(l.step.Attempt).To(BeZero(), "no step failed, so none is retried")
+			Expect(l.step.Index).To(Equal(index[l.query]), "batch order of %s", l.query)
+			Expect(l.step.FromTuple).To(Equal(next[l.query]), "tuple ranges of %s tile the window", l.query)
+			Expect(l.arrived).To(BeNumerically(">=", l.step.ToTuple), "%s launched before its tuples arrived", l.name)
+			index[l.query]++
+			next[l.query] = l.step.ToTuple
+		}
+		for name, to := range next {
+			var q laxityv1alpha1.IntermittentQuery
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &q)).To(Succeed())
+			rate, _ := strconv.ParseFloat(q.Spec.Input.RatePerSecond, 64)
+			Expect(to).To(Equal(int64(rate*600)), "every tuple of %s processed", name)
+		}
+	})
+
+	It("launches steps only on nodes that are ready, which were requested a lead time before", func() {
+		for _, l := range w.launches {
+			Expect([]int32{2, 4, 8}).To(ContainElement(l.step.Nodes), l.name)
+			Expect(l.step.Nodes).To(BeNumerically("<=", l.ready), "%s planned for more nodes than were ready", l.name)
+		}
+	})
+
+	It("returns the pool to its idle size at the end", func(ctx SpecContext) {
+		var es laxityv1alpha1.ElasticSchedule
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(w.schedule), &es)).To(Succeed())
+		Expect(es.Status.NodesRequested).To(Equal(ptr.To[int32](0)))
+		Expect(meta.IsStatusConditionTrue(es.Status.Conditions, laxityv1alpha1.ElasticScheduleFeasibleCondition)).To(BeTrue())
+		fmt.Fprintf(GinkgoWriter, "launches: %d, plan cost %s\n", len(w.launches), es.Status.Chosen.Cost)
+	})
+})

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/controllers"
+)
+
+type managerOptions struct {
+	metricsAddr, probeAddr string
+	secureMetrics          bool
+	leaderElect            bool
+	placeholderImage       string
+	resultRoot             string
+	maxAttempts            int
+	backoff, poll          time.Duration
+	zap                    zap.Options
+}
+
+func newManagerCommand() *cobra.Command {
+	o := &managerOptions{}
+	cmd := &cobra.Command{
+		Use:   "manager",
+		Short: "Run the operator: plan every ElasticSchedule, drive its pool and launch its batches",
+		Long: `manager runs laxity's controllers against the cluster of --kubeconfig (or
+KUBECONFIG, or the in-cluster config), watching all namespaces. Leader
+election is off unless --leader-elect. No webhook is needed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address the metrics endpoint binds to (:8080 for plain HTTP with --metrics-secure=false); 0 disables it")
+	f.BoolVar(&o.secureMetrics, "metrics-secure", true, "serve metrics over HTTPS with authentication and authorization")
+	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the health and readiness probes bind to; 0 disables them")
+	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so that only one of several managers acts")
+	f.StringVar(&o.placeholderImage, "placeholder-image", "", "container image of the placeholder backend's pods (a pause image); required by schedules with that backend")
+	f.StringVar(&o.resultRoot, "result-root", "laxity-results", "base URI under which steps write their results: <root>/<namespace>/<query>/<step>")
+	f.IntVar(&o.maxAttempts, "max-attempts", 3, "tries of one step before its query is re-planned")
+	f.DurationVar(&o.backoff, "retry-backoff", 30*time.Second, "wait before retrying a failed step, doubled for each further retry")
+	f.DurationVar(&o.poll, "poll", 15*time.Second, "how often schedules with open windows look at their arrivals")
+	goFlags := flag.NewFlagSet("manager", flag.ContinueOnError)
+	o.zap.BindFlags(goFlags)
+	f.AddGoFlagSet(goFlags)
+	// The kubeconfig flag controller-runtime registers on the default set.
+	if kubeconfig := flag.CommandLine.Lookup("kubeconfig"); kubeconfig != nil {
+		f.AddGoFlag(kubeconfig)
+	}
+	return cmd
+}
+
+func (o *managerOptions) run(cmd *cobra.Command) error {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(laxityv1alpha1.AddToScheme(scheme))
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return invalid("manager: no cluster to talk to: %v (use --kubeconfig or KUBECONFIG)", err)
+	}
+	metrics := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.secureMetrics}
+	if o.secureMetrics {
+		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+		// HTTP/2 stays off: it is exposed to the rapid-reset attacks.
+		metrics.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metrics,
+		HealthProbeBindAddress: o.probeAddr,
+		LeaderElection:         o.leaderElect,
+		LeaderElectionID:       "laxity.laxity.dev",
+	})
+	if err != nil {
+		return fmt.Errorf("starting the manager: %w", err)
+	}
+	if err := controllers.Setup(cmd.Context(), mgr, clock.RealClock{}, o.controllerOptions(), o.placeholderImage); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func (o *managerOptions) controllerOptions() controllers.Options {
+	return controllers.Options{MaxAttempts: o.maxAttempts, Backoff: o.backoff, ResultRoot: o.resultRoot, Poll: o.poll}
+}

@@ -1,0 +1,251 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	schedulingv1ac "k8s.io/client-go/applyconfigurations/scheduling/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+)
+
+// Labels of the placeholder pods and their Deployment.
+const (
+	// LabelSchedule holds the name of the ElasticSchedule an object belongs
+	// to.
+	LabelSchedule = "laxity.dev/schedule"
+	// LabelRole says what a pod does for its schedule.
+	LabelRole = "laxity.dev/role"
+	// RolePlaceholder is the LabelRole of placeholder pods.
+	RolePlaceholder = "placeholder"
+	// LabelManagedBy is the standard label naming the tool that manages an
+	// object; laxity sets it to FieldOwner.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+)
+
+// Placeholder PriorityClass.
+const (
+	// DefaultPriorityClassName is the PriorityClass of the placeholder pods
+	// when the backend names none. laxity creates and owns it.
+	DefaultPriorityClassName = "laxity-placeholder"
+	// PlaceholderPriority is the value of the PriorityClass laxity creates:
+	// below the default priority 0 of ordinary pods, so that any of them,
+	// the Spark driver and executors included, preempts a placeholder.
+	PlaceholderPriority int32 = -10
+	// placeholderPriorityDescription is the PriorityClass's description.
+	placeholderPriorityDescription = "laxity placeholder pods: hold nodes of an elastic pool ahead of batches, which preempt them. Never preempts other pods."
+)
+
+// placeholderField is the field every error of the placeholder backend names.
+const placeholderField = "spec.nodePool.backend.placeholder"
+
+// placeholderContainerName is the name of the pause container.
+const placeholderContainerName = "pause"
+
+// placeholderUser is the non-root user and group the pause container runs
+// as: 65535, the user of the upstream pause image, so that runAsNonRoot holds
+// also for images that declare no numeric user.
+const placeholderUser int64 = 65535
+
+// PlaceholderDeploymentName is the name of the placeholder Deployment of the
+// named ElasticSchedule, in the schedule's namespace.
+func PlaceholderDeploymentName(schedule string) string {
+	return schedule + "-placeholder"
+}
+
+// placeholderBackend holds nodes with a Deployment of low-priority pause
+// pods, one per node.
+type placeholderBackend struct {
+	client client.Client
+	// schedule is a copy of the ElasticSchedule, the owner of the
+	// Deployment.
+	schedule *laxityv1alpha1.ElasticSchedule
+	image    string
+}
+
+var _ Backend = (*placeholderBackend)(nil)
+
+// newPlaceholderBackend checks that the placeholder objects of the schedule
+// can be built.
+func newPlaceholderBackend(opts Options, schedule *laxityv1alpha1.ElasticSchedule) (*placeholderBackend, error) {
+	spec := schedule.Spec.NodePool.Backend.Placeholder
+	switch {
+	case opts.PlaceholderImage == "":
+		return nil, fmt.Errorf("%s: %w: no placeholder image is configured (the manager's --placeholder-image flag)", placeholderField, ErrInvalidBackend)
+	case len(spec.Resources) == 0:
+		return nil, fmt.Errorf("%s.resources: %w: name at least one resource, sized to fill a node", placeholderField, ErrInvalidBackend)
+	case schedule.UID == "":
+		return nil, fmt.Errorf("%s: building the placeholder of ElasticSchedule %s/%s: the schedule has no UID to own the placeholder (read it from the API server)", placeholderField, schedule.Namespace, schedule.Name)
+	}
+	if errs := validation.IsValidLabelValue(schedule.Name); len(errs) > 0 {
+		return nil, fmt.Errorf("%s: %w: the placeholder pods carry the label %s=%s, which is not a valid label value: %s",
+			placeholderField, ErrInvalidBackend, LabelSchedule, schedule.Name, strings.Join(errs, "; "))
+	}
+	return &placeholderBackend{client: opts.Client, schedule: schedule.DeepCopy(), image: opts.PlaceholderImage}, nil
+}
+
+// Request implements Backend: it makes sure the placeholder PriorityClass
+// exists and applies the placeholder Deployment with n replicas (server-side
+// apply, field owner laxity). Applying what is already there changes nothing,
+// so the API server writes nothing.
+func (b *placeholderBackend) Request(ctx context.Context, n int32) error {
+	if err := checkCount(n); err != nil {
+		return fmt.Errorf("%s: %w", placeholderField, err)
+	}
+	if err := b.ensurePriorityClass(ctx); err != nil {
+		return err
+	}
+	d := placeholderDeployment(b.schedule, b.image, n)
+	if err := b.client.Apply(ctx, d, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("%s: applying Deployment %s/%s with %d replicas: %w", placeholderField, *d.Namespace, *d.Name, n, err)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Applied placeholder Deployment", "Deployment", klog.KRef(*d.Namespace, *d.Name), "replicas", n)
+	return nil
+}
+
+// ensurePriorityClass makes sure the placeholder pods' PriorityClass exists.
+// laxity owns DefaultPriorityClassName and applies it. A PriorityClass the
+// backend names is the user's: it is created with laxity's settings when it
+// does not exist, so that the pods can be admitted, and otherwise left
+// exactly as it is (its value and preemption policy are immutable anyway).
+func (b *placeholderBackend) ensurePriorityClass(ctx context.Context) error {
+	name := b.schedule.Spec.NodePool.Backend.Placeholder.PriorityClassName
+	if name == "" {
+		pc := placeholderPriorityClass(DefaultPriorityClassName)
+		if err := b.client.Apply(ctx, pc, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("%s: applying PriorityClass %s: %w", placeholderField, DefaultPriorityClassName, err)
+		}
+		return nil
+	}
+	err := b.client.Get(ctx, client.ObjectKey{Name: name}, &schedulingv1.PriorityClass{})
+	if !apierrors.IsNotFound(err) {
+		if err != nil {
+			return fmt.Errorf("%s.priorityClassName: getting PriorityClass %s: %w", placeholderField, name, err)
+		}
+		return nil
+	}
+	pc := placeholderPriorityClass(name)
+	// Create (not apply) so that a class created meanwhile by someone else
+	// is not taken over.
+	if err := b.client.Create(ctx, priorityClassObject(pc), client.FieldOwner(FieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("%s.priorityClassName: creating PriorityClass %s: %w", placeholderField, name, err)
+	}
+	return nil
+}
+
+// Requested implements Backend: the placeholder Deployment's spec.replicas,
+// 0 when there is no Deployment yet.
+func (b *placeholderBackend) Requested(ctx context.Context) (int32, error) {
+	var d appsv1.Deployment
+	key := client.ObjectKey{Namespace: b.schedule.Namespace, Name: PlaceholderDeploymentName(b.schedule.Name)}
+	if err := b.client.Get(ctx, key, &d); err != nil {
+		if apierrors.IsNotFound(err) {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("%s: getting Deployment %s: %w", placeholderField, key, err)
+	}
+	if d.Spec.Replicas == nil {
+		return 0, nil
+	}
+	return *d.Spec.Replicas, nil
+}
+
+// placeholderPriorityClass is the PriorityClass of the placeholder pods:
+// below every ordinary pod, never preempting anything itself, and never the
+// cluster's default.
+func placeholderPriorityClass(name string) *schedulingv1ac.PriorityClassApplyConfiguration {
+	return schedulingv1ac.PriorityClass(name).
+		WithLabels(map[string]string{LabelManagedBy: FieldOwner}).
+		WithValue(PlaceholderPriority).
+		WithGlobalDefault(false).
+		WithPreemptionPolicy(corev1.PreemptNever).
+		WithDescription(placeholderPriorityDescription)
+}
+
+// priorityClassObject is the typed object of a PriorityClass apply
+// configuration built by placeholderPriorityClass, for a plain create.
+func priorityClassObject(pc *schedulingv1ac.PriorityClassApplyConfiguration) *schedulingv1.PriorityClass {
+	obj := &schedulingv1.PriorityClass{
+		Value:            *pc.Value,
+		GlobalDefault:    *pc.GlobalDefault,
+		Description:      *pc.Description,
+		PreemptionPolicy: pc.PreemptionPolicy,
+	}
+	obj.Name = *pc.Name
+	obj.Labels = pc.Labels
+	return obj
+}
+
+// placeholderDeployment is the Deployment that holds replicas nodes of the
+// schedule's pool: pause pods requesting (and limited to) one node's worth
+// of resources, pinned to the pool's nodeSelector, at most one per node
+// (required anti-affinity on kubernetes.io/hostname against each other), at
+// the placeholder priority, owned by the schedule. The pods do nothing and
+// must go at once when preempted: no grace period, no service account token,
+// no service links, non-root with every capability dropped.
+func placeholderDeployment(schedule *laxityv1alpha1.ElasticSchedule, image string, replicas int32) *appsv1ac.DeploymentApplyConfiguration {
+	spec := schedule.Spec.NodePool.Backend.Placeholder
+	priorityClass := spec.PriorityClassName
+	if priorityClass == "" {
+		priorityClass = DefaultPriorityClassName
+	}
+	podLabels := map[string]string{LabelSchedule: schedule.Name, LabelRole: RolePlaceholder}
+	objectLabels := map[string]string{LabelSchedule: schedule.Name, LabelRole: RolePlaceholder, LabelManagedBy: FieldOwner}
+
+	container := corev1ac.Container().
+		WithName(placeholderContainerName).
+		WithImage(image).
+		WithResources(corev1ac.ResourceRequirements().
+			WithRequests(spec.Resources.DeepCopy()).
+			WithLimits(spec.Resources.DeepCopy())).
+		WithSecurityContext(corev1ac.SecurityContext().
+			WithAllowPrivilegeEscalation(false).
+			WithReadOnlyRootFilesystem(true).
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")))
+
+	pod := corev1ac.PodSpec().
+		WithPriorityClassName(priorityClass).
+		WithNodeSelector(schedule.Spec.NodePool.NodeSelector).
+		WithAffinity(corev1ac.Affinity().
+			WithPodAntiAffinity(corev1ac.PodAntiAffinity().
+				WithRequiredDuringSchedulingIgnoredDuringExecution(corev1ac.PodAffinityTerm().
+					WithTopologyKey(corev1.LabelHostname).
+					WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(podLabels))))).
+		WithTerminationGracePeriodSeconds(0).
+		WithAutomountServiceAccountToken(false).
+		WithEnableServiceLinks(false).
+		WithSecurityContext(corev1ac.PodSecurityContext().
+			WithRunAsNonRoot(true).
+			WithRunAsUser(placeholderUser).
+			WithRunAsGroup(placeholderUser).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+		WithContainers(container)
+
+	return appsv1ac.Deployment(PlaceholderDeploymentName(schedule.Name), schedule.Namespace).
+		WithLabels(objectLabels).
+		WithOwnerReferences(metav1ac.OwnerReference().
+			WithAPIVersion(laxityv1alpha1.GroupVersion.String()).
+			WithKind("ElasticSchedule").
+			WithName(schedule.Name).
+			WithUID(schedule.UID).
+			WithController(true).
+			WithBlockOwnerDeletion(true)).
+		WithSpec(appsv1ac.DeploymentSpec().
+			WithReplicas(replicas).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(podLabels)).
+			WithTemplate(corev1ac.PodTemplateSpec().
+				WithLabels(podLabels).
+				WithSpec(pod)))
+}

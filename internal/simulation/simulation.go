@@ -1,0 +1,180 @@
+// Package simulation holds stand-ins for what a real cluster provides around
+// laxity — a node provisioner and the Spark operator — so that laxity can be
+// tested and demonstrated against a real API server without nodes or Spark.
+// Everything here is a simulation: nothing it does runs a Spark job or
+// provisions a machine. Both stand-ins are driven by explicit Tick calls with
+// the (usually fake) time, so that runs are deterministic.
+package simulation
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/laxity-dev/laxity/internal/sparkapp"
+)
+
+// requestedAt records on a simulated Node when the pool asked for it.
+const requestedAt = "simulation.laxity.dev/requested-at"
+
+// Provisioner stands in for cluster-autoscaler or Karpenter: it creates
+// Node objects, labelled with a pool's node selector, when the pool asks for
+// more nodes, makes them Ready Delay later, and deletes the newest ones when
+// the pool asks for fewer.
+type Provisioner struct {
+	Client client.Client
+	Delay  time.Duration
+}
+
+// Tick brings the simulated nodes of the pool named pool towards requested
+// at now.
+func (p *Provisioner) Tick(ctx context.Context, now time.Time, pool string, selector map[string]string, requested int32) error {
+	var list corev1.NodeList
+	if err := p.Client.List(ctx, &list, client.MatchingLabels(selector)); err != nil {
+		return fmt.Errorf("listing simulated nodes: %w", err)
+	}
+	nodes := list.Items
+	sort.Slice(nodes, func(a, b int) bool { return nodeNumber(&nodes[a]) < nodeNumber(&nodes[b]) })
+	for i := len(nodes) - 1; i >= int(requested); i-- {
+		if err := p.Client.Delete(ctx, &nodes[i]); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("removing simulated node %s: %w", nodes[i].Name, err)
+		}
+	}
+	next := 0
+	if n := len(nodes); n > 0 {
+		next = nodeNumber(&nodes[n-1]) + 1
+	}
+	for i := len(nodes); i < int(requested); i++ {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+			Name:        fmt.Sprintf("%s-node-%d", pool, next),
+			Labels:      selector,
+			Annotations: map[string]string{requestedAt: now.UTC().Format(time.RFC3339Nano)},
+		}}
+		next++
+		if err := p.Client.Create(ctx, node); err != nil {
+			return fmt.Errorf("creating simulated node: %w", err)
+		}
+		nodes = append(nodes, *node)
+	}
+	for i := range nodes[:min(len(nodes), int(requested))] {
+		node := &nodes[i]
+		asked, err := time.Parse(time.RFC3339Nano, node.Annotations[requestedAt])
+		if err != nil || now.Before(asked.Add(p.Delay)) || ready(node) {
+			continue
+		}
+		node.Status.Conditions = []corev1.NodeCondition{{
+			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "SimulatedNodeReady",
+			LastHeartbeatTime: metav1.NewTime(now), LastTransitionTime: metav1.NewTime(now),
+		}}
+		if err := p.Client.Status().Update(ctx, node); err != nil {
+			return fmt.Errorf("making simulated node %s ready: %w", node.Name, err)
+		}
+	}
+	return nil
+}
+
+func nodeNumber(n *corev1.Node) int {
+	for i := len(n.Name) - 1; i >= 0; i-- {
+		if n.Name[i] == '-' {
+			v, _ := strconv.Atoi(n.Name[i+1:])
+			return v
+		}
+	}
+	return 0
+}
+
+func ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Spark stands in for the Spark operator: it moves every SparkApplication
+// through SUBMITTED → RUNNING → COMPLETED (or FAILED), writing the status
+// fields the real operator writes.
+type Spark struct {
+	Client client.Client
+	// Startup is the time from submission to running.
+	Startup time.Duration
+	// Duration is how long an application runs, usually from the query's
+	// cost model.
+	Duration func(ctx context.Context, app *unstructured.Unstructured) (time.Duration, error)
+	// Fail reports whether an application fails instead of completing.
+	Fail func(app *unstructured.Unstructured) bool
+}
+
+// Tick advances every SparkApplication in namespace to where it is at now.
+func (s *Spark) Tick(ctx context.Context, now time.Time, namespace string) error {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(sparkapp.GroupVersionKind.GroupVersion().WithKind(sparkapp.GroupVersionKind.Kind + "List"))
+	if err := s.Client.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return fmt.Errorf("listing SparkApplications: %w", err)
+	}
+	for i := range list.Items {
+		if err := s.advance(ctx, &list.Items[i], now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Spark) advance(ctx context.Context, app *unstructured.Unstructured, now time.Time) error {
+	state, _, _ := unstructured.NestedString(app.Object, "status", "applicationState", "state")
+	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	parse := func(field string) time.Time {
+		v, _, _ := unstructured.NestedString(app.Object, "status", field)
+		t, _ := time.Parse(time.RFC3339, v)
+		return t
+	}
+	switch state {
+	case "":
+		setState(app, "SUBMITTED", "")
+		_ = unstructured.SetNestedField(app.Object, stamp(now), "status", "lastSubmissionAttemptTime")
+		// The CRD requires driverInfo; the real operator fills in the pod.
+		_ = unstructured.SetNestedField(app.Object, app.GetName()+"-driver", "status", "driverInfo", "podName")
+	case "SUBMITTED":
+		if now.Before(parse("lastSubmissionAttemptTime").Add(s.Startup)) {
+			return nil
+		}
+		setState(app, "RUNNING", "")
+	case "RUNNING":
+		d, err := s.Duration(ctx, app)
+		if err != nil {
+			return err
+		}
+		end := parse("lastSubmissionAttemptTime").Add(s.Startup + d)
+		if now.Before(end) {
+			return nil
+		}
+		if s.Fail != nil && s.Fail(app) {
+			setState(app, "FAILED", "simulated failure")
+		} else {
+			setState(app, "COMPLETED", "")
+		}
+		_ = unstructured.SetNestedField(app.Object, stamp(end), "status", "terminationTime")
+	default:
+		return nil
+	}
+	if err := s.Client.Status().Update(ctx, app); err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("advancing simulated SparkApplication %s: %w", app.GetName(), err)
+	}
+	return nil
+}
+
+func setState(app *unstructured.Unstructured, state, message string) {
+	_ = unstructured.SetNestedField(app.Object, state, "status", "applicationState", "state")
+	if message != "" {
+		_ = unstructured.SetNestedField(app.Object, message, "status", "applicationState", "errorMessage")
+	}
+}

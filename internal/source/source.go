@@ -1,0 +1,20 @@
+// Package source says where a query's tuples come from: how many of them have
+// arrived by a given instant, how fast they are arriving now, and what that
+// rate means for the window's total (seed section 5).
+//
+// The package is pure: it reads no clock (every function takes now) and,
+// apart from FromSpec in spec.go, which reads an IntermittentQuery's
+// spec.input, imports no Kubernetes package. The first and so far only
+// Source is Synthetic, arrivals that follow a piecewise-constant rate by the
+// clock; real sources (object storage listings, Kafka offsets) come later.
+package source
+
+import "time"
+
+// Source reports how many of a query's tuples have arrived.
+type Source interface {
+	// Arrived is the number of the query's tuples that have arrived by now,
+	// in whole arrival units (granularity): a unit counts only once all its
+	// tuples are there. It never decreases for increasing now.
+	Arrived(now time.Time) (int64, error)
+}

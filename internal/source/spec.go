@@ -1,0 +1,97 @@
+package source
+
+// This is the package's only file that imports the API, and through it
+// Kubernetes packages; the rest stays pure.
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+)
+
+// FromSpec returns the synthetic source of a query: tuples arrive over
+// spec.window at the rate of spec.input, in units of spec.input.granularity
+// (unset, 0, means 1, the API's default).
+//
+// Without an actual profile (actual empty) the rate is the declared one,
+// what the planner assumes, read in the same order as the planner's input
+// conversion: ratePerSecond, else totalTuples (exactly that many tuples by
+// window.end, uniformly), else profile. With an actual profile the tuples
+// arrive at that rate instead, to exercise the run-time handling of rate
+// changes (seed section 5; the variable-rate runs VR1 and VR2): the actual
+// profile has the shape of spec.input.profile, with the difference that its
+// rates may all be zero. The controllers pass spec.input.actualProfile.
+//
+// Errors name the spec field (spec.input.profile[1].ratePerSecond: …); the
+// caller names the object, as controllers.Workload does. Decimal strings are
+// parsed like the planner's input (strconv.ParseFloat), and a rate then
+// stands for the shortest decimal that parses to it, as at NewSynthetic, so
+// "0.3" is exactly 3/10.
+func FromSpec(q *laxityv1alpha1.IntermittentQuery, actual []laxityv1alpha1.RateSegment) (*Synthetic, error) {
+	if q == nil {
+		return nil, errors.New("source: no IntermittentQuery")
+	}
+	in := q.Spec.Input
+	start, end := q.Spec.Window.Start.Time, q.Spec.Window.End.Time
+	granularity := in.Granularity
+	if granularity == 0 {
+		granularity = 1
+	}
+	names := fieldNames{
+		end: "spec.window.end", start: "spec.window.start", granularity: "spec.input.granularity",
+		after: "after", rate: "ratePerSecond", total: "spec.input.totalTuples",
+	}
+	switch {
+	case len(actual) > 0:
+		names.segments = "spec.input.actualProfile"
+		return profileSource(start, end, granularity, actual, names)
+	case in.RatePerSecond != "":
+		const field = "spec.input.ratePerSecond"
+		r, err := decimal(field, in.RatePerSecond)
+		if err != nil {
+			return nil, err
+		}
+		names.segments = field
+		return newSynthetic(start, end, granularity, []Segment{{PerSecond: r}}, names)
+	case in.TotalTuples != nil:
+		names.segments = "spec.input.totalTuples"
+		return newUniform(start, end, granularity, *in.TotalTuples, names)
+	case len(in.Profile) > 0:
+		names.segments = "spec.input.profile"
+		return profileSource(start, end, granularity, in.Profile, names)
+	}
+	return nil, errors.New("spec.input: one of ratePerSecond, totalTuples or profile is required")
+}
+
+func profileSource(start, end time.Time, granularity int64, profile []laxityv1alpha1.RateSegment, names fieldNames) (*Synthetic, error) {
+	segments := make([]Segment, 0, len(profile))
+	for i, seg := range profile {
+		r, err := decimal(fmt.Sprintf("%s[%d].%s", names.segments, i, names.rate), seg.RatePerSecond)
+		if err != nil {
+			return nil, err
+		}
+		segments = append(segments, Segment{After: seg.After.Duration, PerSecond: r})
+	}
+	return newSynthetic(start, end, granularity, segments, names)
+}
+
+// decimal parses one of the API's non-negative decimal strings.
+func decimal(field, s string) (float64, error) {
+	if s == "" {
+		return 0, fmt.Errorf("%s: required", field)
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("%s: %q is out of range", field, s)
+	case err != nil:
+		return 0, fmt.Errorf("%s: %q is not a number", field, s)
+	case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
+		return 0, fmt.Errorf("%s: must be a finite non-negative number, got %q", field, s)
+	}
+	return v, nil
+}

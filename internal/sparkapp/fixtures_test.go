@@ -1,0 +1,71 @@
+package sparkapp
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/planner"
+)
+
+// minimalTemplate is a small but complete SparkApplication spec with a
+// little of everything Render touches: arguments, sparkConf (with a stale
+// spark.laxity.* key), an executor.instances it replaces and an executor
+// nodeSelector that conflicts with the pool's on one key.
+const minimalTemplate = `{
+  "type": "Scala",
+  "mode": "cluster",
+  "sparkVersion": "3.5.3",
+  "mainClass": "dev.laxity.examples.Count",
+  "mainApplicationFile": "local:///opt/spark/jars/count.jar",
+  "arguments": ["--table", "orders"],
+  "sparkConf": {"spark.ui.enabled": "false", "spark.laxity.stale": "x"},
+  "driver": {"cores": 1, "memory": "1g"},
+  "executor": {"cores": 2, "memory": "4g", "instances": 99,
+               "nodeSelector": {"zone": "a", "laxity.dev/pool": "other"}}
+}`
+
+// query is an IntermittentQuery analytics/q1 of schedule tpch with the given
+// template (nil for none).
+func query(template string) *v1alpha1.IntermittentQuery {
+	q := &v1alpha1.IntermittentQuery{
+		ObjectMeta: metav1.ObjectMeta{Name: "q1", Namespace: "analytics"},
+		Spec:       v1alpha1.IntermittentQuerySpec{ScheduleName: "tpch"},
+	}
+	if template != "" {
+		q.Spec.SparkApplication = &runtime.RawExtension{Raw: []byte(template)}
+	}
+	return q
+}
+
+// schedule is the ElasticSchedule analytics/tpch: sizes 2, 4 and 10, two
+// executors per node, pool nodes labelled laxity.dev/pool=tpch.
+func schedule() *v1alpha1.ElasticSchedule {
+	return &v1alpha1.ElasticSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "tpch", Namespace: "analytics"},
+		Spec: v1alpha1.ElasticScheduleSpec{NodePool: v1alpha1.NodePool{
+			Sizes:            []int32{2, 4, 10},
+			ExecutorsPerNode: 2,
+			NodeSelector:     map[string]string{"laxity.dev/pool": "tpch"},
+		}},
+	}
+}
+
+var locations = Locations{Input: "s3a://stream/orders/", ResultRoot: "s3a://results/laxity/"}
+
+func batch(index int, from, to int64) Step {
+	return Step{Kind: planner.StepBatch, Index: index, FromTuple: from, ToTuple: to, Nodes: 4, ReadyNodes: 5}
+}
+
+func partial(index int, inputs ...string) Step {
+	return Step{Kind: planner.StepPartial, Index: index, Inputs: len(inputs), InputLocations: inputs, Nodes: 2, ReadyNodes: 2}
+}
+
+func final(index int, inputs ...string) Step {
+	return Step{Kind: planner.StepFinal, Index: index, Inputs: len(inputs), InputLocations: inputs, Nodes: 10, ReadyNodes: 10}
+}
+
+func retry(s Step, attempt int) Step {
+	s.Attempt = attempt
+	return s
+}

@@ -1,0 +1,95 @@
+package sparkapp
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/laxity-dev/laxity/internal/planner"
+)
+
+// StepOf reads back which step of which query a SparkApplication laxity
+// created runs, from its labels and annotations, so that the controller can
+// rebuild its view of the world after a restart. It recovers Kind, Index,
+// Attempt, FromTuple and ToTuple (batches), Inputs (merges) and Nodes; not
+// InputLocations nor ReadyNodes, which the object keeps only in its spec.
+// The step's result location is the laxity.dev/result annotation.
+//
+// It is an error when app is not a SparkApplication, a label or annotation
+// is missing or malformed, or app's name is not the name Render gives that
+// step, so that an object laxity did not create is never taken for a step.
+func StepOf(app *unstructured.Unstructured) (string, Step, error) {
+	if app == nil {
+		return "", Step{}, errors.New("reading a step: no SparkApplication")
+	}
+	fail := func(format string, args ...any) (string, Step, error) {
+		return "", Step{}, fmt.Errorf("reading the step of SparkApplication %s/%s: %s", app.GetNamespace(), app.GetName(), fmt.Sprintf(format, args...))
+	}
+	if gvk := app.GroupVersionKind(); gvk != GroupVersionKind {
+		return fail("it is a %s, not a %s", gvk, GroupVersionKind)
+	}
+	labels, annotations := app.GetLabels(), app.GetAnnotations()
+	query := labels[LabelQuery]
+	if query == "" {
+		return fail("label %s is missing", LabelQuery)
+	}
+	s := Step{Kind: planner.StepKind(labels[LabelStep])}
+	switch s.Kind {
+	case planner.StepBatch, planner.StepPartial, planner.StepFinal:
+	default:
+		return fail("label %s is %q, want %s, %s or %s", LabelStep, s.Kind, planner.StepBatch, planner.StepPartial, planner.StepFinal)
+	}
+
+	number := func(key string, required bool, lowest, highest int64) (int64, error) {
+		v, ok := annotations[key]
+		if !ok {
+			if required {
+				return 0, fmt.Errorf("annotation %s is missing", key)
+			}
+			return 0, nil
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < lowest || n > highest {
+			return 0, fmt.Errorf("annotation %s is %q, want an integer in [%d, %d]", key, v, lowest, highest)
+		}
+		return n, nil
+	}
+	var problems []string
+	read := func(dst *int64, key string, required bool, lowest, highest int64) {
+		n, err := number(key, required, lowest, highest)
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		*dst = n
+	}
+	var index, attempt, nodes, inputs int64
+	read(&index, AnnotationBatchIndex, true, 0, math.MaxInt32)
+	read(&attempt, AnnotationAttempt, false, 0, math.MaxInt32)
+	read(&nodes, AnnotationNodes, true, 1, math.MaxInt32)
+	if s.Kind == planner.StepBatch {
+		read(&s.FromTuple, AnnotationFromTuple, true, 0, math.MaxInt64)
+		read(&s.ToTuple, AnnotationToTuple, true, 0, math.MaxInt64)
+		if len(problems) == 0 && s.ToTuple <= s.FromTuple {
+			problems = append(problems, fmt.Sprintf("tuple range [%d, %d) is empty", s.FromTuple, s.ToTuple))
+		}
+	} else {
+		read(&inputs, AnnotationInputs, true, 1, math.MaxInt32)
+	}
+	if len(problems) > 0 {
+		return fail("%s", strings.Join(problems, "; "))
+	}
+	s.Index, s.Attempt, s.Nodes, s.Inputs = int(index), int(attempt), int32(nodes), int(inputs)
+
+	name, err := Name(query, s)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if name != app.GetName() {
+		return fail("its labels and annotations describe step %s, not this object", name)
+	}
+	return query, s, nil
+}
