@@ -19,7 +19,7 @@ HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-GO_TEST_FLAGS ?= -race -count=1
+GO_TEST_FLAGS ?= -race -count=1 -timeout 60m
 # Passed to the packages whose tests import Ginkgo only: other test binaries
 # reject --ginkgo.* flags.
 GINKGO_TEST_FLAGS ?= --ginkgo.randomize-all
@@ -76,7 +76,7 @@ envtest: ## Build the envtest control plane (kube-apiserver, etcd) from Go modul
 	@KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN) >/dev/null
 
 .PHONY: test
-test: envtest ## Run all tests with -race: unit, property, fuzz seeds, envtest suites.
+test: envtest ## Run all tests with -race: unit, property, fuzz seeds, envtest suites, and the e2e suite (the built binary).
 	KUBEBUILDER_ASSETS="$$(KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN))"; \
 	export KUBEBUILDER_ASSETS; \
 	pkgs="$$(go list -f '{{.ImportPath}} {{.TestImports}} {{.XTestImports}}' ./...)"; \
@@ -84,7 +84,13 @@ test: envtest ## Run all tests with -race: unit, property, fuzz seeds, envtest s
 	plain="$$(grep -v "$$ginkgo" <<<"$$pkgs" | cut -d' ' -f1 || true)"; \
 	suites="$$(grep "$$ginkgo" <<<"$$pkgs" | cut -d' ' -f1 || true)"; \
 	if [[ -n "$$plain" ]]; then go test $(GO_TEST_FLAGS) $$plain; fi; \
-	if [[ -n "$$suites" ]]; then go test $(GO_TEST_FLAGS) $$suites $(GINKGO_TEST_FLAGS); fi
+	if [[ -n "$$suites" ]]; then go test $(GO_TEST_FLAGS) $$suites $(GINKGO_TEST_FLAGS); fi; \
+	go test $(GO_TEST_FLAGS) -tags e2e ./test/e2e/... $(GINKGO_TEST_FLAGS)
+
+.PHONY: test-e2e
+test-e2e: envtest ## Run only the e2e suite: the built laxity binary against a local kube-apiserver and etcd.
+	KUBEBUILDER_ASSETS="$$(KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN))" \
+		go test $(GO_TEST_FLAGS) -tags e2e ./test/e2e/... $(GINKGO_TEST_FLAGS)
 
 .PHONY: bench
 bench: ## Run the planner benchmarks (the search on the 13-query sample at 1x, 2x, 4x rate and on 1,000 queries).

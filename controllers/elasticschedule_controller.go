@@ -82,6 +82,9 @@ type ElasticScheduleReconciler struct {
 func (r *ElasticScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var es laxityv1alpha1.ElasticSchedule
 	if err := r.Get(ctx, req.NamespacedName, &es); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetSchedule(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !es.DeletionTimestamp.IsZero() {
@@ -94,16 +97,19 @@ func (r *ElasticScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 			return ctrl.Result{}, fmt.Errorf("adding the pool finalizer: %w", err)
 		}
 	}
-	before := es.Status.DeepCopy()
+	before := es.DeepCopy()
 	result, notes, err := r.reconcile(ctx, &es)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !equality.Semantic.DeepEqual(before, &es.Status) {
-		if err := r.Status().Update(ctx, &es); err != nil {
+	// A merge patch of what changed: no conflict with a concurrent metadata
+	// write, and nothing written when nothing changed.
+	if !equality.Semantic.DeepEqual(before.Status, es.Status) {
+		if err := r.Status().Patch(ctx, &es, client.MergeFrom(before)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("writing the status: %w", err)
 		}
 	}
+	recordScheduleStatus(&es)
 	for _, n := range notes {
 		r.Recorder.Eventf(&es, nil, n.kind, n.reason, n.action, "%s", n.message)
 	}
@@ -161,18 +167,27 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 		}
 	}
 	if reason != "" {
-		doc, err := r.plan(es, queries, rates, now)
+		wall := time.Now() // plan_search_seconds is compute time, whatever r.Clock is
+		doc, assumed, err := r.plan(ctx, es, queries, apps, arrived, rates, now)
+		search := time.Since(wall)
 		if err != nil {
 			setScheduleConditions(es, scheduleState{invalid: err})
 			notes = append(notes, note{corev1.EventTypeWarning, laxityv1alpha1.InvalidSpecReason, "Plan", err.Error()})
 			return ctrl.Result{}, notes, nil
 		}
-		stored = &storedPlan{doc: doc, inputs: inputs, reason: reason}
+		stored = &storedPlan{doc: doc, inputs: inputs, reason: reason, rates: assumed}
 		if err := storePlan(ctx, r.Client, es, stored); err != nil {
 			return ctrl.Result{}, nil, err
 		}
+		recordReplan(es, reason, search)
 		es.Status.LastPlanTime = &metav1.Time{Time: now}
-		notes = append(notes, note{corev1.EventTypeNormal, "Planned", "Plan", planMessage(&doc, reason)})
+		// A plan that misses a deadline is something to act on: a Warning,
+		// which `kubectl get events --field-selector type=Warning` lists.
+		kind := corev1.EventTypeNormal
+		if !doc.Chosen.Feasible {
+			kind = corev1.EventTypeWarning
+		}
+		notes = append(notes, note{kind, "Planned", "Plan", planMessage(&doc, reason)})
 	}
 	doc := &stored.doc
 	writePlanStatus(es, doc, now)
@@ -186,7 +201,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	if err != nil {
 		return ctrl.Result{}, nil, err
 	}
-	wanted := max(dispatch.RequestAt(doc.Origin, doc.Requests, now), behindSchedule(doc, dqs, now))
+	wanted := max(dispatch.RequestAt(doc.Origin, doc.Requests, now), behindSchedule(doc, dqs, r.Options.MaxAttempts, now))
 	if err := r.request(ctx, es, int32(wanted), &notes); err != nil {
 		return ctrl.Result{}, notes, err
 	}
@@ -226,14 +241,23 @@ func replanReason(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.I
 	if t := es.Spec.Planning.RateTolerancePercent; t != nil {
 		tolerance = float64(*t) / 100
 	}
+	// An infeasible plan supports no rate (factor 0): re-planning it on
+	// every pass would only make the same infeasible plan again.
+	if stored.doc.MaxSupportedRateFactor <= 0 {
+		return ""
+	}
 	for i := range queries {
 		q := &queries[i]
 		measured, ok := rates[q.Name]
 		if !ok {
 			continue
 		}
-		declared := declaredRate(q, now)
-		if declared > 0 && measured > declared*stored.doc.MaxSupportedRateFactor*(1+tolerance) {
+		// The plan's factor is relative to the rate the plan assumed: the
+		// declared one, or the measured one a pessimistic re-plan assumed
+		// from its origin on. Comparing with the declared rate alone
+		// re-planned on every pass once a re-plan had raised the rate.
+		planned := max(declaredRate(q, now), stored.rates[q.Name])
+		if planned > 0 && measured > planned*stored.doc.MaxSupportedRateFactor*(1+tolerance) {
 			return ReplanRateExceeded
 		}
 	}
@@ -259,32 +283,75 @@ func declaredRate(q *laxityv1alpha1.IntermittentQuery, now time.Time) float64 {
 // plan makes a new plan from now. Under the pessimistic rate model a query
 // whose measured rate is above its declared one is assumed to keep the
 // measured rate for the rest of its window (seed section 5); the optimistic
-// model keeps the declared total.
-func (r *ElasticScheduleReconciler) plan(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, rates map[string]float64, now time.Time) (planner.Document, error) {
-	w, err := Workload(es, queries, now)
+// model keeps the declared rates. It also returns the rates so assumed, by
+// query, which the plan's maximum supported rate is relative to. A query
+// whose window has opened is planned from its observed progress (arrived
+// tuples, launched steps; see remainingQuery), not from tuple 0.
+//
+// A plan that needs, within the provisioning lead time, more nodes than are
+// ready cannot be carried out (see executable). It is made again from the
+// instant the nodes it requests now can be there, now + lead time, taking
+// every tuple that arrives until then as waiting at that origin. That is
+// pessimistic: the ready nodes keep running batches meanwhile.
+func (r *ElasticScheduleReconciler) plan(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, apps []unstructured.Unstructured, arrived map[string]int64, rates map[string]float64, now time.Time) (planner.Document, map[string]float64, error) {
+	doc, assumed, err := r.planFrom(es, queries, apps, arrived, rates, now, now)
 	if err != nil {
-		return planner.Document{}, err
+		return doc, nil, err
 	}
-	if es.Spec.Planning.RateModel != laxityv1alpha1.RateModelOptimistic {
-		for i := range w.Queries {
-			pq := &w.Queries[i]
-			measured, ok := rates[pq.Name]
-			offset := -pq.WindowStart // now, from the window start
-			if !ok || offset <= 0 || pq.WindowEnd <= 0 {
-				continue
-			}
-			if current := rateAt(pq.Rates, offset); measured > current {
-				pq.Rates = withRateFrom(pq.Rates, offset, measured)
+	ready, err := pool.ReadyNodes(ctx, r.Client, es.Spec.NodePool.NodeSelector)
+	if err != nil {
+		return doc, nil, fmt.Errorf("counting ready nodes: %w", err)
+	}
+	lead := durationOr(es.Spec.NodePool.ProvisioningLeadTime, defaultProvisioningLeadTime)
+	if executable(&doc, int(ready), lead) {
+		return doc, assumed, nil
+	}
+	return r.planFrom(es, queries, apps, arrived, rates, now, now.Add(time.Duration(lead*float64(time.Second))))
+}
+
+// planFrom plans with origin as t0, from arrivals and launches observed at
+// now (origin is now or later).
+func (r *ElasticScheduleReconciler) planFrom(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, apps []unstructured.Unstructured, arrived map[string]int64, rates map[string]float64, now, origin time.Time) (planner.Document, map[string]float64, error) {
+	w, err := Workload(es, queries, origin)
+	if err != nil {
+		return planner.Document{}, nil, err
+	}
+	assumed := map[string]float64{}
+	rebased := map[string]progress{}
+	smallest := 1
+	if len(w.Pool.Sizes) > 0 {
+		smallest = w.Pool.Sizes[0]
+	}
+	ahead := origin.Sub(now).Seconds()
+	for i := range w.Queries {
+		pq := &w.Queries[i]
+		elapsed := -pq.WindowStart - ahead // now, from the window start
+		if elapsed <= 0 {
+			continue
+		}
+		declared := tuplesBetween(pq.Rates, 0, pq.WindowEnd-pq.WindowStart)
+		pessimistic := es.Spec.Planning.RateModel != laxityv1alpha1.RateModelOptimistic
+		measured, ok := rates[pq.Name]
+		if ok && pq.WindowEnd > -ahead && pessimistic {
+			if current := rateAt(pq.Rates, elapsed); measured > current {
+				pq.Rates = withRateFrom(pq.Rates, elapsed, measured)
+				assumed[pq.Name] = measured
 			}
 		}
+		*pq, rebased[pq.Name] = remainingQuery(*pq, elapsed, arrived[pq.Name], progressOf(pq.Name, apps), declared, pessimistic, smallest)
 	}
 	started := r.Clock.Now()
 	doc, err := planner.Plan(w)
 	if err != nil {
-		return doc, err
+		return doc, nil, err
+	}
+	for _, pq := range w.Queries {
+		if done, ok := rebased[pq.Name]; ok {
+			numberOn(&doc, pq.Name, done, pq.PartialEvery > 0)
+		}
 	}
 	doc.SearchSeconds = r.Clock.Since(started).Seconds()
-	return doc, nil
+	return doc, assumed, nil
 }
 
 func rateAt(segments []planner.RateSegment, offset float64) float64 {
@@ -416,7 +483,9 @@ func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1al
 	}
 	// The name is deterministic: a launch repeated after a crash finds the
 	// object already there instead of running the step twice.
-	if err := r.Create(ctx, app); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := r.Create(ctx, app); err == nil {
+		recordLaunch(es, l.Kind)
+	} else if !apierrors.IsAlreadyExists(err) {
 		return decision, nil, fmt.Errorf("launching %s: %w", app.GetName(), err)
 	}
 	message := fmt.Sprintf("Launched %s on %d nodes (%s %d of %s, tuples [%d, %d), slack %s)",
@@ -461,15 +530,17 @@ func inputLocations(q *laxityv1alpha1.IntermittentQuery, apps []unstructured.Uns
 // succeeded yet, when that step should already have started: execution lags
 // the plan, and the plan's timeline, which has moved on (possibly to a
 // smaller pool or to idle), must not take away the nodes the lagging work
-// needs. Zero when execution keeps up.
-func behindSchedule(doc *planner.Document, queries []dispatch.Query, now time.Time) int {
+// needs. Zero when execution keeps up. A query with a step that failed on its
+// last allowed attempt lags for good and is not waited for: nothing more of
+// it will run, and holding nodes for it kept the pool up indefinitely.
+func behindSchedule(doc *planner.Document, queries []dispatch.Query, maxAttempts int, now time.Time) int {
 	byName := map[string]*dispatch.Query{}
 	for i := range queries {
 		byName[queries[i].Name] = &queries[i]
 	}
 	for _, s := range doc.Steps {
 		q := byName[s.Query]
-		if q == nil || stepSucceeded(q, s) {
+		if q == nil || stepSucceeded(q, s) || failedOutQuery(q, maxAttempts) {
 			continue
 		}
 		if at(doc.Origin, s.Start).After(now) {
@@ -478,6 +549,27 @@ func behindSchedule(doc *planner.Document, queries []dispatch.Query, now time.Ti
 		return s.Nodes
 	}
 	return 0
+}
+
+// failedOutQuery reports a query one of whose steps failed on its last
+// allowed attempt: dispatch retries a failed attempt n only while
+// n+1 < MaxAttempts and then launches nothing more of the query.
+func failedOutQuery(q *dispatch.Query, maxAttempts int) bool {
+	out := func(a dispatch.Attempt) bool { return a.State == dispatch.Failed && a.Number+1 >= maxAttempts }
+	if q.Final != nil && out(*q.Final) {
+		return true
+	}
+	for _, p := range q.Partials {
+		if out(p) {
+			return true
+		}
+	}
+	for _, b := range q.Batches {
+		if out(b.Attempt) {
+			return true
+		}
+	}
+	return false
 }
 
 func stepSucceeded(q *dispatch.Query, s planner.Step) bool {
@@ -519,7 +611,11 @@ func (r *ElasticScheduleReconciler) finalize(ctx context.Context, es *laxityv1al
 		return fmt.Errorf("releasing the pool: %w", err)
 	}
 	controllerutil.RemoveFinalizer(es, poolFinalizer)
-	return r.Update(ctx, es)
+	if err := r.Update(ctx, es); err != nil {
+		return err
+	}
+	forgetSchedule(es.Namespace, es.Name)
+	return nil
 }
 
 // writePlanStatus copies the plan in force into the status.
@@ -540,19 +636,27 @@ func writePlanStatus(es *laxityv1alpha1.ElasticSchedule, doc *planner.Document, 
 	for _, q := range doc.Queries {
 		es.Status.Queries = append(es.Status.Queries, laxityv1alpha1.QueryPlan{
 			Name: q.Name, BatchSize: q.BatchSize, Batches: int32(q.Batches),
-			Finish: metav1.NewTime(at(doc.Origin, q.Finish)), Deadline: metav1.NewTime(at(doc.Origin, q.Deadline)),
+			Finish: wholeSeconds(at(doc.Origin, q.Finish)), Deadline: wholeSeconds(at(doc.Origin, q.Deadline)),
 			SlackSeconds: strconv.FormatFloat(math.Round(q.Slack*10)/10, 'f', -1, 64),
 		})
 	}
 	es.Status.NodeRequests = nil
 	for _, p := range doc.Requests {
 		if t := at(doc.Origin, p.At); !t.Before(now) {
-			es.Status.NodeRequests = append(es.Status.NodeRequests, laxityv1alpha1.NodeRequest{At: metav1.NewTime(t), Nodes: int32(p.Nodes)})
+			es.Status.NodeRequests = append(es.Status.NodeRequests, laxityv1alpha1.NodeRequest{At: wholeSeconds(t), Nodes: int32(p.Nodes)})
 		}
 	}
 	es.Status.SearchSeconds = strconv.FormatFloat(doc.SearchSeconds, 'f', 3, 64)
 	es.Status.MaxSupportedRateFactor = strconv.FormatFloat(doc.MaxSupportedRateFactor, 'f', 2, 64)
-	es.Status.PlanOrigin = &metav1.Time{Time: doc.Origin}
+	origin := wholeSeconds(doc.Origin)
+	es.Status.PlanOrigin = &origin
+}
+
+// wholeSeconds is t as the status can hold it: metav1.Time is serialized to
+// the second, so a finer instant read back from the API server never equals
+// the one just computed, and the status would be written on every pass.
+func wholeSeconds(t time.Time) metav1.Time {
+	return metav1.NewTime(t.Truncate(time.Second))
 }
 
 func money(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }

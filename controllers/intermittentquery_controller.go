@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -38,18 +39,26 @@ type IntermittentQueryReconciler struct {
 func (r *IntermittentQueryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var q laxityv1alpha1.IntermittentQuery
 	if err := r.Get(ctx, req.NamespacedName, &q); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetQuery(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	now := r.Clock.Now()
-	before := q.Status.DeepCopy()
+	before := q.DeepCopy()
 	requeue, err := r.reconcile(ctx, &q, now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !equality.Semantic.DeepEqual(before, &q.Status) {
-		if err := r.Status().Update(ctx, &q); err != nil {
+	// A merge patch of what changed: no conflict with a concurrent write,
+	// and nothing written when nothing changed.
+	if !equality.Semantic.DeepEqual(before.Status, q.Status) {
+		after := q.Status.DeepCopy()
+		if err := r.Status().Patch(ctx, &q, client.MergeFrom(before)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("writing the status: %w", err)
 		}
+		// Counted only once the write has succeeded; see recordQueryTransitions.
+		recordQueryTransitions(&q, &before.Status, after)
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
@@ -87,7 +96,7 @@ func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1
 	if err != nil {
 		return 0, err
 	}
-	state := queryState{now: now}
+	state := queryState{now: now, failedOut: failedOut(q, r.Options.MaxAttempts)}
 	if stored != nil {
 		pq, err := queryOf(q, stored.doc.Origin)
 		if err != nil {
@@ -97,7 +106,9 @@ func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1
 			q.Status.BatchSize = dq.BatchSize
 			slack := querySlack(&dq, now, max(stored.doc.Chosen.MaxNodes, int(es.Spec.NodePool.Sizes[0])))
 			state.slack = &slack
+			recordQuerySlack(q, slack)
 			state.planned = true
+			state.plannedLate = plannedLate(&stored.doc, q.Name)
 		}
 	}
 	setQueryConditions(q, state)
@@ -164,12 +175,84 @@ func metaTime(t *time.Time) *metav1.Time {
 	return &metav1.Time{Time: *t}
 }
 
+// slackResolution is how far the slack must move before the status shows
+// it: the slack of a waiting query shrinks by a second every second, and
+// writing each second's value would turn every query into a stream of
+// status writes.
+const slackResolution = time.Minute
+
+// dampedSlack is the slack to show: the previous value while the new one is
+// within slackResolution of it and on the same side of zero, else the new
+// one in whole seconds.
+func dampedSlack(previous string, slack time.Duration) string {
+	if old, err := strconv.ParseFloat(previous, 64); err == nil {
+		delta := time.Duration((slack.Seconds() - old) * float64(time.Second))
+		if delta.Abs() < slackResolution && (old < 0) == (slack < 0) {
+			return previous
+		}
+	}
+	return strconv.FormatInt(int64(slack.Seconds()), 10)
+}
+
 // queryState is what a query's conditions are computed from.
 type queryState struct {
 	now        time.Time
 	noSchedule bool
 	planned    bool
 	slack      *time.Duration
+	// failedOut says which step failed on its last allowed attempt; "" when
+	// none did.
+	failedOut string
+	// plannedLate is how late the plan in force finishes the query.
+	plannedLate time.Duration
+}
+
+// plannedLate is how late the plan in force finishes the query, 0 when it
+// finishes in time. Only an infeasible plan (the least late candidate, on
+// the largest pool size) finishes a query late. The run-time slack cannot
+// tell: before the window closes it counts the remaining batches as if their
+// tuples were there, so a query no pool size can finish in time showed
+// OnTrack next to a schedule that said Feasible=False and named it.
+func plannedLate(doc *planner.Document, query string) time.Duration {
+	if doc.Chosen.Feasible {
+		return 0
+	}
+	for _, p := range doc.Queries {
+		if p.Name == query && p.Slack < 0 {
+			return time.Duration(-p.Slack * float64(time.Second))
+		}
+	}
+	return 0
+}
+
+// failedOut describes the step of q whose latest attempt failed with no
+// attempt left, or is "" when there is none. The schedule makes at most
+// maxAttempts tries of a step (dispatch: a failed attempt n is retried while
+// n+1 < MaxAttempts) and then launches nothing more of the query, so its
+// slack, which models only the work left, would keep it OnTrack until the
+// deadline passed.
+func failedOut(q *laxityv1alpha1.IntermittentQuery, maxAttempts int) string {
+	out := func(attempt int32, outcome laxityv1alpha1.StepOutcome) bool {
+		return outcome == laxityv1alpha1.StepFailed && int(attempt)+1 >= maxAttempts
+	}
+	describe := func(step, app string, attempt int32) string {
+		return fmt.Sprintf("%s failed on all %d attempts, the last as SparkApplication %s; no further attempt will be made, so the query cannot finish",
+			step, attempt+1, app)
+	}
+	for _, b := range q.Status.Batches {
+		if out(b.Attempt, b.Outcome) {
+			return describe(fmt.Sprintf("Batch %d", b.Index), b.SparkApplication, b.Attempt)
+		}
+	}
+	for _, p := range q.Status.Partials {
+		if out(p.Attempt, p.Outcome) {
+			return describe(fmt.Sprintf("Partial merge %d", p.Index), p.SparkApplication, p.Attempt)
+		}
+	}
+	if f := q.Status.Final; f != nil && out(f.Attempt, f.Outcome) {
+		return describe("The final merge", f.SparkApplication, f.Attempt)
+	}
+	return ""
 }
 
 // setQueryConditions computes OnTrack/AtRisk, DeadlineMissed, Succeeded and
@@ -184,8 +267,7 @@ func setQueryConditions(q *laxityv1alpha1.IntermittentQuery, s queryState) {
 	deadline := q.Spec.Deadline.Time
 	missed := (succeeded && final.End != nil && final.End.After(deadline)) || (!succeeded && s.now.After(deadline))
 	if s.slack != nil {
-		seconds := s.slack.Seconds()
-		q.Status.SlackSeconds = strconv.FormatFloat(float64(int64(seconds*10))/10, 'f', -1, 64)
+		q.Status.SlackSeconds = dampedSlack(q.Status.SlackSeconds, *s.slack)
 	}
 	switch {
 	case s.noSchedule:
@@ -215,6 +297,19 @@ func setQueryConditions(q *laxityv1alpha1.IntermittentQuery, s queryState) {
 		return
 	}
 	set(laxityv1alpha1.IntermittentQuerySucceededCondition, metav1.ConditionFalse, "InProgress", "The final merge has not succeeded yet")
+	if s.failedOut != "" {
+		set(laxityv1alpha1.IntermittentQueryOnTrackCondition, metav1.ConditionFalse, laxityv1alpha1.StepFailedReason, s.failedOut)
+		set(laxityv1alpha1.IntermittentQueryAtRiskCondition, metav1.ConditionTrue, laxityv1alpha1.StepFailedReason, s.failedOut)
+		set(laxityv1alpha1.IntermittentQueryReadyCondition, metav1.ConditionFalse, laxityv1alpha1.StepFailedReason, s.failedOut)
+		return
+	}
+	if s.plannedLate > 0 && !missed {
+		message := fmt.Sprintf("No plan meets the deadline: the least late one finishes the query %.0fs after it", s.plannedLate.Seconds())
+		set(laxityv1alpha1.IntermittentQueryOnTrackCondition, metav1.ConditionFalse, laxityv1alpha1.NoFeasiblePlanReason, message)
+		set(laxityv1alpha1.IntermittentQueryAtRiskCondition, metav1.ConditionTrue, laxityv1alpha1.NoFeasiblePlanReason, message)
+		set(laxityv1alpha1.IntermittentQueryReadyCondition, metav1.ConditionFalse, laxityv1alpha1.NoFeasiblePlanReason, message)
+		return
+	}
 	if s.slack != nil && *s.slack >= 0 && !missed {
 		message := fmt.Sprintf("Slack %s", s.slack.Round(time.Second))
 		set(laxityv1alpha1.IntermittentQueryOnTrackCondition, metav1.ConditionTrue, laxityv1alpha1.SlackPositiveReason, message)

@@ -29,6 +29,11 @@ const (
 	inputsAnnotation = "laxity.dev/plan-inputs"
 	// reasonAnnotation says why the plan was made.
 	reasonAnnotation = "laxity.dev/plan-reason"
+	// ratesAnnotation holds, as a JSON object by query name, the measured
+	// rates (tuples/s) a pessimistic re-plan assumed from its origin on in
+	// place of the declared ones; absent when the plan assumes the declared
+	// rates. The plan's maxSupportedRateFactor is relative to these.
+	ratesAnnotation = "laxity.dev/plan-rates"
 )
 
 // PlanConfigMapName is the name of the ConfigMap holding a schedule's plan.
@@ -39,6 +44,8 @@ type storedPlan struct {
 	doc    planner.Document
 	inputs string
 	reason string
+	// rates are the assumed rates of ratesAnnotation.
+	rates map[string]float64
 }
 
 // inputsHash identifies the specs a plan depends on: the schedule's and
@@ -67,6 +74,11 @@ func loadPlan(ctx context.Context, c client.Reader, es *laxityv1alpha1.ElasticSc
 		return nil, fmt.Errorf("reading the plan: %w", err)
 	}
 	p := &storedPlan{inputs: cm.Annotations[inputsAnnotation], reason: cm.Annotations[reasonAnnotation]}
+	if v, ok := cm.Annotations[ratesAnnotation]; ok {
+		if err := json.Unmarshal([]byte(v), &p.rates); err != nil {
+			return nil, nil
+		}
+	}
 	if err := json.Unmarshal([]byte(cm.Data[planKey]), &p.doc); err != nil {
 		// A damaged plan is re-made rather than trusted.
 		return nil, nil
@@ -91,6 +103,14 @@ func storePlan(ctx context.Context, c client.Client, es *laxityv1alpha1.ElasticS
 		}
 		cm.Annotations[inputsAnnotation] = p.inputs
 		cm.Annotations[reasonAnnotation] = p.reason
+		delete(cm.Annotations, ratesAnnotation)
+		if len(p.rates) > 0 {
+			rates, err := json.Marshal(p.rates)
+			if err != nil {
+				return err
+			}
+			cm.Annotations[ratesAnnotation] = string(rates)
+		}
 		cm.Data = map[string]string{planKey: string(data)}
 		return controllerutil.SetControllerReference(es, cm, c.Scheme())
 	})

@@ -95,8 +95,10 @@ func (r *ElasticScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // SetupWithManager registers the IntermittentQuery controller, woken by the
 // query and the SparkApplications it owns.
 func (r *IntermittentQueryReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	// Status writes do not wake the query up again: only spec changes, its
+	// SparkApplications and the poll interval do.
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&laxityv1alpha1.IntermittentQuery{}).
+		For(&laxityv1alpha1.IntermittentQuery{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(sparkApplication()).
 		Named("intermittentquery").
 		Complete(r)

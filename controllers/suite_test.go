@@ -57,6 +57,10 @@ var _ = BeforeSuite(func() {
 		CRDDirectoryPaths: []string{
 			filepath.Join("..", "config", "crd", "bases"),
 			filepath.Join("..", "test", "testdata", "crds", "sparkoperator.k8s.io_sparkapplications.yaml"),
+			// Targets of the scale backend (story 7). Neither declares a
+			// conversion webhook, so every served version works in envtest.
+			filepath.Join("..", "test", "testdata", "crds", "cluster.x-k8s.io_machinedeployments.yaml"),
+			filepath.Join("..", "test", "testdata", "crds", "karpenter.sh_nodepools.yaml"),
 		},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,

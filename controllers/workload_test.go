@@ -162,3 +162,21 @@ func TestWorkloadErrorsNameObjectAndField(t *testing.T) {
 		})
 	}
 }
+
+func TestDampedSlack(t *testing.T) {
+	for _, tc := range []struct {
+		previous string
+		slack    time.Duration
+		want     string
+	}{
+		{"", 90 * time.Second, "90"},
+		{"90", 60 * time.Second, "90"},
+		{"90", 20 * time.Second, "20"},
+		{"30", -5 * time.Second, "-5"},
+		{"garbage", 10 * time.Second, "10"},
+	} {
+		if got := dampedSlack(tc.previous, tc.slack); got != tc.want {
+			t.Errorf("dampedSlack(%q, %v) = %q, want %q", tc.previous, tc.slack, got, tc.want)
+		}
+	}
+}

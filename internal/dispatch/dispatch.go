@@ -11,7 +11,9 @@
 // plan runs partial merges right after their batch (eq. 7) and the final
 // merge right after the last batch. A failed step is retried with
 // exponential backoff up to a bound; after that the query is reported as
-// exhausted and gets no further launches until it is re-planned.
+// exhausted and gets no further launches. Attempts are counted from the
+// step's SparkApplications, not from the plan, so a re-plan does not reset
+// them.
 package dispatch
 
 import (

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -131,6 +132,9 @@ func newScaleRESTClient(cfg *rest.Config, httpClient *http.Client) (rest.Interfa
 	sc.NegotiatedSerializer = scale.NewScaleConverter().Codecs().WithoutConversion()
 	sc.ContentType = runtime.ContentTypeJSON
 	sc.AcceptContentTypes = runtime.ContentTypeJSON
+	// A deprecated target version (the DESIGN sample's v1beta1
+	// MachineDeployment) warns on every request; say it once.
+	sc.WarningHandler = rest.NewWarningWriter(os.Stderr, rest.WarningWriterOptions{Deduplicate: true})
 	if sc.UserAgent == "" {
 		sc.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
