@@ -52,7 +52,6 @@ type launch struct {
 	arrived int64
 }
 
-//nolint:unparam // the lead time is the harness's to vary; the stories so far all use two minutes
 func newWorld(ctx context.Context, name string, leadTime time.Duration) *world {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-"}}
 	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
@@ -90,7 +89,6 @@ func modelledDuration(ctx context.Context, app *unstructured.Unstructured) (time
 	return time.Duration(seconds * float64(time.Second)), nil
 }
 
-//nolint:unparam // as for newWorld
 func scheduleObject(ns string, sizes []int32, leadTime time.Duration) *laxityv1alpha1.ElasticSchedule {
 	return &laxityv1alpha1.ElasticSchedule{
 		ObjectMeta: metav1.ObjectMeta{Name: "pool", Namespace: ns},
