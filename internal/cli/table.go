@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -52,10 +53,10 @@ func writeGrid(tw io.Writer, d planner.Document) {
 	var sizes, factors []int
 	seen := map[[2]int]planner.Candidate{}
 	for _, c := range d.Candidates {
-		if !containsInt(sizes, c.InitialNodes) {
+		if !slices.Contains(sizes, c.InitialNodes) {
 			sizes = append(sizes, c.InitialNodes)
 		}
-		if !containsInt(factors, c.BatchSizeFactor) {
+		if !slices.Contains(factors, c.BatchSizeFactor) {
 			factors = append(factors, c.BatchSizeFactor)
 		}
 		seen[[2]int{c.InitialNodes, c.BatchSizeFactor}] = c
@@ -81,15 +82,6 @@ func writeGrid(tw io.Writer, d planner.Document) {
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
-}
-
-func containsInt(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 type timelinePoint struct {

@@ -71,22 +71,19 @@ func (s *sim) now() float64 {
 }
 
 // truncate restores the state before entry i.
-func (s *sim) truncate(i int) {
+func (s *sim) truncate(i int) { s.replace(i, nil) }
+
+// replace swaps the schedule from entry i on for saved, as if it had been
+// simulated: the entries after i are undone, saved is applied, and the
+// active set is rebuilt once for the result.
+func (s *sim) replace(i int, saved []entry) {
 	for j := len(s.entries) - 1; j >= i; j-- {
 		s.next[s.entries[j].query]--
 	}
-	s.entries = s.entries[:i]
-	s.rebuildActive()
-}
-
-// replace swaps the schedule from entry i on for saved, as if it had been
-// simulated.
-func (s *sim) replace(i int, saved []entry) {
-	s.truncate(i)
 	for _, e := range saved {
 		s.next[e.query]++
 	}
-	s.entries = append(s.entries, saved...)
+	s.entries = append(s.entries[:i], saved...)
 	s.rebuildActive()
 }
 
