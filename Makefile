@@ -40,12 +40,13 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CustomResourceDefinitions from the API types.
+manifests: $(CONTROLLER_GEN) ## Generate CustomResourceDefinitions and the manager's ClusterRole, and copy both into the chart.
 	$(CONTROLLER_GEN) crd paths="./api/..." output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=laxity-manager paths="./controllers/..." output:rbac:artifacts:config=config/rbac
-	mkdir -p charts/laxity/crds
+	mkdir -p charts/laxity/crds charts/laxity/files
 	rm -f charts/laxity/crds/*.yaml
 	cp config/crd/bases/*.yaml charts/laxity/crds/
+	cp config/rbac/role.yaml charts/laxity/files/manager-role.yaml
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods.
@@ -64,21 +65,22 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: manifests generate ## Regenerate and fail on any diff; check purity and chart CRD drift.
+verify: manifests generate ## Regenerate and fail on any diff; check purity and chart CRD and RBAC drift.
 	git --no-pager diff --exit-code -- api config charts
-	@new="$$(git ls-files --others --exclude-standard -- 'api/*zz_generated*' config/crd charts/laxity/crds)"; \
+	@new="$$(git ls-files --others --exclude-standard -- 'api/*zz_generated*' config/crd config/rbac/role.yaml charts/laxity/crds charts/laxity/files)"; \
 	if [[ -n "$$new" ]]; then echo "Generated files are not committed:"; echo "$$new"; exit 1; fi
 	hack/verify-purity.sh
 	diff -r config/crd/bases charts/laxity/crds
+	diff config/rbac/role.yaml charts/laxity/files/manager-role.yaml
 
 .PHONY: envtest
 envtest: ## Build the envtest control plane (kube-apiserver, etcd) from Go modules, once per machine.
 	@KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN) >/dev/null
 
 .PHONY: test
-test: envtest ## Run all tests with -race: unit, property, fuzz seeds, envtest suites, and the e2e suite (the built binary).
+test: envtest $(HELM) $(KUSTOMIZE) ## Run all tests with -race: unit, property, fuzz seeds, envtest suites (with the chart and kustomize manifests), and the e2e suite (the built binary).
 	KUBEBUILDER_ASSETS="$$(KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN))"; \
-	export KUBEBUILDER_ASSETS; \
+	export KUBEBUILDER_ASSETS HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)"; \
 	pkgs="$$(go list -f '{{.ImportPath}} {{.TestImports}} {{.XTestImports}}' ./...)"; \
 	ginkgo='github.com/onsi/ginkgo/v2[] ]'; \
 	plain="$$(grep -v "$$ginkgo" <<<"$$pkgs" | cut -d' ' -f1 || true)"; \
@@ -106,6 +108,10 @@ build: ## Build the laxity binary into bin/.
 docker-build: ## Build the container image IMG (default laxity:latest; needs a container engine).
 	$(CONTAINER_TOOL) build -t $(IMG) .
 
+.PHONY: demo
+demo: envtest build ## Run the sample workload end to end: a local control plane, the manager, a simulated node pool and Spark (the first run builds the control plane, about 15 minutes).
+	$(LOCALBIN)/laxity demo $(DEMO_FLAGS)
+
 .PHONY: plan-sample
 plan-sample: ## Plan the sample workload and print the plan.
 	go run . plan -f config/samples/tpch.yaml
@@ -113,8 +119,9 @@ plan-sample: ## Plan the sample workload and print the plan.
 ##@ Chart
 
 .PHONY: helm-lint
-helm-lint: $(HELM) ## Lint the Helm chart.
+helm-lint: $(HELM) ## Lint the Helm chart, with and without its optional ServiceMonitor.
 	$(HELM) lint --strict charts/laxity
+	$(HELM) lint --strict charts/laxity --set metrics.serviceMonitor.enabled=true
 
 ##@ Tools
 

@@ -50,6 +50,18 @@ type Options struct {
 	// Poll is how often a schedule with open windows is looked at again when
 	// nothing else wakes it (arrivals are not events).
 	Poll time.Duration
+	// ClockRate is how many seconds pass on the reconcilers' clock per real
+	// second: 1 (or 0) on a cluster, more on the demo's scaled clock. The
+	// workqueue waits in real time, so requeue delays shrink to match.
+	ClockRate float64
+}
+
+// realDelay is the real time to wait for d to pass on the clock.
+func (o Options) realDelay(d time.Duration) time.Duration {
+	if o.ClockRate <= 1 {
+		return d
+	}
+	return time.Duration(float64(d) / o.ClockRate)
 }
 
 // ElasticScheduleReconciler plans a schedule, drives its pool and launches
@@ -84,6 +96,7 @@ func (r *ElasticScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if err := r.Get(ctx, req.NamespacedName, &es); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetSchedule(req.Namespace, req.Name)
+			forgetPlan(req.Namespace, req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -113,6 +126,7 @@ func (r *ElasticScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	for _, n := range notes {
 		r.Recorder.Eventf(&es, nil, n.kind, n.reason, n.action, "%s", n.message)
 	}
+	result.RequeueAfter = r.Options.realDelay(result.RequeueAfter)
 	return result, nil
 }
 
@@ -137,12 +151,14 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	}
 	arrived := map[string]int64{}
 	rates := map[string]float64{}
+	sources := map[string]source.Source{}
 	for i := range queries {
 		q := &queries[i]
 		src, err := r.Source(q)
 		if err != nil {
 			return ctrl.Result{}, nil, fmt.Errorf("IntermittentQuery %s: input: %w", q.Name, err)
 		}
+		sources[q.Name] = src
 		if arrived[q.Name], err = src.Arrived(now); err != nil {
 			return ctrl.Result{}, nil, fmt.Errorf("IntermittentQuery %s: reading arrivals: %w", q.Name, err)
 		}
@@ -161,8 +177,13 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	}
 	inputs := inputsHash(es, queries)
 	reason := replanReason(es, queries, stored, inputs, rates, now)
-	if reason == "" && stored != nil {
-		if exhausted := r.exhausted(es, queries, stored, apps, arrived, now); len(exhausted) > 0 && stored.reason != ReplanStepFailed {
+	var dqs []dispatch.Query
+	if reason == "" {
+		if dqs, err = dispatchQueries(queries, &stored.doc, apps, arrived, now); err != nil {
+			return ctrl.Result{}, nil, err
+		}
+		withForecasts(dqs, sources)
+		if exhausted := dispatch.Decide(now, r.settings(es), dqs, dispatch.Pool{}).Exhausted; len(exhausted) > 0 && stored.reason != ReplanStepFailed {
 			reason = ReplanStepFailed
 		}
 	}
@@ -197,20 +218,26 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 		return ctrl.Result{}, nil, fmt.Errorf("counting ready nodes: %w", err)
 	}
 	es.Status.NodesReady = &ready
-	dqs, err := dispatchQueries(queries, doc, apps, arrived, now)
-	if err != nil {
-		return ctrl.Result{}, nil, err
+	if reason != "" {
+		// The new plan may size batches differently.
+		if dqs, err = dispatchQueries(queries, doc, apps, arrived, now); err != nil {
+			return ctrl.Result{}, nil, err
+		}
+		withForecasts(dqs, sources)
 	}
 	wanted := max(dispatch.RequestAt(doc.Origin, doc.Requests, now), behindSchedule(doc, dqs, r.Options.MaxAttempts, now))
 	if err := r.request(ctx, es, int32(wanted), &notes); err != nil {
 		return ctrl.Result{}, notes, err
 	}
-	decision, launched, err := r.dispatch(ctx, es, queries, dqs, apps, int(ready), now)
+	current := dispatch.Pool{Ready: int(ready)}
+	lead := time.Duration(durationOr(es.Spec.NodePool.ProvisioningLeadTime, defaultProvisioningLeadTime) * float64(time.Second))
+	current.Coming, current.ComingBy = dispatch.Coming(doc.Origin, doc.Requests, lead, now)
+	decision, launched, err := r.dispatch(ctx, es, queries, dqs, apps, current, now)
 	if err != nil {
 		return ctrl.Result{}, notes, err
 	}
 	notes = append(notes, launched...)
-	setScheduleConditions(es, scheduleState{doc: doc, requested: int32(wanted), ready: ready, waiting: decision.Why})
+	setScheduleConditions(es, scheduleState{doc: doc, requested: int32(wanted), ready: ready})
 	return ctrl.Result{RequeueAfter: r.requeueAfter(now, doc, decision)}, notes, nil
 }
 
@@ -436,6 +463,17 @@ func dispatchQueries(queries []laxityv1alpha1.IntermittentQuery, doc *planner.Do
 	return out, nil
 }
 
+// withForecasts lets dispatch wake the schedule the moment a batch fills
+// up, for the sources that can tell when (source.Forecaster); the others
+// are polled.
+func withForecasts(dqs []dispatch.Query, sources map[string]source.Source) {
+	for i := range dqs {
+		if f, ok := sources[dqs[i].Name].(source.Forecaster); ok {
+			dqs[i].ArrivalOf = f.ArrivalOf
+		}
+	}
+}
+
 func (r *ElasticScheduleReconciler) settings(es *laxityv1alpha1.ElasticSchedule) dispatch.Settings {
 	s := dispatch.Settings{Policy: planner.LeastLaxity, MaxAttempts: r.Options.MaxAttempts, Backoff: r.Options.Backoff}
 	if es.Spec.Planning.Policy == laxityv1alpha1.PolicyEarliestDeadline {
@@ -447,17 +485,9 @@ func (r *ElasticScheduleReconciler) settings(es *laxityv1alpha1.ElasticSchedule)
 	return s
 }
 
-func (r *ElasticScheduleReconciler) exhausted(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, stored *storedPlan, apps []unstructured.Unstructured, arrived map[string]int64, now time.Time) []string {
-	dqs, err := dispatchQueries(queries, &stored.doc, apps, arrived, now)
-	if err != nil {
-		return nil
-	}
-	return dispatch.Decide(now, r.settings(es), dqs, 0).Exhausted
-}
-
 // dispatch launches the next step, if one is due.
-func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, dqs []dispatch.Query, apps []unstructured.Unstructured, ready int, now time.Time) (dispatch.Decision, []note, error) {
-	decision := dispatch.Decide(now, r.settings(es), dqs, ready)
+func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, dqs []dispatch.Query, apps []unstructured.Unstructured, current dispatch.Pool, now time.Time) (dispatch.Decision, []note, error) {
+	decision := dispatch.Decide(now, r.settings(es), dqs, current)
 	if decision.Launch == nil {
 		return decision, nil, nil
 	}
@@ -471,7 +501,7 @@ func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1al
 	step := sparkapp.Step{
 		Kind: l.Kind, Index: l.Index, Attempt: l.Attempt,
 		FromTuple: l.FromTuple, ToTuple: l.ToTuple, Inputs: l.Inputs,
-		Nodes: int32(l.Nodes), ReadyNodes: int32(ready),
+		Nodes: int32(l.Nodes), ReadyNodes: int32(current.Ready),
 	}
 	step.InputLocations = inputLocations(q, apps, step)
 	app, err := sparkapp.Render(q, es, step, sparkapp.Locations{Input: q.Spec.Input.Location, ResultRoot: r.Options.ResultRoot})
@@ -672,41 +702,54 @@ type scheduleState struct {
 	invalid          error
 	doc              *planner.Document
 	requested, ready int32
-	waiting          string
 }
 
-// setScheduleConditions computes Planned, Feasible, PoolReady and Ready.
+// setScheduleConditions computes Planned, Feasible, PoolReady, Ready and
+// Stalled.
 func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) {
 	set := func(t string, status metav1.ConditionStatus, reason, message string) {
 		meta.SetStatusCondition(&es.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: es.Generation})
+	}
+	stalled := func(reason, message string) {
+		if reason == "" {
+			meta.RemoveStatusCondition(&es.Status.Conditions, laxityv1alpha1.ElasticScheduleStalledCondition)
+			return
+		}
+		set(laxityv1alpha1.ElasticScheduleStalledCondition, metav1.ConditionTrue, reason, message)
 	}
 	switch {
 	case s.noQueries:
 		set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionFalse, laxityv1alpha1.NoQueriesReason, "No IntermittentQuery names this schedule")
 		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionTrue, laxityv1alpha1.NoQueriesReason, "Nothing to run; the pool is at its idle size")
+		stalled("", "")
 		return
 	case s.invalid != nil:
 		set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionFalse, laxityv1alpha1.InvalidSpecReason, s.invalid.Error())
 		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.InvalidSpecReason, s.invalid.Error())
+		stalled(laxityv1alpha1.InvalidSpecReason, s.invalid.Error())
 		return
 	}
 	c := s.doc.Chosen
 	set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionTrue, laxityv1alpha1.PlanFoundReason,
 		fmt.Sprintf("%d initial nodes, %dX batches, cost %.2f", c.InitialNodes, c.BatchSizeFactor, c.Cost))
-	if c.Feasible {
-		set(laxityv1alpha1.ElasticScheduleFeasibleCondition, metav1.ConditionTrue, laxityv1alpha1.DeadlinesMetReason, "The plan meets every deadline")
-	} else {
-		set(laxityv1alpha1.ElasticScheduleFeasibleCondition, metav1.ConditionFalse, laxityv1alpha1.NoFeasiblePlanReason,
-			fmt.Sprintf("%s would be %.0fs late even on %d nodes", c.Failure.Query, c.Failure.LateSeconds, c.InitialNodes))
-	}
+	poolReady := fmt.Sprintf("%d of %d requested nodes ready", s.ready, s.requested)
 	if s.ready >= s.requested {
-		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionTrue, laxityv1alpha1.NodesReadyReason, fmt.Sprintf("%d of %d requested nodes ready", s.ready, s.requested))
+		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionTrue, laxityv1alpha1.NodesReadyReason, poolReady)
 	} else {
-		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionFalse, laxityv1alpha1.WaitingForNodesReason, fmt.Sprintf("%d of %d requested nodes ready", s.ready, s.requested))
+		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionFalse, laxityv1alpha1.WaitingForNodesReason, poolReady)
 	}
-	if c.Feasible {
+	if !c.Feasible {
+		infeasible := fmt.Sprintf("%s would be %.0fs late even on %d nodes", c.Failure.Query, c.Failure.LateSeconds, c.InitialNodes)
+		set(laxityv1alpha1.ElasticScheduleFeasibleCondition, metav1.ConditionFalse, laxityv1alpha1.NoFeasiblePlanReason, infeasible)
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.NoFeasiblePlanReason, "No plan meets every deadline")
+		stalled(laxityv1alpha1.NoFeasiblePlanReason, "No plan meets every deadline: "+infeasible)
+		return
+	}
+	set(laxityv1alpha1.ElasticScheduleFeasibleCondition, metav1.ConditionTrue, laxityv1alpha1.DeadlinesMetReason, "The plan meets every deadline")
+	stalled("", "")
+	if s.ready >= s.requested {
 		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionTrue, laxityv1alpha1.DeadlinesMetReason, "Planned and running")
 	} else {
-		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.NoFeasiblePlanReason, "No plan meets every deadline")
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.WaitingForNodesReason, poolReady)
 	}
 }

@@ -60,7 +60,7 @@ func (r *IntermittentQueryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		// Counted only once the write has succeeded; see recordQueryTransitions.
 		recordQueryTransitions(&q, &before.Status, after)
 	}
-	return ctrl.Result{RequeueAfter: requeue}, nil
+	return ctrl.Result{RequeueAfter: r.Options.realDelay(requeue)}, nil
 }
 
 func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1alpha1.IntermittentQuery, now time.Time) (time.Duration, error) {
@@ -194,6 +194,13 @@ func dampedSlack(previous string, slack time.Duration) string {
 	return strconv.FormatInt(int64(slack.Seconds()), 10)
 }
 
+// shownSlack is the damped slack of the status, for condition messages: the
+// exact slack would change them, and so write the status, every second.
+func shownSlack(q *laxityv1alpha1.IntermittentQuery) time.Duration {
+	seconds, _ := strconv.ParseFloat(q.Status.SlackSeconds, 64)
+	return time.Duration(seconds * float64(time.Second))
+}
+
 // queryState is what a query's conditions are computed from.
 type queryState struct {
 	now        time.Time
@@ -255,12 +262,30 @@ func failedOut(q *laxityv1alpha1.IntermittentQuery, maxAttempts int) string {
 	return ""
 }
 
-// setQueryConditions computes OnTrack/AtRisk, DeadlineMissed, Succeeded and
-// Ready (whose reason is the query's state at a glance) from the status and
-// the slack.
+// setQueryConditions computes OnTrack/AtRisk, DeadlineMissed, Succeeded,
+// Stalled and Ready (whose reason is the query's state at a glance) from the
+// status and the slack.
 func setQueryConditions(q *laxityv1alpha1.IntermittentQuery, s queryState) {
 	set := func(t string, status metav1.ConditionStatus, reason, message string) {
 		meta.SetStatusCondition(&q.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: q.Generation})
+	}
+	// summary sets the conditions that say where the query stands: Ready,
+	// and OnTrack, AtRisk and Stalled when given a reason.
+	summary := func(ready metav1.ConditionStatus, readyReason, onTrack, atRisk, stalled, message string) {
+		set(laxityv1alpha1.IntermittentQueryReadyCondition, ready, readyReason, message)
+		if onTrack != "" {
+			set(laxityv1alpha1.IntermittentQueryOnTrackCondition, metav1.ConditionTrue, onTrack, message)
+			set(laxityv1alpha1.IntermittentQueryAtRiskCondition, metav1.ConditionFalse, onTrack, message)
+		}
+		if atRisk != "" {
+			set(laxityv1alpha1.IntermittentQueryOnTrackCondition, metav1.ConditionFalse, atRisk, message)
+			set(laxityv1alpha1.IntermittentQueryAtRiskCondition, metav1.ConditionTrue, atRisk, message)
+		}
+		if stalled == "" {
+			meta.RemoveStatusCondition(&q.Status.Conditions, laxityv1alpha1.IntermittentQueryStalledCondition)
+		} else {
+			set(laxityv1alpha1.IntermittentQueryStalledCondition, metav1.ConditionTrue, stalled, message)
+		}
 	}
 	final := q.Status.Final
 	succeeded := final != nil && final.Outcome == laxityv1alpha1.StepSucceeded
@@ -271,11 +296,11 @@ func setQueryConditions(q *laxityv1alpha1.IntermittentQuery, s queryState) {
 	}
 	switch {
 	case s.noSchedule:
-		set(laxityv1alpha1.IntermittentQueryReadyCondition, metav1.ConditionFalse, laxityv1alpha1.ScheduleNotFoundReason,
+		summary(metav1.ConditionFalse, laxityv1alpha1.ScheduleNotFoundReason, "", "", "",
 			fmt.Sprintf("ElasticSchedule %q not found in namespace %s", q.Spec.ScheduleName, q.Namespace))
 		return
 	case !s.planned:
-		set(laxityv1alpha1.IntermittentQueryReadyCondition, metav1.ConditionFalse, laxityv1alpha1.WaitingForPlanReason, "The schedule has not planned this query yet")
+		summary(metav1.ConditionFalse, laxityv1alpha1.WaitingForPlanReason, "", "", "", "The schedule has not planned this query yet")
 		return
 	}
 	if missed {
@@ -287,41 +312,33 @@ func setQueryConditions(q *laxityv1alpha1.IntermittentQuery, s queryState) {
 	if succeeded {
 		set(laxityv1alpha1.IntermittentQuerySucceededCondition, metav1.ConditionTrue, laxityv1alpha1.FinalMergeSucceededReason,
 			fmt.Sprintf("Final result at %s", final.ResultLocation))
-		set(laxityv1alpha1.IntermittentQueryReadyCondition, metav1.ConditionTrue, laxityv1alpha1.FinalMergeSucceededReason, "Finished")
 		meta.RemoveStatusCondition(&q.Status.Conditions, laxityv1alpha1.IntermittentQueryAtRiskCondition)
 		onTrack := metav1.ConditionTrue
 		if missed {
 			onTrack = metav1.ConditionFalse
 		}
 		set(laxityv1alpha1.IntermittentQueryOnTrackCondition, onTrack, laxityv1alpha1.FinalMergeSucceededReason, "Finished")
+		// Finished, late or not: nothing is left to progress.
+		summary(metav1.ConditionTrue, laxityv1alpha1.FinalMergeSucceededReason, "", "", "", "Finished")
 		return
 	}
 	set(laxityv1alpha1.IntermittentQuerySucceededCondition, metav1.ConditionFalse, "InProgress", "The final merge has not succeeded yet")
-	if s.failedOut != "" {
-		set(laxityv1alpha1.IntermittentQueryOnTrackCondition, metav1.ConditionFalse, laxityv1alpha1.StepFailedReason, s.failedOut)
-		set(laxityv1alpha1.IntermittentQueryAtRiskCondition, metav1.ConditionTrue, laxityv1alpha1.StepFailedReason, s.failedOut)
-		set(laxityv1alpha1.IntermittentQueryReadyCondition, metav1.ConditionFalse, laxityv1alpha1.StepFailedReason, s.failedOut)
-		return
+	switch {
+	case s.failedOut != "":
+		r := laxityv1alpha1.StepFailedReason
+		summary(metav1.ConditionFalse, r, "", r, r, s.failedOut)
+	case missed:
+		summary(metav1.ConditionFalse, "AtRisk", "", laxityv1alpha1.SlackNegativeReason, laxityv1alpha1.DeadlinePassedReason, "The deadline has passed")
+	case s.plannedLate > 0:
+		r := laxityv1alpha1.NoFeasiblePlanReason
+		summary(metav1.ConditionFalse, r, "", r, r,
+			fmt.Sprintf("No plan meets the deadline: the least late one finishes the query %.0fs after it", s.plannedLate.Seconds()))
+	case s.slack != nil && *s.slack >= 0:
+		summary(metav1.ConditionTrue, "OnTrack", laxityv1alpha1.SlackPositiveReason, "", "", fmt.Sprintf("Slack %s", shownSlack(q)))
+	default:
+		// Negative slack may still recover (a re-plan, faster batches):
+		// at risk, not stalled.
+		summary(metav1.ConditionFalse, "AtRisk", "", laxityv1alpha1.SlackNegativeReason, "",
+			fmt.Sprintf("Slack %s: the query would finish late even on the plan's largest pool", shownSlack(q)))
 	}
-	if s.plannedLate > 0 && !missed {
-		message := fmt.Sprintf("No plan meets the deadline: the least late one finishes the query %.0fs after it", s.plannedLate.Seconds())
-		set(laxityv1alpha1.IntermittentQueryOnTrackCondition, metav1.ConditionFalse, laxityv1alpha1.NoFeasiblePlanReason, message)
-		set(laxityv1alpha1.IntermittentQueryAtRiskCondition, metav1.ConditionTrue, laxityv1alpha1.NoFeasiblePlanReason, message)
-		set(laxityv1alpha1.IntermittentQueryReadyCondition, metav1.ConditionFalse, laxityv1alpha1.NoFeasiblePlanReason, message)
-		return
-	}
-	if s.slack != nil && *s.slack >= 0 && !missed {
-		message := fmt.Sprintf("Slack %s", s.slack.Round(time.Second))
-		set(laxityv1alpha1.IntermittentQueryOnTrackCondition, metav1.ConditionTrue, laxityv1alpha1.SlackPositiveReason, message)
-		set(laxityv1alpha1.IntermittentQueryAtRiskCondition, metav1.ConditionFalse, laxityv1alpha1.SlackPositiveReason, message)
-		set(laxityv1alpha1.IntermittentQueryReadyCondition, metav1.ConditionTrue, "OnTrack", message)
-		return
-	}
-	message := "The deadline has passed"
-	if s.slack != nil && !missed {
-		message = fmt.Sprintf("Slack %s: the query would finish late even on the plan's largest pool", s.slack.Round(time.Second))
-	}
-	set(laxityv1alpha1.IntermittentQueryOnTrackCondition, metav1.ConditionFalse, laxityv1alpha1.SlackNegativeReason, message)
-	set(laxityv1alpha1.IntermittentQueryAtRiskCondition, metav1.ConditionTrue, laxityv1alpha1.SlackNegativeReason, message)
-	set(laxityv1alpha1.IntermittentQueryReadyCondition, metav1.ConditionFalse, "AtRisk", message)
 }

@@ -1,17 +1,22 @@
 package controllers
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -22,9 +27,16 @@ import (
 // The plan in force is kept in a ConfigMap owned by the ElasticSchedule, as
 // the plan document of DESIGN.md, so that it survives manager restarts, is
 // the same for every reconcile until something re-plans, and can be read by
-// other programs (kubectl get cm <schedule>-plan -o jsonpath='{.data.plan\.json}').
+// other programs (kubectl get cm <schedule>-plan -o jsonpath='{.data.plan\.json}';
+// a plan too large for that is in binaryData, gzipped, under plan.json.gz).
 const (
 	planKey = "plan.json"
+	// compressedPlanKey holds the plan document gzipped, in binaryData,
+	// when the JSON would not fit in a ConfigMap; the document is the same.
+	compressedPlanKey = "plan.json.gz"
+	// maxPlainPlan is the largest plan kept as plain JSON: a ConfigMap holds
+	// at most 1 MiB, and the annotations need room too.
+	maxPlainPlan = 900 << 10
 	// inputsAnnotation holds the hash of the specs the plan was made from.
 	inputsAnnotation = "laxity.dev/plan-inputs"
 	// reasonAnnotation says why the plan was made.
@@ -79,21 +91,93 @@ func loadPlan(ctx context.Context, c client.Reader, es *laxityv1alpha1.ElasticSc
 			return nil, nil
 		}
 	}
-	if err := json.Unmarshal([]byte(cm.Data[planKey]), &p.doc); err != nil {
+	doc, err := decodePlan(&cm)
+	if err != nil {
 		// A damaged plan is re-made rather than trusted.
 		return nil, nil
 	}
+	p.doc = *doc
 	return p, nil
+}
+
+// decodedPlans keeps the last plan decoded from each ConfigMap, by
+// resourceVersion: every query reconcile reads its schedule's plan, and
+// decoding thousands of steps each time would cost more than the reconcile.
+// A schedule's entry goes when the schedule does (forgetSchedule).
+var decodedPlans sync.Map // namespace/name of the ConfigMap -> decodedPlan
+
+type decodedPlan struct {
+	uid             types.UID
+	resourceVersion string
+	doc             *planner.Document
+}
+
+// forgetPlan drops the decoded plan of a schedule that is gone.
+func forgetPlan(namespace, schedule string) {
+	decodedPlans.Delete(namespace + "/" + PlanConfigMapName(schedule))
+}
+
+// decodePlan decodes the plan document of a ConfigMap. The result is shared
+// between callers: treat it as read-only.
+func decodePlan(cm *corev1.ConfigMap) (*planner.Document, error) {
+	key := cm.Namespace + "/" + cm.Name
+	if v, ok := decodedPlans.Load(key); ok && cm.ResourceVersion != "" {
+		if d := v.(decodedPlan); d.uid == cm.UID && d.resourceVersion == cm.ResourceVersion {
+			return d.doc, nil
+		}
+	}
+	data := []byte(cm.Data[planKey])
+	if compressed, ok := cm.BinaryData[compressedPlanKey]; ok {
+		r, err := gzip.NewReader(bytes.NewReader(compressed))
+		if err != nil {
+			return nil, err
+		}
+		if data, err = io.ReadAll(r); err != nil {
+			return nil, err
+		}
+	}
+	doc := &planner.Document{}
+	if err := json.Unmarshal(data, doc); err != nil {
+		return nil, err
+	}
+	if cm.ResourceVersion != "" {
+		decodedPlans.Store(key, decodedPlan{uid: cm.UID, resourceVersion: cm.ResourceVersion, doc: doc})
+	}
+	return doc, nil
+}
+
+// encodePlan sets a ConfigMap's plan document: plain JSON that kubectl
+// shows as it is, or gzipped JSON when the plain one would not fit.
+func encodePlan(cm *corev1.ConfigMap, doc *planner.Document) error {
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("encoding the plan: %w", err)
+	}
+	cm.Data, cm.BinaryData = nil, nil
+	if len(data) <= maxPlainPlan {
+		cm.Data = map[string]string{planKey: string(data)}
+		return nil
+	}
+	var compressed bytes.Buffer
+	w := gzip.NewWriter(&compressed)
+	if _, err := w.Write(data); err != nil {
+		return fmt.Errorf("compressing the plan: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("compressing the plan: %w", err)
+	}
+	if compressed.Len() > maxPlainPlan {
+		return fmt.Errorf("the plan of %d steps takes %d bytes even compressed, more than a ConfigMap holds; split the queries over more ElasticSchedules or use larger batches",
+			len(doc.Steps), compressed.Len())
+	}
+	cm.BinaryData = map[string][]byte{compressedPlanKey: compressed.Bytes()}
+	return nil
 }
 
 // storePlan writes the plan in force.
 func storePlan(ctx context.Context, c client.Client, es *laxityv1alpha1.ElasticSchedule, p *storedPlan) error {
-	data, err := json.MarshalIndent(p.doc, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encoding the plan: %w", err)
-	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: es.Namespace, Name: PlanConfigMapName(es.Name)}}
-	_, err = controllerutil.CreateOrUpdate(ctx, c, cm, func() error {
+	_, err := controllerutil.CreateOrUpdate(ctx, c, cm, func() error {
 		if cm.Labels == nil {
 			cm.Labels = map[string]string{}
 		}
@@ -111,11 +195,23 @@ func storePlan(ctx context.Context, c client.Client, es *laxityv1alpha1.ElasticS
 			}
 			cm.Annotations[ratesAnnotation] = string(rates)
 		}
-		cm.Data = map[string]string{planKey: string(data)}
+		if err := encodePlan(cm, &p.doc); err != nil {
+			return err
+		}
 		return controllerutil.SetControllerReference(es, cm, c.Scheme())
 	})
 	if err != nil {
 		return fmt.Errorf("writing the plan: %w", err)
 	}
 	return nil
+}
+
+// PlanOf is the plan in force of a schedule, nil when it has none yet. The
+// document is shared with the reconcilers: treat it as read-only.
+func PlanOf(ctx context.Context, c client.Reader, es *laxityv1alpha1.ElasticSchedule) (*planner.Document, error) {
+	p, err := loadPlan(ctx, c, es)
+	if p == nil {
+		return nil, err
+	}
+	return &p.doc, nil
 }

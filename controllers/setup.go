@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -42,6 +46,29 @@ func Setup(_ context.Context, mgr ctrl.Manager, clk clock.PassiveClock, opts Opt
 		return fmt.Errorf("setting up the IntermittentQuery controller: %w", err)
 	}
 	return nil
+}
+
+// CacheOptions are the manager's cache settings the controllers rely on:
+// the ConfigMaps and Deployments laxity reads are its own, labelled with
+// their schedule, so only those are cached rather than every one in the
+// cluster.
+func CacheOptions() cache.Options {
+	ours, err := labels.NewRequirement(LabelSchedule, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant label key
+	}
+	selector := labels.NewSelector().Add(*ours)
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}:  {Label: selector},
+		&appsv1.Deployment{}: {Label: selector},
+	}}
+}
+
+// ClientOptions make the manager's client read SparkApplications, which it
+// handles as unstructured objects, from the cache the controllers' watches
+// fill anyway, instead of listing them from the API server on every pass.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{Unstructured: true}}
 }
 
 // SyntheticSource is the input source every query uses until real sources

@@ -63,30 +63,8 @@ func newWorld(ctx context.Context, name string, leadTime time.Duration) *world {
 	w.es = &ElasticScheduleReconciler{Client: k8sClient, Clock: w.clock, Recorder: events.NewFakeRecorder(10000), Options: opts, Backend: backend, Source: SyntheticSource}
 	w.iq = &IntermittentQueryReconciler{Client: k8sClient, Clock: w.clock, Options: opts, Source: SyntheticSource}
 	w.nodes = &simulation.Provisioner{Client: k8sClient, Delay: leadTime}
-	w.spark = &simulation.Spark{Client: k8sClient, Duration: modelledDuration}
+	w.spark = &simulation.Spark{Client: k8sClient, Duration: simulation.ModelledDuration(k8sClient, CostModel)}
 	return w
-}
-
-// modelledDuration is how long the simulated Spark runs a step: exactly the
-// query's cost model on the step's nodes.
-func modelledDuration(ctx context.Context, app *unstructured.Unstructured) (time.Duration, error) {
-	query, step, err := sparkapp.StepOf(app)
-	if err != nil {
-		return 0, err
-	}
-	var q laxityv1alpha1.IntermittentQuery
-	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: app.GetNamespace(), Name: query}, &q); err != nil {
-		return 0, err
-	}
-	model, err := CostModel(&q)
-	if err != nil {
-		return 0, err
-	}
-	seconds := model.MergeSeconds(int(step.Nodes), step.Inputs)
-	if step.Kind == planner.StepBatch {
-		seconds = model.BatchSeconds(int(step.Nodes), step.ToTuple-step.FromTuple)
-	}
-	return time.Duration(seconds * float64(time.Second)), nil
 }
 
 func scheduleObject(ns string, sizes []int32, leadTime time.Duration) *laxityv1alpha1.ElasticSchedule {

@@ -56,11 +56,11 @@ var _ = BeforeSuite(func() {
 	testEnv = &envtest.Environment{
 		CRDDirectoryPaths: []string{
 			filepath.Join("..", "config", "crd", "bases"),
-			filepath.Join("..", "test", "testdata", "crds", "sparkoperator.k8s.io_sparkapplications.yaml"),
+			filepath.Join("..", "config", "thirdparty", "sparkoperator.k8s.io_sparkapplications.yaml"),
 			// Targets of the scale backend (story 7). Neither declares a
 			// conversion webhook, so every served version works in envtest.
-			filepath.Join("..", "test", "testdata", "crds", "cluster.x-k8s.io_machinedeployments.yaml"),
-			filepath.Join("..", "test", "testdata", "crds", "karpenter.sh_nodepools.yaml"),
+			filepath.Join("..", "config", "thirdparty", "cluster.x-k8s.io_machinedeployments.yaml"),
+			filepath.Join("..", "config", "thirdparty", "karpenter.sh_nodepools.yaml"),
 		},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,

@@ -20,6 +20,21 @@ assets_dir="${bin_dir}/k8s/${key}"
 
 log() { echo "envtest: $*" >&2; }
 
+# with_progress runs a long build, saying every 30 seconds that it goes on.
+with_progress() {
+	local what="$1"
+	shift
+	("$@") &
+	local pid=$! started=${SECONDS}
+	while kill -0 "${pid}" 2>/dev/null; do
+		sleep 5
+		if (((SECONDS - started) % 30 < 5)) && kill -0 "${pid}" 2>/dev/null; then
+			log "still building ${what} ($(((SECONDS - started) / 60))m$(((SECONDS - started) % 60))s so far)"
+		fi
+	done
+	wait "${pid}"
+}
+
 build_kube_apiserver() {
 	local work="$1"
 	mkdir -p "${work}/apiserver"
@@ -71,9 +86,9 @@ if [[ ! -x "${cache_dir}/kube-apiserver" || ! -x "${cache_dir}/etcd" ]]; then
 	mkdir -p "${work}/out"
 	export GOFLAGS="${GOFLAGS:-} -mod=mod"
 	log "building etcd v${ETCD_VERSION} from source (once per machine)"
-	(build_etcd "${work}")
+	with_progress "etcd" build_etcd "${work}"
 	log "building kube-apiserver v${KUBE_VERSION} from source (once per machine; 10-16 minutes on 2 cores)"
-	(build_kube_apiserver "${work}")
+	with_progress "kube-apiserver" build_kube_apiserver "${work}"
 	mkdir -p "${cache_dir}"
 	# Install atomically so an interrupted build never leaves a half binary.
 	for b in etcd kube-apiserver; do

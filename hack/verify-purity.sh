@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fails if the pure core (the planner, the cost model, the run-time dispatch
-# decisions) depends on any Kubernetes package, directly or through a helper.
+# decisions, the plan pictures) depends on any Kubernetes package, directly or
+# through a helper.
 # depguard in .golangci.yml sees only direct imports; `go list -deps` sees the
 # whole transitive closure.
 #
@@ -9,7 +10,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-pure_dirs=(internal/planner internal/costmodel internal/dispatch)
+pure_dirs=(internal/planner internal/costmodel internal/dispatch internal/gantt)
 k8s_re='^(sigs\.)?k8s\.io/'
 
 pkgs=()

@@ -34,6 +34,13 @@ const (
 	// Feasible and PoolReady; its reason is that of the first of those that
 	// is not True.
 	ElasticScheduleReadyCondition = "Ready"
+
+	// ElasticScheduleStalledCondition is True, and present only then, when
+	// the schedule cannot reach its goal without a change to a spec: the
+	// spec cannot be planned, or no plan meets every deadline. It is the
+	// abnormal-true condition of the kstatus conventions, which GitOps tools
+	// (Flux, Argo CD through kstatus) show as failed/degraded.
+	ElasticScheduleStalledCondition = "Stalled"
 )
 
 // Condition types of an IntermittentQuery.
@@ -59,6 +66,12 @@ const (
 	// IntermittentQuerySucceededCondition is True once the query's final merge
 	// has succeeded.
 	IntermittentQuerySucceededCondition = "Succeeded"
+
+	// IntermittentQueryStalledCondition is True, and present only then, when
+	// the query cannot finish in time without a change: its deadline passed
+	// unmet, a step failed on every attempt, or no plan meets its deadline
+	// (kstatus's abnormal-true condition, see ElasticScheduleStalledCondition).
+	IntermittentQueryStalledCondition = "Stalled"
 )
 
 // Condition reasons. Reasons are CamelCase and shared by both kinds where

@@ -81,6 +81,8 @@ func (o *managerOptions) run(cmd *cobra.Command) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
+		Cache:                  controllers.CacheOptions(),
+		Client:                 controllers.ClientOptions(),
 		Metrics:                metrics,
 		HealthProbeBindAddress: o.probeAddr,
 		LeaderElection:         o.leaderElect,

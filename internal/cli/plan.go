@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/controllers"
+	"github.com/laxity-dev/laxity/internal/gantt"
 	"github.com/laxity-dev/laxity/internal/manifest"
 	"github.com/laxity-dev/laxity/internal/planner"
 )
@@ -21,22 +24,26 @@ type planOptions struct {
 	output   string
 	origin   string
 	schedule string
+	svg      string
 }
 
 func newPlanCommand() *cobra.Command {
 	o := &planOptions{}
 	cmd := &cobra.Command{
-		Use:   "plan -f FILE|DIR [-o table|json] [--origin RFC3339] [--schedule [NAMESPACE/]NAME]",
+		Use:   "plan -f FILE|DIR [-o table|json] [--origin RFC3339] [--schedule [NAMESPACE/]NAME] [--svg FILE]",
 		Short: "Plan ElasticSchedules and their IntermittentQueries offline",
 		Long: `plan reads the same ElasticSchedule and IntermittentQuery manifests the
 operator reads (multi-document YAML files or directories; other kinds are
 ignored), validates them with the CRDs' own schema and CEL rules, and prints
-the cheapest plan that meets every deadline for each schedule.
+the cheapest plan that meets every deadline for each schedule. With --svg it
+also draws the plan of one schedule: a Gantt row per query over the planned
+and requested node timelines.
 
 Exit status: 0 when every plan is feasible, 3 when a plan is infeasible (the
 plan is still printed, with the query that is late first), 1 on bad input.`,
 		Example: `  laxity plan -f config/samples/tpch.yaml
-  laxity plan -f config/samples/ -o json --schedule analytics/nightly`,
+  laxity plan -f config/samples/ -o json --schedule analytics/nightly
+  laxity plan -f config/samples/tpch.yaml --svg tpch.svg`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.OutOrStdout())
@@ -46,6 +53,7 @@ plan is still printed, with the query that is late first), 1 on bad input.`,
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	cmd.Flags().StringVar(&o.origin, "origin", "", "planning origin t0 as RFC 3339 (default: the earliest window start of the schedule's queries)")
 	cmd.Flags().StringVar(&o.schedule, "schedule", "", "plan only this ElasticSchedule, as NAME or NAMESPACE/NAME")
+	cmd.Flags().StringVar(&o.svg, "svg", "", "also draw the plan as an SVG figure in this file (one schedule only)")
 	return cmd
 }
 
@@ -76,13 +84,21 @@ func (o *planOptions) run(out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if o.svg != "" && len(schedules) > 1 {
+		return invalid("plan: --svg draws one schedule, but %s hold %d; choose one with --schedule", strings.Join(o.files, ", "), len(schedules))
+	}
 	var docs []planner.Document
 	for _, s := range schedules {
-		doc, err := planSchedule(set, s, origin)
+		w, doc, err := planSchedule(set, s, origin)
 		if err != nil {
 			return err
 		}
 		docs = append(docs, doc)
+		if o.svg != "" {
+			if err := writeSVG(o.svg, s.Object, w, doc); err != nil {
+				return err
+			}
+		}
 	}
 	if err := write(out, o.output, schedules, docs); err != nil {
 		return fmt.Errorf("writing the plan: %w", err)
@@ -99,10 +115,7 @@ func (o *planOptions) run(out io.Writer) error {
 // they could need is accounted for.
 func (o *planOptions) selectSchedules(set *manifest.Set) ([]manifest.ElasticSchedule, error) {
 	if o.schedule != "" {
-		namespace, name := "default", o.schedule
-		if ns, n, ok := strings.Cut(o.schedule, "/"); ok {
-			namespace, name = ns, n
-		}
+		namespace, name := scheduleRef(o.schedule)
 		s := set.Schedule(namespace, name)
 		if s == nil {
 			return nil, invalid("plan: --schedule: no ElasticSchedule %s/%s in %s", namespace, name, strings.Join(o.files, ", "))
@@ -125,11 +138,21 @@ func (o *planOptions) selectSchedules(set *manifest.Set) ([]manifest.ElasticSche
 	return set.Schedules, nil
 }
 
-func planSchedule(set *manifest.Set, s manifest.ElasticSchedule, origin *time.Time) (planner.Document, error) {
+// scheduleRef splits a --schedule value, NAME or NAMESPACE/NAME.
+func scheduleRef(ref string) (namespace, name string) {
+	if ns, n, ok := strings.Cut(ref, "/"); ok {
+		return ns, n
+	}
+	return manifest.DefaultNamespace, ref
+}
+
+// planSchedule plans one schedule and returns the workload it planned with
+// the plan.
+func planSchedule(set *manifest.Set, s manifest.ElasticSchedule, origin *time.Time) (planner.Workload, planner.Document, error) {
 	es := s.Object
 	found := set.QueriesFor(es.Namespace, es.Name)
 	if len(found) == 0 {
-		return planner.Document{}, invalid("%s: ElasticSchedule %s/%s: no IntermittentQuery has spec.scheduleName %q", s.Source, es.Namespace, es.Name, es.Name)
+		return planner.Workload{}, planner.Document{}, invalid("%s: ElasticSchedule %s/%s: no IntermittentQuery has spec.scheduleName %q", s.Source, es.Namespace, es.Name, es.Name)
 	}
 	queries := make([]laxityv1alpha1.IntermittentQuery, 0, len(found))
 	sources := map[string]manifest.Source{}
@@ -163,7 +186,7 @@ func planSchedule(set *manifest.Set, s manifest.ElasticSchedule, origin *time.Ti
 			}
 			errs = append(errs, e)
 		}
-		return planner.Document{}, &exitError{code: exitInvalid, err: errors.Join(errs...)}
+		return planner.Workload{}, planner.Document{}, &exitError{code: exitInvalid, err: errors.Join(errs...)}
 	}
 	started := time.Now()
 	doc, err := planner.Plan(w)
@@ -176,10 +199,28 @@ func planSchedule(set *manifest.Set, s manifest.ElasticSchedule, origin *time.Ti
 				err = located("ElasticSchedule", es.Name, ie.Err)
 			}
 		}
-		return planner.Document{}, &exitError{code: exitInvalid, err: err}
+		return planner.Workload{}, planner.Document{}, &exitError{code: exitInvalid, err: err}
 	}
 	doc.SearchSeconds = time.Since(started).Seconds()
-	return doc, nil
+	return w, doc, nil
+}
+
+// writeSVG draws the plan with the workload's windows into path. It runs
+// before the plan is printed, so that a bad path prints nothing but the error.
+func writeSVG(path string, es *laxityv1alpha1.ElasticSchedule, w planner.Workload, doc planner.Document) error {
+	windows := make(map[string]gantt.Window, len(w.Queries))
+	for _, q := range w.Queries {
+		// A window that opened before --origin is drawn from the origin.
+		windows[q.Name] = gantt.Window{Start: max(q.WindowStart, 0), End: max(q.WindowEnd, 0)}
+	}
+	var svg bytes.Buffer
+	if err := gantt.Render(&svg, gantt.Figure{Title: "ElasticSchedule " + es.Namespace + "/" + es.Name, Plan: doc, Windows: windows}); err != nil {
+		return &exitError{code: exitInvalid, err: fmt.Errorf("plan: --svg %s: drawing the plan: %w", path, err)}
+	}
+	if err := os.WriteFile(path, svg.Bytes(), 0o666); err != nil {
+		return &exitError{code: exitInvalid, err: fmt.Errorf("plan: --svg: %w", err)}
+	}
+	return nil
 }
 
 // unjoin flattens errors.Join.

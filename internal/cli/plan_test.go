@@ -3,16 +3,31 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/laxity-dev/laxity/internal/manifest"
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
-const samples = "../../config/samples"
+const samplesDir = "../../config/samples"
+
+// sampleSchedules counts the ElasticSchedules of the samples.
+func sampleSchedules(t *testing.T) int {
+	t.Helper()
+	set, err := manifest.Load(samplesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(set.Schedules)
+}
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
@@ -22,7 +37,7 @@ func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 }
 
 func TestPlanSampleTable(t *testing.T) {
-	code, out, errOut := run(t, "plan", "-f", filepath.Join(samples, "tpch.yaml"))
+	code, out, errOut := run(t, "plan", "-f", filepath.Join(samplesDir, "tpch.yaml"))
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 	}
@@ -42,7 +57,7 @@ func TestPlanSampleTable(t *testing.T) {
 // TestPlanJSONHasEveryField checks the document against DESIGN.md's field
 // list: other programs read it, so every field must be there.
 func TestPlanJSONHasEveryField(t *testing.T) {
-	code, out, errOut := run(t, "plan", "-f", filepath.Join(samples, "tpch.yaml"), "-o", "json")
+	code, out, errOut := run(t, "plan", "-f", filepath.Join(samplesDir, "tpch.yaml"), "-o", "json")
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 	}
@@ -84,7 +99,7 @@ func requireKeys(t *testing.T, what string, m map[string]any, keys ...string) {
 }
 
 func TestPlanSeveralSchedulesPrintsAnArray(t *testing.T) {
-	code, out, errOut := run(t, "plan", "-f", samples, "-o", "json")
+	code, out, errOut := run(t, "plan", "-f", samplesDir, "-o", "json")
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 	}
@@ -92,8 +107,8 @@ func TestPlanSeveralSchedulesPrintsAnArray(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &docs); err != nil {
 		t.Fatalf("output is not a JSON array: %v", err)
 	}
-	if len(docs) != 4 {
-		t.Errorf("got %d documents, want one per sample schedule (4)", len(docs))
+	if want := sampleSchedules(t); len(docs) != want {
+		t.Errorf("got %d documents, want one per sample schedule (%d)", len(docs), want)
 	}
 	for _, d := range docs {
 		if !d.Chosen.Feasible {
@@ -103,7 +118,7 @@ func TestPlanSeveralSchedulesPrintsAnArray(t *testing.T) {
 }
 
 func TestPlanOneScheduleWithOrigin(t *testing.T) {
-	code, out, errOut := run(t, "plan", "-f", samples, "-o", "json", "--schedule", "analytics/nightly", "--origin", "2026-11-30T23:00:00Z")
+	code, out, errOut := run(t, "plan", "-f", samplesDir, "-o", "json", "--schedule", "analytics/nightly", "--origin", "2026-11-30T23:00:00Z")
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 	}
@@ -137,7 +152,7 @@ func TestPlanInfeasibleExitsThreeAndStillPrints(t *testing.T) {
 
 func TestPlanBadInputNamesFileObjectAndField(t *testing.T) {
 	dir := t.TempDir()
-	bad, err := os.ReadFile(filepath.Join(samples, "non-overlapping-windows.yaml"))
+	bad, err := os.ReadFile(filepath.Join(samplesDir, "non-overlapping-windows.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,12 +167,12 @@ func TestPlanBadInputNamesFileObjectAndField(t *testing.T) {
 		want []string
 	}{
 		{"CEL rule", []string{"plan", "-f", path}, []string{path, "IntermittentQuery analytics/fraud-features", "spec.deadline"}},
-		{"orphan query", []string{"plan", "-f", "testdata/orphan-query.yaml", "-f", filepath.Join(samples, "tpch.yaml")}, []string{"orphan-query.yaml", "IntermittentQuery analytics/orphan", "spec.scheduleName", `"missing"`}},
+		{"orphan query", []string{"plan", "-f", "testdata/orphan-query.yaml", "-f", filepath.Join(samplesDir, "tpch.yaml")}, []string{"orphan-query.yaml", "IntermittentQuery analytics/orphan", "spec.scheduleName", `"missing"`}},
 		{"missing file", []string{"plan", "-f", filepath.Join(dir, "nope.yaml")}, []string{"nope.yaml"}},
 		{"no file", []string{"plan"}, []string{"-f FILE|DIR is required"}},
 		{"output", []string{"plan", "-f", path, "-o", "yaml"}, []string{"-o must be table or json"}},
 		{"origin", []string{"plan", "-f", path, "--origin", "tomorrow"}, []string{"--origin", "RFC 3339"}},
-		{"unknown schedule", []string{"plan", "-f", samples, "--schedule", "analytics/nope"}, []string{"--schedule", "analytics/nope"}},
+		{"unknown schedule", []string{"plan", "-f", samplesDir, "--schedule", "analytics/nope"}, []string{"--schedule", "analytics/nope"}},
 		{"unknown flag", []string{"plan", "--bogus"}, []string{"unknown flag: --bogus"}},
 		{"unknown command", []string{"schedule"}, []string{`unknown command "schedule"`}},
 	}
@@ -185,7 +200,7 @@ func TestPlanBadInputNamesFileObjectAndField(t *testing.T) {
 func TestPlanIsDeterministicExceptSearchTime(t *testing.T) {
 	var outputs []string
 	for i := 0; i < 3; i++ {
-		_, out, _ := run(t, "plan", "-f", samples, "-o", "json")
+		_, out, _ := run(t, "plan", "-f", samplesDir, "-o", "json")
 		var docs []map[string]any
 		if err := json.Unmarshal([]byte(out), &docs); err != nil {
 			t.Fatal(err)
@@ -197,6 +212,100 @@ func TestPlanIsDeterministicExceptSearchTime(t *testing.T) {
 		outputs = append(outputs, string(b))
 	}
 	if len(slices.Compact(outputs)) != 1 {
-		t.Error("planning the samples twice gave different documents")
+		t.Error("planning the samplesDir twice gave different documents")
+	}
+}
+
+func TestPlanSVGDrawsTheChosenPlan(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tpch.svg")
+	code, out, errOut := run(t, "plan", "-f", filepath.Join(samplesDir, "tpch.yaml"), "--svg", path)
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	if !strings.Contains(out, "ElasticSchedule analytics/tpch") {
+		t.Errorf("--svg replaced the table instead of adding to it:\n%s", out)
+	}
+	texts := svgTexts(t, path)
+	// "window" is in the legend only when the workload's windows reached
+	// the figure.
+	for _, want := range []string{"ElasticSchedule analytics/tpch", "tpch-q1", "cq4", "window", "planned nodes", "requested nodes"} {
+		if !slices.Contains(texts, want) {
+			t.Errorf("%s has no text %q", path, want)
+		}
+	}
+}
+
+func TestPlanSVGOfAnInfeasiblePlan(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tight.svg")
+	code, _, _ := run(t, "plan", "-f", "testdata/infeasible.yaml", "--svg", path)
+	if code != exitInfeasible {
+		t.Fatalf("exit %d, want %d", code, exitInfeasible)
+	}
+	texts := svgTexts(t, path)
+	if !slices.ContainsFunc(texts, func(s string) bool { return strings.Contains(s, "INFEASIBLE: too-late is") }) {
+		t.Errorf("%s does not say which query is late: %q", path, texts)
+	}
+}
+
+func TestPlanSVGBadUse(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-dir", "plan.svg")
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"unwritable file", []string{"plan", "-f", filepath.Join(samplesDir, "tpch.yaml"), "--svg", missing}, []string{"--svg", missing, "no such file or directory"}},
+		{"several schedules", []string{"plan", "-f", samplesDir, "--svg", filepath.Join(t.TempDir(), "all.svg")}, []string{"--svg draws one schedule", fmt.Sprintf("hold %d", sampleSchedules(t)), "--schedule"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, tc.args...)
+			if code != exitInvalid {
+				t.Errorf("exit %d, want %d", code, exitInvalid)
+			}
+			if out != "" {
+				t.Errorf("a failed --svg still printed the plan:\n%s", out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errOut)
+				}
+			}
+		})
+	}
+}
+
+// svgTexts reads the SVG file at path and returns its texts in order.
+func svgTexts(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var texts []string
+	var inText bool
+	dec := xml.NewDecoder(f)
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return texts
+		}
+		if err != nil {
+			t.Fatalf("%s is not XML: %v", path, err)
+		}
+		switch el := tok.(type) {
+		case xml.StartElement:
+			inText = el.Name.Local == "text"
+			if inText {
+				texts = append(texts, "")
+			}
+		case xml.CharData:
+			if inText {
+				texts[len(texts)-1] += string(el)
+			}
+		case xml.EndElement:
+			inText = false
+		}
 	}
 }

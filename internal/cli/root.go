@@ -41,7 +41,7 @@ workload: which batch sizes, and how many nodes when.`,
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newPlanCommand(), newManagerCommand())
+	root.AddCommand(newPlanCommand(), newManagerCommand(), newDemoCommand())
 
 	err := root.Execute()
 	if err == nil {

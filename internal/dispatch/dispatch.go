@@ -71,6 +71,10 @@ type Query struct {
 	ExpectedTotal int64
 	// Arrived is the tuples arrived so far.
 	Arrived int64
+	// ArrivalOf says when the arrivals will reach a count, for a source
+	// that can tell (nil otherwise): the decision then names the instant
+	// the next batch is ready as its recheck time.
+	ArrivalOf func(tuples int64) (time.Time, bool)
 	// Batches are the launched batches in index order; Partials the
 	// launched partial merges in ordinal order; Final the final merge.
 	Batches  []Batch
@@ -120,9 +124,20 @@ type Decision struct {
 	Recheck time.Time
 }
 
+// Pool is what the pool holds now and what it has been asked for.
+type Pool struct {
+	// Ready is the number of ready nodes.
+	Ready int
+	// Coming is the number of nodes the pool has been asked for and
+	// ComingBy when the plan expects them ready (see Coming); zero when
+	// nothing is known to be on its way.
+	Coming   int
+	ComingBy time.Time
+}
+
 // Decide picks the step to launch now, given the queries of one schedule and
-// the number of ready pool nodes.
-func Decide(now time.Time, settings Settings, queries []Query, readyNodes int) Decision {
+// the pool.
+func Decide(now time.Time, settings Settings, queries []Query, pool Pool) Decision {
 	var d Decision
 	for _, q := range queries {
 		if name, busy := q.busy(); busy {
@@ -130,7 +145,7 @@ func Decide(now time.Time, settings Settings, queries []Query, readyNodes int) D
 			return d
 		}
 	}
-	nodes := sizeFor(settings.Sizes, readyNodes)
+	nodes := sizeFor(settings.Sizes, pool.Ready)
 	var merges, batches []Step
 	for i := range queries {
 		q := &queries[i]
@@ -160,7 +175,7 @@ func Decide(now time.Time, settings Settings, queries []Query, readyNodes int) D
 	case len(candidates) == 0:
 		d.Why = "no step is ready"
 	case nodes == 0:
-		d.Why = fmt.Sprintf("%d ready nodes, fewer than the smallest pool size %d", readyNodes, settings.Sizes[0])
+		d.Why = fmt.Sprintf("%d ready nodes, fewer than the smallest pool size %d", pool.Ready, settings.Sizes[0])
 	default:
 		byName := map[string]*Query{}
 		for i := range queries {
@@ -177,10 +192,50 @@ func Decide(now time.Time, settings Settings, queries []Query, readyNodes int) D
 			}
 			return ca.Query < cb.Query
 		})
-		d.Launch = &candidates[0]
+		launch := candidates[0]
+		if larger, ok := worthWaiting(now, settings.Sizes, pool, byName[launch.Query], launch); ok {
+			d.Why = fmt.Sprintf("waiting for %d nodes due at %s: %s %d of query %s finishes sooner on them than on the %d ready now",
+				larger, pool.ComingBy.UTC().Format(time.RFC3339), launch.Kind, launch.Index, launch.Query, nodes)
+			recheck := pool.ComingBy
+			if !recheck.After(now) {
+				// Overdue: look again when waiting stops paying off.
+				saving := seconds(byName[launch.Query].stepSeconds(launch, nodes) - byName[launch.Query].stepSeconds(launch, larger))
+				recheck = pool.ComingBy.Add(saving)
+			}
+			d.Recheck = earliest(d.Recheck, recheck)
+			return d
+		}
+		d.Launch = &launch
 	}
 	return d
 }
+
+// worthWaiting reports whether step, about to run on the ready nodes
+// (step.Nodes), should wait for the larger pool the plan has asked for, and
+// that pool's size. The plan sized the step for the nodes it requested a
+// lead time ahead; launching it on the few that are ready a moment before
+// the rest arrive can take far longer than the wait. It waits when the
+// larger pool, arriving when due, ends the step sooner — and for nodes that
+// are overdue, only as long as they would save: nothing says when they come,
+// so the wait costs at most what it could gain.
+func worthWaiting(now time.Time, sizes []int, pool Pool, q *Query, step Step) (int, bool) {
+	larger := sizeFor(sizes, pool.Coming)
+	if larger <= step.Nodes {
+		return 0, false
+	}
+	saving := seconds(q.stepSeconds(step, step.Nodes) - q.stepSeconds(step, larger))
+	return larger, now.After(pool.ComingBy.Add(-saving)) && now.Before(pool.ComingBy.Add(saving))
+}
+
+// stepSeconds is the modelled duration of step on nodes nodes.
+func (q *Query) stepSeconds(step Step, nodes int) float64 {
+	if step.Kind == planner.StepBatch {
+		return q.Cost.BatchSeconds(nodes, step.ToTuple-step.FromTuple)
+	}
+	return q.Cost.MergeSeconds(nodes, step.Inputs)
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // busy reports a launched step that holds the pool.
 func (q *Query) busy() (string, bool) {
@@ -224,6 +279,11 @@ func (q *Query) next(now time.Time, s Settings) (*Step, time.Time, bool) {
 	var recheck time.Time
 	if !closed {
 		recheck = q.Closed
+		if q.ArrivalOf != nil {
+			if full, ok := q.ArrivalOf(q.processed() + q.BatchSize); ok && full.After(now) {
+				recheck = earliest(recheck, full)
+			}
+		}
 	}
 	done := q.succeededBatches()
 	if q.PartialEvery > 0 && len(q.Partials) < done/q.PartialEvery {
@@ -369,6 +429,29 @@ func RequestAt(origin time.Time, requests []planner.NodeLevel, now time.Time) in
 		level = r.Nodes
 	}
 	return level
+}
+
+// Coming is the pool size the plan's executable timeline has asked for by
+// now and when the plan expects those nodes ready: a provisioning lead time
+// after the request that raised the size to its current level, or the
+// timeline's start for its first level (the planner takes the initial pool
+// as ready at its origin).
+func Coming(origin time.Time, requests []planner.NodeLevel, lead time.Duration, now time.Time) (int, time.Time) {
+	if len(requests) == 0 {
+		return 0, time.Time{}
+	}
+	offset := now.Sub(origin).Seconds()
+	level, by := requests[0].Nodes, origin.Add(seconds(requests[0].At))
+	for _, r := range requests[1:] {
+		if r.At > offset {
+			break
+		}
+		if r.Nodes > level {
+			by = origin.Add(seconds(r.At)).Add(lead)
+		}
+		level = r.Nodes
+	}
+	return level, by
 }
 
 // NextRequestChange is when RequestAt next changes after now, or zero.

@@ -39,6 +39,9 @@ func TestDecide(t *testing.T) {
 		settings func(*Settings)
 		queries  []Query
 		ready    int
+		// coming and comingBy are the nodes on their way.
+		coming   int
+		comingBy time.Time
 		want     Decision
 	}{
 		{
@@ -78,6 +81,24 @@ func TestDecide(t *testing.T) {
 			want:    Decision{Why: "batch 0 of query a is running"},
 		},
 		{
+			// 50 of the next 100 tuples are there; the source says the
+			// rest arrive at 62 s.
+			name: "rechecks when the source says the next batch is full",
+			now:  50,
+			queries: func() []Query {
+				q := query("a", 200, 450, done(0, 100), done(100, 200), done(200, 300), done(300, 400))
+				q.ArrivalOf = func(tuples int64) (time.Time, bool) {
+					if tuples != 500 {
+						t.Errorf("asked when %d tuples arrive, want 500", tuples)
+					}
+					return at(62), true
+				}
+				return []Query{q}
+			}(),
+			ready: 2,
+			want:  Decision{Why: "no step is ready", Recheck: at(62)},
+		},
+		{
 			name:    "partial batch not ready while the window is open",
 			now:     50,
 			queries: []Query{query("a", 200, 450, done(0, 100), done(100, 200), done(200, 300), done(300, 400))},
@@ -97,6 +118,64 @@ func TestDecide(t *testing.T) {
 			queries: []Query{query("a", 200, 1000, done(0, 900), done(900, 1000))},
 			ready:   2,
 			want:    Decision{Launch: &Step{Query: "a", Kind: planner.StepFinal, Index: 0, Inputs: 2, FromTuple: 0, ToTuple: 1000, Nodes: 2, Slack: 95 * time.Second}},
+		},
+		{
+			// b's batch takes 2 s on the 2 ready nodes and 1.2 s on 10
+			// (1 s + 100 × 0.02/10): starting on them at 30.5 s ends at
+			// 31.7 s, before 32 s.
+			name:     "waits for a larger pool due before the step would end",
+			now:      30,
+			queries:  []Query{query("a", 200, 300), query("b", 60, 300)},
+			ready:    2,
+			coming:   10,
+			comingBy: at(30.5),
+			want: Decision{
+				Why:     "waiting for 10 nodes due at 2026-12-01T00:00:30Z: batch 0 of query b finishes sooner on them than on the 2 ready now",
+				Recheck: at(30.5),
+			},
+		},
+		{
+			// Due at 31 s, the 10 nodes end the batch at 32.2 s, after 32 s.
+			name:     "launches on the ready nodes when waiting would end later",
+			now:      30,
+			queries:  []Query{query("b", 60, 300)},
+			ready:    2,
+			coming:   10,
+			comingBy: at(31),
+			want:     Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Slack: 9 * time.Second}},
+		},
+		{
+			// Due at 29.5 s, the 10 nodes would save 0.8 s: waited for
+			// until 30.3 s.
+			name:     "waits for overdue nodes no longer than they would save",
+			now:      30,
+			queries:  []Query{query("b", 60, 300)},
+			ready:    2,
+			coming:   10,
+			comingBy: at(29.5),
+			want: Decision{
+				Why:     "waiting for 10 nodes due at 2026-12-01T00:00:29Z: batch 0 of query b finishes sooner on them than on the 2 ready now",
+				Recheck: at(30.3),
+			},
+		},
+		{
+			name:     "does not wait for nodes overdue by more than they would save",
+			now:      30,
+			queries:  []Query{query("b", 60, 300)},
+			ready:    2,
+			coming:   10,
+			comingBy: at(29),
+			want:     Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Slack: 9 * time.Second}},
+		},
+		{
+			// 3 more nodes make no pool size larger than 4.
+			name:     "does not wait for nodes that make no larger size",
+			now:      30,
+			queries:  []Query{query("b", 60, 300)},
+			ready:    4,
+			coming:   7,
+			comingBy: at(30.1),
+			want:     Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 4, Slack: 30*time.Second - 16*time.Second}},
 		},
 		{
 			name:    "too few ready nodes",
@@ -133,7 +212,7 @@ func TestDecide(t *testing.T) {
 			if tc.settings != nil {
 				tc.settings(&s)
 			}
-			got := Decide(at(tc.now), s, tc.queries, tc.ready)
+			got := Decide(at(tc.now), s, tc.queries, Pool{Ready: tc.ready, Coming: tc.coming, ComingBy: tc.comingBy})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("decision (-want +got):\n%s", diff)
 			}
@@ -148,7 +227,7 @@ func TestMergesGoFirst(t *testing.T) {
 	a := query("a", 900, 600, done(0, 100), done(100, 200), done(200, 300))
 	a.PartialEvery = 3
 	b := query("b", 60, 300)
-	got := Decide(at(40), settings, []Query{a, b}, 2)
+	got := Decide(at(40), settings, []Query{a, b}, Pool{Ready: 2})
 	if got.Launch == nil || got.Launch.Query != "a" || got.Launch.Kind != planner.StepPartial || got.Launch.Inputs != 3 || got.Launch.ToTuple != 300 {
 		t.Errorf("launch = %+v, want a's partial merge 0 of 3 inputs over [0, 300)", got.Launch)
 	}
@@ -157,7 +236,7 @@ func TestMergesGoFirst(t *testing.T) {
 	a.Partials = []Attempt{{State: Succeeded}}
 	a.Batches = append(a.Batches, done(300, 350))
 	a.Arrived = 350
-	got = Decide(at(101), settings, []Query{a}, 2)
+	got = Decide(at(101), settings, []Query{a}, Pool{Ready: 2})
 	if got.Launch == nil || got.Launch.Kind != planner.StepFinal || got.Launch.Inputs != 2 || got.Launch.Index != 1 {
 		t.Errorf("launch = %+v, want the final merge of 1 partial + 1 batch", got.Launch)
 	}
@@ -168,7 +247,7 @@ func TestNoPartialAfterTheLastBatch(t *testing.T) {
 	// third batch is the last, so the final merge takes all three.
 	a := query("a", 900, 300, done(0, 100), done(100, 200), done(200, 300))
 	a.PartialEvery = 3
-	got := Decide(at(100), settings, []Query{a}, 2)
+	got := Decide(at(100), settings, []Query{a}, Pool{Ready: 2})
 	if got.Launch == nil || got.Launch.Kind != planner.StepFinal || got.Launch.Inputs != 3 {
 		t.Errorf("launch = %+v, want the final merge of 3 batches", got.Launch)
 	}
@@ -201,7 +280,7 @@ func TestRequestAt(t *testing.T) {
 			t.Errorf("NextRequestChange(%v) = %v, want %v", tc.now, got, tc.nextWant)
 		}
 	}
-	if !strings.Contains(Decide(at(0), settings, nil, 2).Why, "no step") {
+	if !strings.Contains(Decide(at(0), settings, nil, Pool{Ready: 2}).Why, "no step") {
 		t.Error("no queries should leave nothing to launch")
 	}
 }
@@ -212,12 +291,42 @@ func TestPoliciesDisagree(t *testing.T) {
 	a := query("a", 70, 300)
 	a.Cost.Batch.Parallel = 0.002
 	b := query("b", 75, 300)
-	if got := Decide(at(30), settings, []Query{a, b}, 2).Launch; got == nil || got.Query != "b" {
+	if got := Decide(at(30), settings, []Query{a, b}, Pool{Ready: 2}).Launch; got == nil || got.Query != "b" {
 		t.Errorf("LeastLaxity launched %+v, want b", got)
 	}
 	edf := settings
 	edf.Policy = planner.EarliestDeadline
-	if got := Decide(at(30), edf, []Query{a, b}, 2).Launch; got == nil || got.Query != "a" {
+	if got := Decide(at(30), edf, []Query{a, b}, Pool{Ready: 2}).Launch; got == nil || got.Query != "a" {
 		t.Errorf("EarliestDeadline launched %+v, want a", got)
+	}
+}
+
+func TestComing(t *testing.T) {
+	// The pool grows to 10 nodes at 100 s, shrinks to 4 at 300 s and grows
+	// to 6 at 400 s; nodes take 60 s to arrive.
+	requests := []planner.NodeLevel{{At: 0, Nodes: 2}, {At: 100, Nodes: 10}, {At: 300, Nodes: 4}, {At: 400, Nodes: 6}}
+	for _, tc := range []struct {
+		now    float64
+		nodes  int
+		readBy time.Time
+	}{
+		{-10, 2, at(0)},
+		{50, 2, at(0)},
+		{100, 10, at(160)},
+		{250, 10, at(160)},
+		// A shrink brings nothing new: the last growth's time stands.
+		{300, 4, at(160)},
+		{400, 6, at(460)},
+	} {
+		nodes, by := Coming(t0, requests, time.Minute, at(tc.now))
+		if nodes != tc.nodes || !by.Equal(tc.readBy) {
+			t.Errorf("Coming(%v) = %d by %v, want %d by %v", tc.now, nodes, by, tc.nodes, tc.readBy)
+		}
+		if want := RequestAt(t0, requests, at(tc.now)); nodes != want {
+			t.Errorf("Coming(%v) = %d nodes, RequestAt says %d", tc.now, nodes, want)
+		}
+	}
+	if nodes, by := Coming(t0, nil, time.Minute, at(5)); nodes != 0 || !by.IsZero() {
+		t.Errorf("Coming with no requests = %d by %v, want nothing", nodes, by)
 	}
 }

@@ -272,7 +272,7 @@ func TestCostBillsLastAcquiredFirstWithAMinimum(t *testing.T) {
 	// later lot (10 s held, billed 60 each); at 100 the last of that lot
 	// (90 s) and the first two (100 s each) go: 120 + 90 + 200 node-seconds.
 	levels := []NodeLevel{{0, 2}, {10, 5}, {20, 3}, {100, 0}}
-	got := cost(levels, Pool{PricePerNodeHour: 3.6, BillingMinimum: 60})
+	got := Cost(levels, Pool{PricePerNodeHour: 3.6, BillingMinimum: 60})
 	if !approxEqual(got, 0.41) {
 		t.Errorf("cost = %v, want 0.41", got)
 	}

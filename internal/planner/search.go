@@ -120,7 +120,7 @@ func (p *prepared) price(o *outcome, initial int) {
 	pool := p.w.Pool
 	o.nodes = o.sim.timeline(initial, pool.IdleNodes, pool.BillingMinimum, o.sim.busyIntervals(p.windowStart))
 	o.requests = requests(o.nodes, pool.ProvisioningLeadTime, pool.ReleaseAfterIdle)
-	o.Cost = cost(o.nodes, pool)
+	o.Cost = Cost(o.nodes, pool)
 	for _, e := range o.sim.entries {
 		o.MaxNodes = max(o.MaxNodes, pool.Sizes[e.nodes])
 	}
@@ -186,7 +186,7 @@ func (s *sim) firstLate() *Failure {
 func (p *prepared) fill(doc *Document, o *outcome, failure *Failure) {
 	doc.Chosen = Chosen{
 		InitialNodes: o.InitialNodes, BatchSizeFactor: o.BatchSizeFactor,
-		Cost: o.Cost, ExecutableCost: cost(o.requests, p.w.Pool),
+		Cost: o.Cost, ExecutableCost: Cost(o.requests, p.w.Pool),
 		MaxNodes: o.MaxNodes, Feasible: failure == nil, Failure: failure,
 	}
 	finish := o.sim.finishes()

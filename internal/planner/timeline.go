@@ -131,11 +131,14 @@ func (s *sim) timeline(initial, idle int, billingMinimum float64, busy []interva
 // horizon is the end of a timeline: its last point.
 func horizon(levels []NodeLevel) float64 { return levels[len(levels)-1].At }
 
-// cost bills a timeline: every increase acquires nodes, every decrease
+// Cost bills a node timeline: every increase acquires nodes, every decrease
 // releases the most recently acquired first, and each acquired node costs
 // price/3600 * max(heldSeconds, billingMinimum). Nodes still held at the
 // horizon are released there.
-func cost(levels []NodeLevel, pool Pool) float64 {
+func Cost(levels []NodeLevel, pool Pool) float64 {
+	if len(levels) == 0 {
+		return 0
+	}
 	type lot struct {
 		at    float64
 		nodes int

@@ -2,7 +2,6 @@ package pool
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -22,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/config/thirdparty"
 )
 
 // testImage is the placeholder image of the suite. Nothing pulls it: envtest
@@ -58,8 +56,7 @@ var _ = BeforeSuite(func() {
 	}
 	ctx, cancel = context.WithCancel(context.Background())
 
-	thirdParty, err := thirdPartyCRDs(filepath.Join("..", "..", "test", "testdata", "crds"),
-		"cluster.x-k8s.io_machinedeployments.yaml", "karpenter.sh_nodepools.yaml")
+	thirdParty, err := thirdparty.CRDs(thirdparty.MachineDeployments, thirdparty.NodePools)
 	Expect(err).NotTo(HaveOccurred())
 	testEnv = &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
@@ -97,32 +94,6 @@ var _ = AfterSuite(func() {
 		Expect(testEnv.Stop()).To(Succeed())
 	}
 })
-
-// thirdPartyCRDs reads the named CRD files of dir, unmodified except for
-// conversion: envtest serves no conversion webhook, so a CRD that declares
-// one gets strategy None in memory (every version then reads and writes the
-// same stored fields). The MachineDeployment and NodePool CRDs in
-// test/testdata/crds declare no conversion (Cluster API adds its webhook
-// with kustomize), so today this changes nothing; it keeps the suite working
-// if the files are refreshed from a release bundle that has the webhook.
-func thirdPartyCRDs(dir string, files ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	var crds []*apiextensionsv1.CustomResourceDefinition
-	for _, f := range files {
-		data, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil {
-			return nil, err
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(data, crd); err != nil {
-			return nil, fmt.Errorf("decoding %s: %w", f, err)
-		}
-		if crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
-			crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
-		}
-		crds = append(crds, crd)
-	}
-	return crds, nil
-}
 
 // requestRecorder records the method and path of every request sent through
 // the transports it wraps.

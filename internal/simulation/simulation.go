@@ -19,6 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/costmodel"
+	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
 )
 
@@ -32,11 +35,18 @@ const requestedAt = "simulation.laxity.dev/requested-at"
 type Provisioner struct {
 	Client client.Client
 	Delay  time.Duration
+	// Writes counts the Nodes Tick has created, deleted or made Ready, for
+	// callers that wait for laxity to react to them.
+	Writes int
+	// Next is, as of the last Tick, when the next node turns Ready; zero
+	// when none is on its way.
+	Next time.Time
 }
 
 // Tick brings the simulated nodes of the pool named pool towards requested
 // at now.
 func (p *Provisioner) Tick(ctx context.Context, now time.Time, pool string, selector map[string]string, requested int32) error {
+	p.Next = time.Time{}
 	var list corev1.NodeList
 	if err := p.Client.List(ctx, &list, client.MatchingLabels(selector)); err != nil {
 		return fmt.Errorf("listing simulated nodes: %w", err)
@@ -47,6 +57,7 @@ func (p *Provisioner) Tick(ctx context.Context, now time.Time, pool string, sele
 		if err := p.Client.Delete(ctx, &nodes[i]); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("removing simulated node %s: %w", nodes[i].Name, err)
 		}
+		p.Writes++
 	}
 	next := 0
 	if n := len(nodes); n > 0 {
@@ -59,24 +70,37 @@ func (p *Provisioner) Tick(ctx context.Context, now time.Time, pool string, sele
 			Annotations: map[string]string{requestedAt: now.UTC().Format(time.RFC3339Nano)},
 		}}
 		next++
-		if err := p.Client.Create(ctx, node); err != nil {
+		// A client that reads from a cache may list a node it created a
+		// moment ago as missing: its deterministic name makes the second
+		// create fail harmlessly.
+		if err := p.Client.Create(ctx, node); apierrors.IsAlreadyExists(err) {
+			continue
+		} else if err != nil {
 			return fmt.Errorf("creating simulated node: %w", err)
 		}
+		p.Writes++
 		nodes = append(nodes, *node)
 	}
 	for i := range nodes[:min(len(nodes), int(requested))] {
 		node := &nodes[i]
 		asked, err := time.Parse(time.RFC3339Nano, node.Annotations[requestedAt])
-		if err != nil || now.Before(asked.Add(p.Delay)) || ready(node) {
+		if err != nil || ready(node) {
+			continue
+		}
+		if due := asked.Add(p.Delay); now.Before(due) {
+			soonest(&p.Next, due)
 			continue
 		}
 		node.Status.Conditions = []corev1.NodeCondition{{
 			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "SimulatedNodeReady",
 			LastHeartbeatTime: metav1.NewTime(now), LastTransitionTime: metav1.NewTime(now),
 		}}
-		if err := p.Client.Status().Update(ctx, node); err != nil {
+		if err := p.Client.Status().Update(ctx, node); apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			continue // read stale: the next tick sees it as it is
+		} else if err != nil {
 			return fmt.Errorf("making simulated node %s ready: %w", node.Name, err)
 		}
+		p.Writes++
 	}
 	return nil
 }
@@ -112,17 +136,37 @@ type Spark struct {
 	Duration func(ctx context.Context, app *unstructured.Unstructured) (time.Duration, error)
 	// Fail reports whether an application fails instead of completing.
 	Fail func(app *unstructured.Unstructured) bool
+	// Writes counts the state changes Tick has written, for callers that
+	// wait for laxity to react to them.
+	Writes int
+	// Next is, as of the last Tick, when the next application moves on by
+	// itself (starts running or ends); zero when none will.
+	Next time.Time
+}
+
+// soonest keeps the earlier of next and t.
+func soonest(next *time.Time, t time.Time) {
+	if next.IsZero() || t.Before(*next) {
+		*next = t
+	}
 }
 
 // Tick advances every SparkApplication in namespace to where it is at now.
 func (s *Spark) Tick(ctx context.Context, now time.Time, namespace string) error {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(sparkapp.GroupVersionKind.GroupVersion().WithKind(sparkapp.GroupVersionKind.Kind + "List"))
-	if err := s.Client.List(ctx, list, client.InNamespace(namespace)); err != nil {
+	s.Next = time.Time{}
+	// Finished applications pile up and never change again: read them from
+	// a cache without copying, and copy only those that may move.
+	if err := s.Client.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing SparkApplications: %w", err)
 	}
 	for i := range list.Items {
-		if err := s.advance(ctx, &list.Items[i], now); err != nil {
+		state, _, _ := unstructured.NestedString(list.Items[i].Object, "status", "applicationState", "state")
+		if state == "COMPLETED" || state == "FAILED" {
+			continue
+		}
+		if err := s.advance(ctx, list.Items[i].DeepCopy(), now); err != nil {
 			return err
 		}
 	}
@@ -144,7 +188,8 @@ func (s *Spark) advance(ctx context.Context, app *unstructured.Unstructured, now
 		// The CRD requires driverInfo; the real operator fills in the pod.
 		_ = unstructured.SetNestedField(app.Object, app.GetName()+"-driver", "status", "driverInfo", "podName")
 	case "SUBMITTED":
-		if now.Before(parse("lastSubmissionAttemptTime").Add(s.Startup)) {
+		if running := parse("lastSubmissionAttemptTime").Add(s.Startup); now.Before(running) {
+			soonest(&s.Next, running)
 			return nil
 		}
 		setState(app, "RUNNING", "")
@@ -155,6 +200,7 @@ func (s *Spark) advance(ctx context.Context, app *unstructured.Unstructured, now
 		}
 		end := parse("lastSubmissionAttemptTime").Add(s.Startup + d)
 		if now.Before(end) {
+			soonest(&s.Next, end)
 			return nil
 		}
 		if s.Fail != nil && s.Fail(app) {
@@ -166,10 +212,39 @@ func (s *Spark) advance(ctx context.Context, app *unstructured.Unstructured, now
 	default:
 		return nil
 	}
-	if err := s.Client.Status().Update(ctx, app); err != nil && !apierrors.IsConflict(err) {
+	err := s.Client.Status().Update(ctx, app)
+	switch {
+	case err == nil:
+		s.Writes++
+	case !apierrors.IsConflict(err):
 		return fmt.Errorf("advancing simulated SparkApplication %s: %w", app.GetName(), err)
 	}
 	return nil
+}
+
+// ModelledDuration is a Spark.Duration that runs each step for exactly its
+// query's cost model (as costModel reads it from the query) on the step's
+// nodes.
+func ModelledDuration(c client.Reader, costModel func(*laxityv1alpha1.IntermittentQuery) (costmodel.Model, error)) func(ctx context.Context, app *unstructured.Unstructured) (time.Duration, error) {
+	return func(ctx context.Context, app *unstructured.Unstructured) (time.Duration, error) {
+		query, step, err := sparkapp.StepOf(app)
+		if err != nil {
+			return 0, err
+		}
+		var q laxityv1alpha1.IntermittentQuery
+		if err := c.Get(ctx, client.ObjectKey{Namespace: app.GetNamespace(), Name: query}, &q); err != nil {
+			return 0, err
+		}
+		model, err := costModel(&q)
+		if err != nil {
+			return 0, err
+		}
+		seconds := model.MergeSeconds(int(step.Nodes), step.Inputs)
+		if step.Kind == planner.StepBatch {
+			seconds = model.BatchSeconds(int(step.Nodes), step.ToTuple-step.FromTuple)
+		}
+		return time.Duration(seconds * float64(time.Second)), nil
+	}
 }
 
 func setState(app *unstructured.Unstructured, state, message string) {

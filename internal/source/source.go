@@ -18,3 +18,14 @@ type Source interface {
 	// tuples are there. It never decreases for increasing now.
 	Arrived(now time.Time) (int64, error)
 }
+
+// Forecaster is a Source that can say when its arrivals will reach a count:
+// arrivals that follow the clock can, so the controller wakes exactly when a
+// batch is ready instead of polling for it. Sources that observe an outside
+// system (object storage, Kafka) cannot, and are polled.
+type Forecaster interface {
+	Source
+	// ArrivalOf is the first instant at which Arrived reports at least
+	// tuples, and false when it never will.
+	ArrivalOf(tuples int64) (time.Time, bool)
+}

@@ -297,3 +297,46 @@ func (s *Synthetic) Window() (start, end time.Time) {
 	}
 	return s.start, s.end
 }
+
+var _ Forecaster = (*Synthetic)(nil)
+
+// ArrivalOf implements Forecaster, exactly: the first whole nanosecond at
+// which the whole units holding tuples have arrived.
+func (s *Synthetic) ArrivalOf(tuples int64) (time.Time, bool) {
+	switch {
+	case s == nil || tuples > s.total:
+		return time.Time{}, false
+	case tuples <= 0:
+		return s.start, true
+	}
+	units := (tuples + s.granularity - 1) / s.granularity
+	target := new(big.Rat).SetInt64(units * s.granularity)
+	if target.Cmp(s.final) > 0 {
+		// The last, partial unit counts only at the window end.
+		return s.end, true
+	}
+	window := s.end.Sub(s.start)
+	for i, seg := range s.segs {
+		next := window
+		if i+1 < len(s.segs) {
+			next = s.segs[i+1].after
+		}
+		if seg.perNanosecond.Sign() == 0 {
+			continue
+		}
+		reached := spanTuples(seg.perNanosecond, next-seg.after)
+		reached.Add(reached, seg.before)
+		if reached.Cmp(target) < 0 {
+			continue
+		}
+		// The smallest whole e with before + rate·e ≥ target.
+		need := new(big.Rat).Sub(target, seg.before)
+		need.Quo(need, seg.perNanosecond)
+		e := new(big.Int).Quo(need.Num(), need.Denom())
+		if new(big.Rat).SetInt(e).Cmp(need) < 0 {
+			e.Add(e, big.NewInt(1))
+		}
+		return s.start.Add(seg.after + time.Duration(e.Int64())), true
+	}
+	return s.end, true
+}

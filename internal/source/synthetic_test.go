@@ -307,3 +307,44 @@ func TestSyntheticConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// ArrivalOf is the exact inverse of Arrived: Arrived reaches the count at
+// the instant it gives and not a nanosecond before, for every unit of
+// windows with uniform rates, profiles, zero-rate segments and a partial
+// last unit.
+func TestArrivalOfInvertsArrived(t *testing.T) {
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	sources := map[string]*Synthetic{}
+	var err error
+	if sources["uniform"], err = NewUniform(start, start.Add(time.Hour), 1000, 9_500_000); err != nil {
+		t.Fatal(err)
+	}
+	if sources["profile with a pause"], err = NewSynthetic(start, start.Add(90*time.Minute), 250, []Segment{
+		{After: 0, PerSecond: 333.3},
+		{After: 20 * time.Minute, PerSecond: 0},
+		{After: 40 * time.Minute, PerSecond: 7000},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if sources["partial last unit"], err = NewUniform(start, start.Add(time.Minute), 7, 1000); err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range sources {
+		g := s.Granularity()
+		for _, n := range []int64{0, 1, g - 1, g, g + 1, s.Total() / 3, s.Total()/2 + 1, s.Total() - 1, s.Total()} {
+			at, ok := s.ArrivalOf(n)
+			if !ok {
+				t.Fatalf("%s: ArrivalOf(%d) = never, below the total %d", name, n, s.Total())
+			}
+			if got, _ := s.Arrived(at); got < n {
+				t.Errorf("%s: ArrivalOf(%d) = %v, but Arrived there is %d", name, n, at.Sub(start), got)
+			}
+			if before, _ := s.Arrived(at.Add(-time.Nanosecond)); n > 0 && before >= n {
+				t.Errorf("%s: ArrivalOf(%d) = %v, but Arrived a nanosecond earlier is already %d", name, n, at.Sub(start), before)
+			}
+		}
+		if _, ok := s.ArrivalOf(s.Total() + 1); ok {
+			t.Errorf("%s: ArrivalOf(total+1) should never come", name)
+		}
+	}
+}

@@ -44,7 +44,7 @@ var _ = BeforeSuite(func() {
 
 	testEnv = &envtest.Environment{
 		CRDInstallOptions: envtest.CRDInstallOptions{
-			Paths:              []string{filepath.Join("..", "..", "test", "testdata", "crds", "sparkoperator.k8s.io_sparkapplications.yaml")},
+			Paths:              []string{filepath.Join("..", "..", "config", "thirdparty", "sparkoperator.k8s.io_sparkapplications.yaml")},
 			ErrorIfPathMissing: true,
 		},
 	}

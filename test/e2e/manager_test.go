@@ -61,8 +61,8 @@ var _ = BeforeSuite(func() {
 	testEnv = &envtest.Environment{
 		CRDDirectoryPaths: []string{
 			filepath.Join(root, "config", "crd", "bases"),
-			filepath.Join(root, "test", "testdata", "crds", "sparkoperator.k8s.io_sparkapplications.yaml"),
-			filepath.Join(root, "test", "testdata", "crds", "cluster.x-k8s.io_machinedeployments.yaml"),
+			filepath.Join(root, "config", "thirdparty", "sparkoperator.k8s.io_sparkapplications.yaml"),
+			filepath.Join(root, "config", "thirdparty", "cluster.x-k8s.io_machinedeployments.yaml"),
 		},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,

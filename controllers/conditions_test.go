@@ -1,0 +1,271 @@
+package controllers
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/planner"
+)
+
+// conditionSummary is a condition's type, status and reason.
+type conditionSummary map[string]string
+
+func summarize(conditions []metav1.Condition) conditionSummary {
+	out := conditionSummary{}
+	for _, c := range conditions {
+		out[c.Type] = string(c.Status) + "/" + c.Reason
+	}
+	return out
+}
+
+// kstatusOf is what kstatus, and so Flux and the GitOps tools built on it,
+// makes of an object.
+func kstatusOf(t *testing.T, obj runtime.Object) status.Status {
+	t.Helper()
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	result, err := status.Compute(&unstructured.Unstructured{Object: content})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return result.Status
+}
+
+func TestQueryConditions(t *testing.T) {
+	deadline := origin.Add(time.Hour)
+	slack := func(d time.Duration) *time.Duration { return &d }
+	finished := func(end time.Time) *laxityv1alpha1.FinalStatus {
+		return &laxityv1alpha1.FinalStatus{Outcome: laxityv1alpha1.StepSucceeded, End: &metav1.Time{Time: end}, ResultLocation: "s3://out/final"}
+	}
+	tests := []struct {
+		name    string
+		final   *laxityv1alpha1.FinalStatus
+		state   queryState
+		want    conditionSummary
+		message string
+		kstatus status.Status
+	}{
+		{
+			name:    "no schedule",
+			state:   queryState{now: origin, noSchedule: true},
+			want:    conditionSummary{"Ready": "False/ScheduleNotFound"},
+			message: `ElasticSchedule "tpch" not found in namespace analytics`,
+			kstatus: status.InProgressStatus,
+		},
+		{
+			name:    "not planned yet",
+			state:   queryState{now: origin},
+			want:    conditionSummary{"Ready": "False/WaitingForPlan"},
+			kstatus: status.InProgressStatus,
+		},
+		{
+			name:  "on track",
+			state: queryState{now: origin, planned: true, slack: slack(125 * time.Second)},
+			want: conditionSummary{
+				"Ready": "True/OnTrack", "OnTrack": "True/SlackPositive", "AtRisk": "False/SlackPositive",
+				"DeadlineMissed": "False/SlackPositive", "Succeeded": "False/InProgress",
+			},
+			message: "Slack 2m5s",
+			kstatus: status.CurrentStatus,
+		},
+		{
+			name:  "negative slack is at risk but not stalled",
+			state: queryState{now: origin, planned: true, slack: slack(-30 * time.Second)},
+			want: conditionSummary{
+				"Ready": "False/AtRisk", "OnTrack": "False/SlackNegative", "AtRisk": "True/SlackNegative",
+				"DeadlineMissed": "False/SlackPositive", "Succeeded": "False/InProgress",
+			},
+			message: "Slack -30s: the query would finish late even on the plan's largest pool",
+			kstatus: status.InProgressStatus,
+		},
+		{
+			name:  "no feasible plan",
+			state: queryState{now: origin, planned: true, slack: slack(time.Minute), plannedLate: 90 * time.Second},
+			want: conditionSummary{
+				"Ready": "False/NoFeasiblePlan", "OnTrack": "False/NoFeasiblePlan", "AtRisk": "True/NoFeasiblePlan",
+				"Stalled": "True/NoFeasiblePlan", "DeadlineMissed": "False/SlackPositive", "Succeeded": "False/InProgress",
+			},
+			message: "No plan meets the deadline: the least late one finishes the query 90s after it",
+			kstatus: status.FailedStatus,
+		},
+		{
+			name:  "a step failed on every attempt",
+			state: queryState{now: origin, planned: true, slack: slack(time.Minute), failedOut: "Batch 2 failed on all 3 attempts"},
+			want: conditionSummary{
+				"Ready": "False/StepFailed", "OnTrack": "False/StepFailed", "AtRisk": "True/StepFailed",
+				"Stalled": "True/StepFailed", "DeadlineMissed": "False/SlackPositive", "Succeeded": "False/InProgress",
+			},
+			message: "Batch 2 failed on all 3 attempts",
+			kstatus: status.FailedStatus,
+		},
+		{
+			name:  "deadline passed",
+			state: queryState{now: deadline.Add(time.Second), planned: true, slack: slack(-time.Minute)},
+			want: conditionSummary{
+				"Ready": "False/AtRisk", "OnTrack": "False/SlackNegative", "AtRisk": "True/SlackNegative",
+				"Stalled": "True/DeadlinePassed", "DeadlineMissed": "True/DeadlinePassed", "Succeeded": "False/InProgress",
+			},
+			message: "The deadline has passed",
+			kstatus: status.FailedStatus,
+		},
+		{
+			name:  "finished in time",
+			final: finished(deadline.Add(-time.Minute)),
+			state: queryState{now: deadline.Add(time.Hour), planned: true, slack: slack(time.Minute)},
+			want: conditionSummary{
+				"Ready": "True/FinalMergeSucceeded", "OnTrack": "True/FinalMergeSucceeded",
+				"DeadlineMissed": "False/SlackPositive", "Succeeded": "True/FinalMergeSucceeded",
+			},
+			message: "Finished",
+			kstatus: status.CurrentStatus,
+		},
+		{
+			name:  "finished late: done, not stalled, the miss on record",
+			final: finished(deadline.Add(time.Minute)),
+			state: queryState{now: deadline.Add(time.Hour), planned: true, slack: slack(-time.Minute)},
+			want: conditionSummary{
+				"Ready": "True/FinalMergeSucceeded", "OnTrack": "False/FinalMergeSucceeded",
+				"DeadlineMissed": "True/DeadlinePassed", "Succeeded": "True/FinalMergeSucceeded",
+			},
+			message: "Finished",
+			kstatus: status.CurrentStatus,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q := &laxityv1alpha1.IntermittentQuery{
+				ObjectMeta: metav1.ObjectMeta{Name: "q1", Namespace: "analytics", Generation: 3},
+				Spec: laxityv1alpha1.IntermittentQuerySpec{
+					ScheduleName: "tpch", Deadline: metav1.NewTime(deadline),
+				},
+				Status: laxityv1alpha1.IntermittentQueryStatus{ObservedGeneration: 3, Final: tc.final},
+			}
+			setQueryConditions(q, tc.state)
+			if diff := cmp.Diff(tc.want, summarize(q.Status.Conditions)); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+			if ready := meta.FindStatusCondition(q.Status.Conditions, "Ready"); tc.message != "" && ready.Message != tc.message {
+				t.Errorf("Ready message %q, want %q", ready.Message, tc.message)
+			}
+			if got := kstatusOf(t, q); got != tc.kstatus {
+				t.Errorf("kstatus %s, want %s", got, tc.kstatus)
+			}
+		})
+	}
+}
+
+// Recomputed from the same state, the conditions do not change, and a slack
+// that moves by seconds moves neither the status nor its messages.
+func TestQueryConditionsAreStable(t *testing.T) {
+	q := &laxityv1alpha1.IntermittentQuery{Spec: laxityv1alpha1.IntermittentQuerySpec{Deadline: metav1.NewTime(origin.Add(time.Hour))}}
+	slack := 10 * time.Minute
+	setQueryConditions(q, queryState{now: origin, planned: true, slack: &slack})
+	before := q.Status.DeepCopy()
+	for s := range 30 {
+		slack := 10*time.Minute - time.Duration(s)*time.Second
+		setQueryConditions(q, queryState{now: origin.Add(time.Duration(s) * time.Second), planned: true, slack: &slack})
+	}
+	if diff := cmp.Diff(before, &q.Status); diff != "" {
+		t.Errorf("30 s of a shrinking slack rewrote the status (-before +after):\n%s", diff)
+	}
+	stall := queryState{now: origin, planned: true, slack: &slack, failedOut: "Batch 0 failed"}
+	setQueryConditions(q, stall)
+	stalled := meta.FindStatusCondition(q.Status.Conditions, "Stalled").LastTransitionTime
+	setQueryConditions(q, stall)
+	if got := meta.FindStatusCondition(q.Status.Conditions, "Stalled").LastTransitionTime; !got.Equal(&stalled) {
+		t.Errorf("Stalled moved its transition time from %v to %v on an unchanged state", stalled, got)
+	}
+}
+
+func TestScheduleConditions(t *testing.T) {
+	feasible := &planner.Document{Chosen: planner.Chosen{InitialNodes: 2, BatchSizeFactor: 1, Cost: 0.5, Feasible: true}}
+	infeasible := &planner.Document{Chosen: planner.Chosen{InitialNodes: 10, BatchSizeFactor: 1, Cost: 3,
+		Failure: &planner.Failure{Query: "q7", LateSeconds: 412}}}
+	tests := []struct {
+		name    string
+		state   scheduleState
+		want    conditionSummary
+		message string
+		kstatus status.Status
+	}{
+		{
+			name:    "no queries",
+			state:   scheduleState{noQueries: true},
+			want:    conditionSummary{"Planned": "False/NoQueries", "Ready": "True/NoQueries"},
+			kstatus: status.CurrentStatus,
+		},
+		{
+			name:    "a spec that cannot be planned",
+			state:   scheduleState{invalid: errors.New("IntermittentQuery q1: spec.costModel: no samples")},
+			want:    conditionSummary{"Planned": "False/InvalidSpec", "Ready": "False/InvalidSpec", "Stalled": "True/InvalidSpec"},
+			message: "IntermittentQuery q1: spec.costModel: no samples",
+			kstatus: status.FailedStatus,
+		},
+		{
+			name:  "planned, the pool ready",
+			state: scheduleState{doc: feasible, requested: 2, ready: 2},
+			want: conditionSummary{
+				"Planned": "True/PlanFound", "Feasible": "True/DeadlinesMet", "PoolReady": "True/NodesReady", "Ready": "True/DeadlinesMet",
+			},
+			kstatus: status.CurrentStatus,
+		},
+		{
+			name:  "planned, nodes on their way",
+			state: scheduleState{doc: feasible, requested: 10, ready: 2},
+			want: conditionSummary{
+				"Planned": "True/PlanFound", "Feasible": "True/DeadlinesMet", "PoolReady": "False/WaitingForNodes", "Ready": "False/WaitingForNodes",
+			},
+			message: "2 of 10 requested nodes ready",
+			kstatus: status.InProgressStatus,
+		},
+		{
+			name:  "no plan meets every deadline",
+			state: scheduleState{doc: infeasible, requested: 10, ready: 10},
+			want: conditionSummary{
+				"Planned": "True/PlanFound", "Feasible": "False/NoFeasiblePlan", "PoolReady": "True/NodesReady",
+				"Ready": "False/NoFeasiblePlan", "Stalled": "True/NoFeasiblePlan",
+			},
+			message: "No plan meets every deadline",
+			kstatus: status.FailedStatus,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			es := schedule()
+			es.Generation, es.Status.ObservedGeneration = 2, 2
+			setScheduleConditions(es, tc.state)
+			if diff := cmp.Diff(tc.want, summarize(es.Status.Conditions)); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+			if ready := meta.FindStatusCondition(es.Status.Conditions, "Ready"); tc.message != "" && ready.Message != tc.message {
+				t.Errorf("Ready message %q, want %q", ready.Message, tc.message)
+			}
+			if got := kstatusOf(t, es); got != tc.kstatus {
+				t.Errorf("kstatus %s, want %s", got, tc.kstatus)
+			}
+		})
+	}
+	// A fixed spec clears Stalled.
+	es := schedule()
+	setScheduleConditions(es, scheduleState{doc: infeasible, requested: 10, ready: 10})
+	setScheduleConditions(es, scheduleState{doc: feasible, requested: 2, ready: 2})
+	if c := meta.FindStatusCondition(es.Status.Conditions, "Stalled"); c != nil {
+		t.Errorf("Stalled stayed after a feasible plan: %+v", c)
+	}
+	// An unobserved generation is in progress, whatever the conditions say.
+	es.Generation, es.Status.ObservedGeneration = 3, 2
+	if got := kstatusOf(t, es); got != status.InProgressStatus {
+		t.Errorf("kstatus of an unobserved generation %s, want InProgress", got)
+	}
+}

@@ -1,0 +1,80 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+)
+
+// What GitOps tools see: kstatus (which Flux uses, and Argo CD can) computed
+// from the objects as the API server stores them, at each stage of a run.
+var _ = Describe("GitOps health: kstatus of schedules and queries", Ordered, func() {
+	const lead = 2 * time.Minute
+	kstatusOf := func(ctx context.Context, obj client.Object) status.Status {
+		GinkgoHelper()
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		Expect(err).NotTo(HaveOccurred())
+		result, err := status.Compute(&unstructured.Unstructured{Object: content})
+		Expect(err).NotTo(HaveOccurred())
+		return result.Status
+	}
+
+	It("shows a feasible schedule in progress while its nodes come, then current; its queries current while on track and when done", func(ctx SpecContext) {
+		w := newWorld(ctx, "kstatus", lead)
+		w.schedule = scheduleObject(w.ns, []int32{2, 4}, lead)
+		query := queryObject(w.ns, "alpha", "50", 3*time.Minute)
+		w.create(ctx, w.schedule, query)
+
+		w.tick(ctx, origin)
+		Expect(kstatusOf(ctx, w.schedule)).To(Equal(status.CurrentStatus), "planned; no node needed before the window")
+		Expect(kstatusOf(ctx, query)).To(Equal(status.CurrentStatus), "planned and on track")
+
+		// The plan asks for its nodes a lead time before the window opens.
+		asked := windowStart.Add(-lead)
+		w.tick(ctx, asked)
+		w.tick(ctx, asked.Add(5*time.Second))
+		Expect(kstatusOf(ctx, w.schedule)).To(Equal(status.InProgressStatus), "nodes requested, none ready")
+		w.tick(ctx, asked.Add(lead+10*time.Second))
+		Expect(kstatusOf(ctx, w.schedule)).To(Equal(status.CurrentStatus), "the nodes are ready")
+
+		// A spec change is in progress until the controller has seen it.
+		w.schedule.Spec.NodePool.PricePerNodeHour = "2"
+		Expect(k8sClient.Update(ctx, w.schedule)).To(Succeed())
+		Expect(kstatusOf(ctx, w.schedule)).To(Equal(status.InProgressStatus), "generation not observed yet")
+		w.tick(ctx, asked.Add(lead+15*time.Second))
+		Expect(kstatusOf(ctx, w.schedule)).To(Equal(status.CurrentStatus))
+
+		for t := asked.Add(lead + 20*time.Second); !w.settled(ctx); t = t.Add(5 * time.Second) {
+			Expect(t.Before(origin.Add(30*time.Minute))).To(BeTrue(), "the query should have finished")
+			w.tick(ctx, t)
+		}
+		Expect(kstatusOf(ctx, w.schedule)).To(Equal(status.CurrentStatus))
+		Expect(kstatusOf(ctx, query)).To(Equal(status.CurrentStatus))
+		Expect(query.Status.Final).NotTo(BeNil())
+	})
+
+	It("shows an infeasible schedule and its doomed query as failed, naming why", func(ctx SpecContext) {
+		w := newWorld(ctx, "kstatus-infeasible", lead)
+		w.schedule = scheduleObject(w.ns, []int32{2}, lead)
+		tight := queryObject(w.ns, "tight", "50", 5*time.Second)
+		w.create(ctx, w.schedule, tight)
+		w.tick(ctx, origin)
+		Expect(kstatusOf(ctx, w.schedule)).To(Equal(status.FailedStatus))
+		Expect(kstatusOf(ctx, tight)).To(Equal(status.FailedStatus))
+		var es laxityv1alpha1.ElasticSchedule
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(w.schedule), &es)).To(Succeed())
+		Expect(es.Status.Conditions).To(ContainElement(And(
+			HaveField("Type", laxityv1alpha1.ElasticScheduleStalledCondition),
+			HaveField("Reason", laxityv1alpha1.NoFeasiblePlanReason),
+			HaveField("Message", ContainSubstring("tight")))))
+	})
+})

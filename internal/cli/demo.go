@@ -1,0 +1,208 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/laxity-dev/laxity/config/samples"
+	"github.com/laxity-dev/laxity/internal/demo"
+	"github.com/laxity-dev/laxity/internal/gantt"
+	"github.com/laxity-dev/laxity/internal/manifest"
+	"github.com/laxity-dev/laxity/internal/planner"
+)
+
+// Named speeds of the demo's clock, in simulated seconds per real second.
+// At the default the 75-minute sample, with its lead time before and its
+// deadlines and node release after, takes about a minute.
+var demoSpeeds = map[string]float64{"normal": 100, "high": 400}
+
+type demoOptions struct {
+	workload []string
+	speed    string
+	report   string
+	svg      string
+	schedule string
+	keep     bool
+	assets   string
+}
+
+func newDemoCommand() *cobra.Command {
+	o := &demoOptions{}
+	cmd := &cobra.Command{
+		Use:   "demo [--workload FILE|DIR] [--speed normal|high|N] [--report FILE] [--svg FILE] [--keep]",
+		Short: "Run a workload end to end on a local control plane, with a simulated node pool and Spark",
+		Long: `demo starts a local kube-apiserver and etcd (built once by ` + "`make envtest`" + `),
+installs laxity's CRDs and the SparkApplication CRD, runs laxity's manager
+in-process on a scaled clock, and applies a workload (the 13-query TPC-H
+sample unless --workload says otherwise). Two SIMULATIONS stand in for the
+cluster: a node provisioner that makes Nodes Ready a provisioning lead time
+after the pool asks for them, and a Spark operator stand-in that runs every
+SparkApplication for its query's cost-model duration. Nothing runs Spark and
+no machine is provisioned.
+
+It shows each query's progress and the pool as it goes, and exits 0 only if
+every query met its deadline (3 if one did not).`,
+		Example: `  laxity demo
+  laxity demo --workload config/samples/partial-aggregation.yaml --speed high --report run.json --svg run.svg
+  laxity demo --keep     # then kubectl --kubeconfig <printed path> get es,iq -A -o wide`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	f := cmd.Flags()
+	f.StringSliceVarP(&o.workload, "workload", "f", nil, "manifests to run (files or directories; default: the embedded "+samples.Demo+" sample)")
+	f.StringVar(&o.speed, "speed", "normal", "simulated seconds per real second: normal (100), high (400) or a number")
+	f.StringVar(&o.report, "report", "", "write what ran, in the plan document's JSON format, to this file")
+	f.StringVar(&o.svg, "svg", "", "draw what ran as an SVG figure in this file")
+	f.StringVar(&o.schedule, "schedule", "", "the ElasticSchedule (NAME or NAMESPACE/NAME) --report and --svg describe, when the workload has several")
+	f.BoolVar(&o.keep, "keep", false, "print a kubeconfig and keep the control plane running after the workload, until interrupted")
+	f.StringVar(&o.assets, "control-plane", "", "directory holding the kube-apiserver and etcd binaries (default: KUBEBUILDER_ASSETS, bin/k8s, the build cache)")
+	return cmd
+}
+
+func (o *demoOptions) run(cmd *cobra.Command) error {
+	out := cmd.OutOrStdout()
+	speed, ok := demoSpeeds[o.speed]
+	if !ok {
+		v, err := strconv.ParseFloat(o.speed, 64)
+		if err != nil || !(v >= 1 && v <= 10000) {
+			return invalid("demo: --speed: %q is neither normal, high nor a number from 1 to 10000", o.speed)
+		}
+		speed = v
+	}
+	files, err := o.files()
+	if err != nil {
+		return err
+	}
+	live := false
+	if f, ok := out.(*os.File); ok {
+		live = term.IsTerminal(int(f.Fd()))
+	}
+	started := time.Now()
+	outcome, err := demo.Run(cmd.Context(), demo.Options{Workload: files, Speed: speed, Assets: o.assets, Keep: o.keep, Out: out, Live: live})
+	if err != nil {
+		return &exitError{code: exitInvalid, err: fmt.Errorf("demo: %w", err)}
+	}
+	summarize(out, outcome, time.Since(started))
+	if o.report != "" || o.svg != "" {
+		report, err := o.chosen(outcome)
+		if err != nil {
+			return err
+		}
+		if err := writeReport(o.report, o.svg, report); err != nil {
+			return err
+		}
+	}
+	for _, r := range outcome.Reports {
+		if len(r.Missed) > 0 {
+			return &exitError{code: exitInfeasible, err: errors.New("a deadline was missed")}
+		}
+	}
+	return nil
+}
+
+// files are the workload's manifests: the named files and directories, or
+// the embedded sample.
+func (o *demoOptions) files() ([]manifest.File, error) {
+	if len(o.workload) > 0 {
+		files, err := manifest.ReadFiles(o.workload...)
+		if err != nil {
+			return nil, &exitError{code: exitInvalid, err: fmt.Errorf("demo: --workload: %w", err)}
+		}
+		return files, nil
+	}
+	data, err := samples.FS.ReadFile(samples.Demo)
+	if err != nil {
+		return nil, err
+	}
+	return []manifest.File{{Name: "sample " + samples.Demo, Data: data}}, nil
+}
+
+// chosen is the report --report and --svg describe.
+func (o *demoOptions) chosen(outcome *demo.Outcome) (demo.Report, error) {
+	if o.schedule == "" {
+		if len(outcome.Reports) != 1 {
+			return demo.Report{}, invalid("demo: --report and --svg describe one schedule, but the workload has %d; choose one with --schedule", len(outcome.Reports))
+		}
+		return outcome.Reports[0], nil
+	}
+	namespace, name := scheduleRef(o.schedule)
+	for _, r := range outcome.Reports {
+		if r.Schedule.Namespace == namespace && r.Schedule.Name == name {
+			return r, nil
+		}
+	}
+	return demo.Report{}, invalid("demo: --schedule: no ElasticSchedule %s/%s in the workload", namespace, name)
+}
+
+func writeReport(reportPath, svgPath string, r demo.Report) error {
+	if reportPath != "" {
+		data, err := json.MarshalIndent(r.Executed, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(reportPath, append(data, '\n'), 0o666); err != nil {
+			return invalid("demo: --report: %v", err)
+		}
+	}
+	if svgPath != "" {
+		windows := map[string]gantt.Window{}
+		for q, w := range r.Windows {
+			windows[q] = gantt.Window{Start: max(w[0], 0), End: max(w[1], 0)}
+		}
+		// The steps and the requested and ready nodes are what ran; the
+		// planned nodes are the first plan's, for comparison.
+		executed := r.Executed
+		executed.Nodes = nil
+		if r.Plan != nil {
+			shift := r.Plan.Origin.Sub(executed.Origin).Seconds()
+			for _, l := range r.Plan.Nodes {
+				executed.Nodes = append(executed.Nodes, planner.NodeLevel{At: l.At + shift, Nodes: l.Nodes})
+			}
+		}
+		var svg bytes.Buffer
+		title := fmt.Sprintf("What ran: ElasticSchedule %s/%s (laxity demo, simulated cluster)", r.Schedule.Namespace, r.Schedule.Name)
+		if err := gantt.Render(&svg, gantt.Figure{Title: title, Plan: executed, Windows: windows, Ready: r.Executed.Nodes}); err != nil {
+			return invalid("demo: --svg %s: drawing what ran: %v", svgPath, err)
+		}
+		if err := os.WriteFile(svgPath, svg.Bytes(), 0o666); err != nil {
+			return invalid("demo: --svg: %v", err)
+		}
+	}
+	return nil
+}
+
+// summarize prints, per schedule, the queries against their deadlines and
+// the executed cost against the planned one.
+func summarize(out io.Writer, outcome *demo.Outcome, took time.Duration) {
+	fmt.Fprintf(out, "\nFinished in %s (real time).\n", took.Round(time.Second))
+	for _, r := range outcome.Reports {
+		doc := r.Executed
+		met := len(doc.Queries) - len(r.Missed)
+		fmt.Fprintf(out, "ElasticSchedule %s/%s: %d of %d queries met their deadline.\n", r.Schedule.Namespace, r.Schedule.Name, met, len(doc.Queries))
+		if r.Plan != nil {
+			planned := r.Plan.Chosen.ExecutableCost
+			change := 0.0
+			if planned > 0 {
+				change = 100 * (doc.Chosen.ExecutableCost - planned) / planned
+			}
+			fmt.Fprintf(out, "  cost: planned %.2f, executed %.2f (%+.1f%%); %d re-plans after the first plan\n", planned, doc.Chosen.ExecutableCost, change, r.Replans)
+		}
+		for _, q := range doc.Queries {
+			verdict := fmt.Sprintf("%s before its deadline", (time.Duration(q.Slack) * time.Second).String())
+			if q.Slack < 0 {
+				verdict = fmt.Sprintf("LATE by %s", (time.Duration(-q.Slack) * time.Second).String())
+			}
+			fmt.Fprintf(out, "  %-12s %3d batches, finished at t+%s, %s\n", q.Name, q.Batches, (time.Duration(q.Finish) * time.Second).String(), verdict)
+		}
+	}
+	fmt.Fprintf(out, "The manager's log: %s\n", outcome.LogFile)
+}

@@ -1,0 +1,168 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/planner"
+)
+
+// snapshot is what the progress shows at one instant.
+type snapshot struct {
+	elapsed   time.Duration
+	schedules []scheduleView
+}
+
+type scheduleView struct {
+	name               string
+	requested, ready   int
+	spent, plannedCost float64
+	queries            []queryView
+}
+
+type queryView struct {
+	name                 string
+	arrived, processed   int64
+	batchesDone, planned int
+	slack, state         string
+}
+
+func (r *run) snapshot(ctx context.Context, now time.Time) (snapshot, error) {
+	out := snapshot{elapsed: now.Sub(r.start)}
+	for _, s := range r.schedules {
+		v := scheduleView{name: s.key(), spent: spent(s.requested, s.pool, now)}
+		if n := len(s.requested); n > 0 {
+			v.requested, v.ready = s.requested[n-1].nodes, s.ready[len(s.ready)-1].nodes
+		}
+		if s.firstPlan != nil {
+			v.plannedCost = s.firstPlan.Chosen.ExecutableCost
+		}
+		var list laxityv1alpha1.IntermittentQueryList
+		if err := r.reader.List(ctx, &list, client.InNamespace(s.object.Namespace)); err != nil {
+			return out, err
+		}
+		for _, q := range list.Items {
+			if q.Spec.ScheduleName != s.object.Name {
+				continue
+			}
+			qv := queryView{
+				name: q.Name, arrived: ptr.Deref(q.Status.ArrivedTuples, 0), processed: ptr.Deref(q.Status.ProcessedTuples, 0),
+				slack: q.Status.SlackSeconds, state: "Waiting",
+			}
+			for _, b := range q.Status.Batches {
+				if b.Outcome == laxityv1alpha1.StepSucceeded {
+					qv.batchesDone++
+				}
+			}
+			if s.firstPlan != nil {
+				for _, p := range s.firstPlan.Queries {
+					if p.Name == q.Name {
+						qv.planned = p.Batches
+					}
+				}
+			}
+			if c := meta.FindStatusCondition(q.Status.Conditions, laxityv1alpha1.IntermittentQueryReadyCondition); c != nil {
+				qv.state = c.Reason
+			}
+			v.queries = append(v.queries, qv)
+		}
+		sort.Slice(v.queries, func(a, b int) bool { return v.queries[a].name < v.queries[b].name })
+		out.schedules = append(out.schedules, v)
+	}
+	return out, nil
+}
+
+// spent bills the requested timeline up to now.
+func spent(requested []level, p planner.Pool, now time.Time) float64 {
+	if len(requested) == 0 {
+		return 0
+	}
+	start := requested[0].at
+	levels := make([]planner.NodeLevel, 0, len(requested)+1)
+	for _, l := range requested {
+		levels = append(levels, planner.NodeLevel{At: l.at.Sub(start).Seconds(), Nodes: l.nodes})
+	}
+	levels = append(levels, planner.NodeLevel{At: now.Sub(start).Seconds(), Nodes: requested[len(requested)-1].nodes})
+	return planner.Cost(levels, p)
+}
+
+// progress shows snapshots: redrawn in place on a terminal, otherwise a
+// block every plainEvery of simulated time and at the end.
+type progress struct {
+	out      io.Writer
+	live     bool
+	speed    float64
+	lines    int
+	drawn    time.Time
+	nextMark time.Duration
+}
+
+// plainEvery is how much simulated time passes between blocks of plain
+// output; redrawEvery how often (real time) a terminal is redrawn.
+const (
+	plainEvery  = 10 * time.Minute
+	redrawEvery = 200 * time.Millisecond
+)
+
+func newProgress(out io.Writer, live bool, speed float64) *progress {
+	return &progress{out: out, live: live, speed: speed}
+}
+
+func (p *progress) update(s snapshot, final bool) {
+	if p.live {
+		if !final && time.Since(p.drawn) < redrawEvery {
+			return
+		}
+		p.drawn = time.Now()
+		if p.lines > 0 {
+			fmt.Fprintf(p.out, "\x1b[%dA\x1b[J", p.lines)
+		}
+		text := render(s, p.speed)
+		p.lines = strings.Count(text, "\n")
+		fmt.Fprint(p.out, text)
+		return
+	}
+	if !final && s.elapsed < p.nextMark {
+		return
+	}
+	for p.nextMark <= s.elapsed {
+		p.nextMark += plainEvery
+	}
+	fmt.Fprint(p.out, render(s, p.speed))
+}
+
+func render(s snapshot, speed float64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "t+%s (simulated, x%g)\n", clockTime(s.elapsed), speed)
+	for _, v := range s.schedules {
+		fmt.Fprintf(&b, "ElasticSchedule %s: nodes requested %d, ready %d; spent %.2f of %.2f planned\n",
+			v.name, v.requested, v.ready, v.spent, v.plannedCost)
+		tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "  QUERY\tARRIVED\tPROCESSED\tBATCHES\tSLACK\tSTATE\t")
+		for _, q := range v.queries {
+			slack := "-"
+			if q.slack != "" {
+				slack = q.slack + "s"
+			}
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d/%d\t%s\t%s\t\n", q.name, q.arrived, q.processed, q.batchesDone, q.planned, slack, q.state)
+		}
+		_ = tw.Flush()
+	}
+	return b.String()
+}
+
+// clockTime is a duration as h:mm:ss.
+func clockTime(d time.Duration) string {
+	d = d.Round(time.Second)
+	return fmt.Sprintf("%d:%02d:%02d", int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60)
+}
