@@ -95,8 +95,9 @@ test-e2e: envtest ## Run only the e2e suite: the built laxity binary against a l
 		go test $(GO_TEST_FLAGS) -tags e2e ./test/e2e/... $(GINKGO_TEST_FLAGS)
 
 .PHONY: bench
-bench: ## Run the planner benchmarks (the search on the 13-query sample at 1x, 2x, 4x rate and on 1,000 queries).
+bench: ## Run the planner benchmarks (the search on the 13-query sample at 1x, 2x, 4x rate and on 1,000 queries) and the baseline comparison.
 	go test -run '^$$' -bench . -benchmem -cpu 1 ./internal/planner/...
+	go test -run '^$$' -bench CompareTPCH -benchmem -cpu 1 ./internal/cli/...
 
 ##@ Build
 
@@ -111,6 +112,10 @@ docker-build: ## Build the container image IMG (default laxity:latest; needs a c
 .PHONY: demo
 demo: envtest build ## Run the sample workload end to end: a local control plane, the manager, a simulated node pool and Spark (the first run builds the control plane, about 15 minutes).
 	$(LOCALBIN)/laxity demo $(DEMO_FLAGS)
+
+.PHONY: experiments
+experiments: ## Reproduce the seed paper's planner experiments into docs/experiments.md.
+	go run . experiments -o docs/experiments.md
 
 .PHONY: plan-sample
 plan-sample: ## Plan the sample workload and print the plan.

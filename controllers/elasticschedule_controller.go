@@ -182,7 +182,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 		if dqs, err = dispatchQueries(queries, &stored.doc, apps, arrived, now); err != nil {
 			return ctrl.Result{}, nil, err
 		}
-		withForecasts(dqs, sources)
+		withForecasts(dqs, sources, es)
 		if exhausted := dispatch.Decide(now, r.settings(es), dqs, dispatch.Pool{}).Exhausted; len(exhausted) > 0 && stored.reason != ReplanStepFailed {
 			reason = ReplanStepFailed
 		}
@@ -223,9 +223,9 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 		if dqs, err = dispatchQueries(queries, doc, apps, arrived, now); err != nil {
 			return ctrl.Result{}, nil, err
 		}
-		withForecasts(dqs, sources)
+		withForecasts(dqs, sources, es)
 	}
-	wanted := max(dispatch.RequestAt(doc.Origin, doc.Requests, now), behindSchedule(doc, dqs, r.Options.MaxAttempts, now))
+	wanted := max(dispatch.RequestAt(doc.Origin, doc.Requests, now), dispatch.BehindSchedule(doc, dqs, r.Options.MaxAttempts, now))
 	if err := r.request(ctx, es, int32(wanted), &notes); err != nil {
 		return ctrl.Result{}, notes, err
 	}
@@ -464,13 +464,19 @@ func dispatchQueries(queries []laxityv1alpha1.IntermittentQuery, doc *planner.Do
 }
 
 // withForecasts lets dispatch wake the schedule the moment a batch fills
-// up, for the sources that can tell when (source.Forecaster); the others
-// are polled.
-func withForecasts(dqs []dispatch.Query, sources map[string]source.Source) {
+// up, for the sources that can tell when (source.Forecaster; the others are
+// polled), and gives its estimates the plan's runtime margin, so that it
+// judges slack as the plan did.
+func withForecasts(dqs []dispatch.Query, sources map[string]source.Source, es *laxityv1alpha1.ElasticSchedule) {
+	margin := 1.0
+	if m := es.Spec.Planning.RuntimeMarginPercent; m != nil {
+		margin += float64(*m) / 100
+	}
 	for i := range dqs {
 		if f, ok := sources[dqs[i].Name].(source.Forecaster); ok {
 			dqs[i].ArrivalOf = f.ArrivalOf
 		}
+		dqs[i].Cost = dqs[i].Cost.Scaled(margin)
 	}
 }
 
@@ -554,63 +560,6 @@ func inputLocations(q *laxityv1alpha1.IntermittentQuery, apps []unstructured.Uns
 		out = append(out, b.result)
 	}
 	return out
-}
-
-// behindSchedule is the pool size the plan gave the first step that has not
-// succeeded yet, when that step should already have started: execution lags
-// the plan, and the plan's timeline, which has moved on (possibly to a
-// smaller pool or to idle), must not take away the nodes the lagging work
-// needs. Zero when execution keeps up. A query with a step that failed on its
-// last allowed attempt lags for good and is not waited for: nothing more of
-// it will run, and holding nodes for it kept the pool up indefinitely.
-func behindSchedule(doc *planner.Document, queries []dispatch.Query, maxAttempts int, now time.Time) int {
-	byName := map[string]*dispatch.Query{}
-	for i := range queries {
-		byName[queries[i].Name] = &queries[i]
-	}
-	for _, s := range doc.Steps {
-		q := byName[s.Query]
-		if q == nil || stepSucceeded(q, s) || failedOutQuery(q, maxAttempts) {
-			continue
-		}
-		if at(doc.Origin, s.Start).After(now) {
-			return 0
-		}
-		return s.Nodes
-	}
-	return 0
-}
-
-// failedOutQuery reports a query one of whose steps failed on its last
-// allowed attempt: dispatch retries a failed attempt n only while
-// n+1 < MaxAttempts and then launches nothing more of the query.
-func failedOutQuery(q *dispatch.Query, maxAttempts int) bool {
-	out := func(a dispatch.Attempt) bool { return a.State == dispatch.Failed && a.Number+1 >= maxAttempts }
-	if q.Final != nil && out(*q.Final) {
-		return true
-	}
-	for _, p := range q.Partials {
-		if out(p) {
-			return true
-		}
-	}
-	for _, b := range q.Batches {
-		if out(b.Attempt) {
-			return true
-		}
-	}
-	return false
-}
-
-func stepSucceeded(q *dispatch.Query, s planner.Step) bool {
-	switch s.Kind {
-	case planner.StepBatch:
-		return s.Index < len(q.Batches) && q.Batches[s.Index].State == dispatch.Succeeded
-	case planner.StepPartial:
-		return s.Index < len(q.Partials) && q.Partials[s.Index].State == dispatch.Succeeded
-	default:
-		return q.Final != nil && q.Final.State == dispatch.Succeeded
-	}
 }
 
 // requeueAfter is when to look again: a retry's backoff or a window's close,

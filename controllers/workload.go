@@ -112,6 +112,9 @@ func planningOf(spec laxityv1alpha1.Planning) planner.Planning {
 	if spec.MaxBatchDuration.Duration > 0 {
 		p.MaxBatchDuration = spec.MaxBatchDuration.Seconds()
 	}
+	if spec.RuntimeMarginPercent != nil {
+		p.RuntimeMargin = float64(*spec.RuntimeMarginPercent) / 100
+	}
 	if p.Policy == "" {
 		p.Policy = planner.LeastLaxity
 	}

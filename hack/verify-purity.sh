@@ -10,7 +10,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-pure_dirs=(internal/planner internal/costmodel internal/dispatch internal/gantt)
+pure_dirs=(internal/planner internal/costmodel internal/baseline internal/dispatch internal/gantt)
 k8s_re='^(sigs\.)?k8s\.io/'
 
 pkgs=()

@@ -323,6 +323,17 @@ type Planning struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1000
 	RateTolerancePercent *int32 `json:"rateTolerancePercent,omitempty"`
+
+	// runtimeMarginPercent is added to every modelled batch and merge
+	// duration when planning: headroom for the run-to-run variation of
+	// cloud nodes, which the BCframework seed models as a per-period
+	// slowdown of 15% on average (standard deviation 10%). 0, the default,
+	// plans with the cost model as it is; docs/experiments.md measures how
+	// the margin trades missed deadlines for cost.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=200
+	RuntimeMarginPercent *int32 `json:"runtimeMarginPercent,omitempty"`
 }
 
 // ElasticScheduleStatus is the observed state of an ElasticSchedule: the

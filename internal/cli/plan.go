@@ -14,6 +14,7 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/controllers"
+	"github.com/laxity-dev/laxity/internal/baseline"
 	"github.com/laxity-dev/laxity/internal/gantt"
 	"github.com/laxity-dev/laxity/internal/manifest"
 	"github.com/laxity-dev/laxity/internal/planner"
@@ -25,25 +26,30 @@ type planOptions struct {
 	origin   string
 	schedule string
 	svg      string
+	compare  bool
 }
 
 func newPlanCommand() *cobra.Command {
 	o := &planOptions{}
 	cmd := &cobra.Command{
-		Use:   "plan -f FILE|DIR [-o table|json] [--origin RFC3339] [--schedule [NAMESPACE/]NAME] [--svg FILE]",
+		Use:   "plan -f FILE|DIR [-o table|json] [--origin RFC3339] [--schedule [NAMESPACE/]NAME] [--svg FILE] [--compare]",
 		Short: "Plan ElasticSchedules and their IntermittentQueries offline",
 		Long: `plan reads the same ElasticSchedule and IntermittentQuery manifests the
 operator reads (multi-document YAML files or directories; other kinds are
 ignored), validates them with the CRDs' own schema and CEL rules, and prints
 the cheapest plan that meets every deadline for each schedule. With --svg it
 also draws the plan of one schedule: a Gantt row per query over the planned
-and requested node timelines.
+and requested node timelines. With --compare it prints, instead of the plan,
+what the plan costs against the baselines of the seed's section 9.5, each
+simulated on the same workload: fixed pools of every size (with and without
+laxity's batch sizes), a reactive autoscaler and micro-batch streaming.
 
 Exit status: 0 when every plan is feasible, 3 when a plan is infeasible (the
 plan is still printed, with the query that is late first), 1 on bad input.`,
 		Example: `  laxity plan -f config/samples/tpch.yaml
   laxity plan -f config/samples/ -o json --schedule analytics/nightly
-  laxity plan -f config/samples/tpch.yaml --svg tpch.svg`,
+  laxity plan -f config/samples/tpch.yaml --svg tpch.svg
+  laxity plan -f config/samples/tpch.yaml --compare`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.OutOrStdout())
@@ -54,6 +60,7 @@ plan is still printed, with the query that is late first), 1 on bad input.`,
 	cmd.Flags().StringVar(&o.origin, "origin", "", "planning origin t0 as RFC 3339 (default: the earliest window start of the schedule's queries)")
 	cmd.Flags().StringVar(&o.schedule, "schedule", "", "plan only this ElasticSchedule, as NAME or NAMESPACE/NAME")
 	cmd.Flags().StringVar(&o.svg, "svg", "", "also draw the plan as an SVG figure in this file (one schedule only)")
+	cmd.Flags().BoolVar(&o.compare, "compare", false, "print the plan's cost, largest pool and deadlines against the baselines instead of the plan")
 	return cmd
 }
 
@@ -88,6 +95,7 @@ func (o *planOptions) run(out io.Writer) error {
 		return invalid("plan: --svg draws one schedule, but %s hold %d; choose one with --schedule", strings.Join(o.files, ", "), len(schedules))
 	}
 	var docs []planner.Document
+	var comparisons []comparison
 	for _, s := range schedules {
 		w, doc, err := planSchedule(set, s, origin)
 		if err != nil {
@@ -99,8 +107,18 @@ func (o *planOptions) run(out io.Writer) error {
 				return err
 			}
 		}
+		if o.compare {
+			comparisons = append(comparisons, comparison{
+				Schedule: s.Object.Namespace + "/" + s.Object.Name, Origin: doc.Origin,
+				Results: baseline.Compare(w, doc), pool: w.Pool,
+			})
+		}
 	}
-	if err := write(out, o.output, schedules, docs); err != nil {
+	if o.compare {
+		if err := writeComparisons(out, o.output, comparisons); err != nil {
+			return fmt.Errorf("writing the comparison: %w", err)
+		}
+	} else if err := write(out, o.output, schedules, docs); err != nil {
 		return fmt.Errorf("writing the plan: %w", err)
 	}
 	for _, d := range docs {
@@ -233,12 +251,7 @@ func unjoin(err error) []error {
 
 func write(out io.Writer, format string, schedules []manifest.ElasticSchedule, docs []planner.Document) error {
 	if format == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if len(docs) == 1 {
-			return enc.Encode(docs[0])
-		}
-		return enc.Encode(docs)
+		return writeJSON(out, docs)
 	}
 	for i, d := range docs {
 		if i > 0 {
@@ -250,4 +263,44 @@ func write(out io.Writer, format string, schedules []manifest.ElasticSchedule, d
 		}
 	}
 	return nil
+}
+
+// comparison is the JSON form of `laxity plan --compare -o json` for one
+// schedule: laxity's plan and every baseline, simulated on its workload.
+type comparison struct {
+	// Schedule is the ElasticSchedule as NAMESPACE/NAME.
+	Schedule string `json:"schedule"`
+	// Origin is t0.
+	Origin time.Time `json:"origin"`
+	// Results are the elastic plan first, then the fixed pools, LLF
+	// without batching at each size, the reactive autoscaler and
+	// micro-batch streaming.
+	Results []baseline.Result `json:"results"`
+	// pool is the schedule's node pool, for the table's legend.
+	pool planner.Pool
+}
+
+func writeComparisons(out io.Writer, format string, comparisons []comparison) error {
+	if format == "json" {
+		return writeJSON(out, comparisons)
+	}
+	for i, c := range comparisons {
+		if i > 0 {
+			fmt.Fprintln(out)
+		}
+		if err := writeComparisonTable(out, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeJSON prints one value as itself and several as an array.
+func writeJSON[T any](out io.Writer, values []T) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	if len(values) == 1 {
+		return enc.Encode(values[0])
+	}
+	return enc.Encode(values)
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/laxity-dev/laxity/internal/baseline"
 	"github.com/laxity-dev/laxity/internal/manifest"
 	"github.com/laxity-dev/laxity/internal/planner"
 )
@@ -307,5 +308,124 @@ func svgTexts(t *testing.T, path string) []string {
 		case xml.EndElement:
 			inText = false
 		}
+	}
+}
+
+func TestPlanCompareSampleTable(t *testing.T) {
+	code, out, errOut := run(t, "plan", "-f", filepath.Join(samplesDir, "tpch.yaml"), "--compare")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	for _, want := range []string{
+		"ElasticSchedule analytics/tpch, origin 2026-12-01T00:00:00Z",
+		"APPROACH", "COST", "MAX NODES", "DEADLINES MET",
+		"\nelastic ", "\nfixed 2 ", "\nfixed 20 ", "\nllf-no-batching 2 ", "\nllf-no-batching 20 ",
+		"\nreactive-autoscaler ", "\nmicro-batch-streaming ",
+		// The legend, with the sample's numbers.
+		"elastic: laxity's plan", "fixed N:", "llf-no-batching N:", "reactive-autoscaler:", "micro-batch-streaming:",
+		"starts at\n  2 nodes", "arrives 6m0s later", "minimum of 1m0s",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Candidates:") {
+		t.Errorf("--compare printed the plan too:\n%s", out)
+	}
+}
+
+// TestPlanCompareSampleElasticIsCheapest is the seed's section 9.5 claim on
+// its own workload: no approach that meets every deadline costs less than
+// laxity's plan. On this sample a fixed pool of 2 nodes runs the very same
+// schedule and ties.
+func TestPlanCompareSampleElasticIsCheapest(t *testing.T) {
+	code, out, errOut := run(t, "plan", "-f", filepath.Join(samplesDir, "tpch.yaml"), "--compare", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	var c comparison
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("output is not one comparison: %v\n%s", err, out)
+	}
+	if c.Schedule != "analytics/tpch" || len(c.Results) != 13 {
+		t.Fatalf("schedule %q with %d results, want analytics/tpch with 13 (elastic, 5 fixed, 5 LLF, reactive, streaming)", c.Schedule, len(c.Results))
+	}
+	elastic := c.Results[0]
+	if elastic.Baseline != baseline.Elastic || !elastic.DeadlinesMet {
+		t.Fatalf("first result %+v, want a feasible elastic plan", elastic)
+	}
+	for _, r := range c.Results[1:] {
+		if r.DeadlinesMet && r.Cost < elastic.Cost-1e-9 {
+			t.Errorf("%s meets every deadline for %.4f, less than the elastic plan's %.4f", r.Label(), r.Cost, elastic.Cost)
+		}
+		if r.DeadlinesMet == (r.Late != nil) {
+			t.Errorf("%s: deadlines met %v but late %+v", r.Label(), r.DeadlinesMet, r.Late)
+		}
+	}
+}
+
+func TestPlanCompareSeveralSchedulesPrintsAnArray(t *testing.T) {
+	code, out, errOut := run(t, "plan", "-f", samplesDir, "--compare", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	var cs []comparison
+	if err := json.Unmarshal([]byte(out), &cs); err != nil {
+		t.Fatalf("output is not a JSON array: %v", err)
+	}
+	if want := sampleSchedules(t); len(cs) != want {
+		t.Errorf("got %d comparisons, want one per sample schedule (%d)", len(cs), want)
+	}
+}
+
+func TestPlanCompareInfeasibleExitsThreeAndStillPrints(t *testing.T) {
+	code, out, _ := run(t, "plan", "-f", "testdata/infeasible.yaml", "--compare")
+	if code != exitInfeasible {
+		t.Fatalf("exit %d, want %d", code, exitInfeasible)
+	}
+	if !strings.Contains(out, "no: too-late") {
+		t.Errorf("the table does not say the elastic plan is late:\n%s", out)
+	}
+}
+
+func TestPlanCompareBadFlags(t *testing.T) {
+	tpch := filepath.Join(samplesDir, "tpch.yaml")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"not a boolean", []string{"plan", "-f", tpch, "--compare=maybe"}, `invalid argument "maybe" for "--compare"`},
+		{"output", []string{"plan", "-f", tpch, "--compare", "-o", "yaml"}, "-o must be table or json"},
+		{"no file", []string{"plan", "--compare"}, "-f FILE|DIR is required"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run(t, tc.args...)
+			if code != exitInvalid || out != "" || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, no output, %q", code, out, errOut, exitInvalid, tc.want)
+			}
+		})
+	}
+}
+
+// BenchmarkCompareTPCH is `laxity plan --compare` on the 13-query sample
+// without the loading: the plan and every baseline.
+func BenchmarkCompareTPCH(b *testing.B) {
+	set, err := manifest.Load(filepath.Join(samplesDir, "tpch.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, _, err := planSchedule(set, set.Schedules[0], nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		plan, err := planner.Plan(w)
+		if err != nil {
+			b.Fatal(err)
+		}
+		baseline.Compare(w, plan)
 	}
 }

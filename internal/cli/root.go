@@ -41,7 +41,7 @@ workload: which batch sizes, and how many nodes when.`,
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newPlanCommand(), newManagerCommand(), newDemoCommand())
+	root.AddCommand(newPlanCommand(), newManagerCommand(), newDemoCommand(), newExperimentsCommand())
 
 	err := root.Execute()
 	if err == nil {

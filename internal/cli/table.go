@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/laxity-dev/laxity/internal/baseline"
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
@@ -117,4 +118,67 @@ func mergeTimelines(nodes, requests []planner.NodeLevel) []timelinePoint {
 		out = append(out, timelinePoint{at: t, nodes: levelAt(nodes, t), requested: levelAt(requests, t)})
 	}
 	return out
+}
+
+// writeComparisonTable prints laxity's plan against the baselines: one row
+// per approach, then a legend with each approach's rule.
+func writeComparisonTable(out io.Writer, c comparison) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "ElasticSchedule %s, origin %s: laxity's plan against the baselines of the seed's section 9.5\n", c.Schedule, c.Origin.Format(time.RFC3339))
+	fmt.Fprintln(tw, "APPROACH\tCOST\tMAX NODES\tDEADLINES MET")
+	for _, r := range c.Results {
+		met := "yes"
+		if !r.DeadlinesMet {
+			met = fmt.Sprintf("no: %s %.1fs late", r.Late.Query, r.Late.LateSeconds)
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%d\t%s\n", r.Label(), r.Cost, r.MaxNodes, met)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	return writeLegend(out, c)
+}
+
+// writeLegend states each approach's rule with this schedule's numbers.
+func writeLegend(out io.Writer, c comparison) error {
+	streamingNodes := 0
+	for _, r := range c.Results {
+		if r.Baseline == baseline.MicroBatchStreaming {
+			streamingNodes = r.Nodes
+		}
+	}
+	seconds := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	_, err := fmt.Fprintf(out, `%s: laxity's plan, the cheapest candidate that meets every deadline
+  (else the least late run on the largest size), billed on its executable
+  timeline (nodes requested %v ahead).
+%s N: laxity's batches (1X on the smallest size, the cheapest factor
+  that meets every deadline) in LLF order on N nodes, held from the origin
+  until the last step ends (seed 9.5.1).
+%s N: N nodes held throughout; whenever the pool is free, the
+  query with the least laxity runs on all its pending arrival units as one
+  batch, and its final merge of all its batches follows its last batch
+  (seed 9.5.2).
+%s: laxity's batches in LLF order on a pool that starts at
+  %d nodes. Every %v it asks for the next size, which arrives %v later,
+  when the last interval was at least %.0f%% busy with more than %v of work
+  queued; it shrinks one size once every look for %v found it less than
+  %.0f%% busy with nothing queued. Nodes are billed from their request
+  (seed 9.5.3).
+%s: every %v each query processes what has arrived
+  since the last trigger, on the smallest size that keeps up with the peak
+  rate, else the largest (here %d nodes), held throughout; its final merge
+  of all its micro-batches follows its last one (seed 9.5.4).
+Costs bill each node per second with a minimum of %v, as the planner does.
+`,
+		baseline.Elastic, seconds(c.pool.ProvisioningLeadTime),
+		baseline.Fixed,
+		baseline.LLFNoBatching,
+		baseline.ReactiveAutoscaler,
+		c.pool.Sizes[0], seconds(baseline.ControlInterval), seconds(c.pool.ProvisioningLeadTime),
+		100*baseline.ScaleOutUtilisation, seconds(baseline.ScaleOutBacklog),
+		seconds(baseline.ScaleInCooldown), 100*baseline.ScaleInUtilisation,
+		baseline.MicroBatchStreaming, seconds(baseline.TriggerInterval), streamingNodes,
+		seconds(c.pool.BillingMinimum))
+	return err
 }

@@ -63,6 +63,15 @@ type Model struct {
 	Merge Linear
 }
 
+// Scaled is the model with every duration multiplied by f: the planner's
+// and dispatch's view of a model with a runtime margin of f-1.
+func (m Model) Scaled(f float64) Model {
+	scale := func(l Linear) Linear {
+		return Linear{Overhead: f * l.Overhead, Serial: f * l.Serial, Parallel: f * l.Parallel}
+	}
+	return Model{Batch: scale(m.Batch), Merge: scale(m.Merge)}
+}
+
 // BatchSeconds is BatchTime(p, t) of DESIGN.md.
 func (m Model) BatchSeconds(nodes int, tuples int64) float64 {
 	return m.Batch.Seconds(nodes, float64(tuples))

@@ -205,9 +205,95 @@ func Decide(now time.Time, settings Settings, queries []Query, pool Pool) Decisi
 			d.Recheck = earliest(d.Recheck, recheck)
 			return d
 		}
+		if urgent, ready, ok := blockedBy(now, settings.Sizes, pool, queries, byName[launch.Query], launch); ok {
+			d.Why = fmt.Sprintf("holding the pool for query %s, whose next batch is ready at %s: %s %d of query %s would still run then and make it late",
+				urgent, ready.UTC().Format(time.RFC3339), launch.Kind, launch.Index, launch.Query)
+			d.Recheck = earliest(d.Recheck, ready)
+			return d
+		}
 		d.Launch = &launch
 	}
 	return d
+}
+
+// blockedBy reports a query that launching step now would make late: its
+// next batch becomes ready before step ends, it could still meet its
+// deadline starting then, and it could not starting after step. Steps run
+// one at a time and are not pre-empted, so least slack first among the
+// batches ready now can start a long batch of a loose query seconds before
+// the last batch of a tight one is ready at its window end. The plan, which
+// knows when every batch is ready, leaves the pool free there; when steps
+// run faster than planned, dispatch must not fill that gap.
+func blockedBy(now time.Time, sizes []int, pool Pool, queries []Query, q *Query, step Step) (string, time.Time, bool) {
+	ends := now.Add(seconds(q.stepSeconds(step, step.Nodes)))
+	// The other query's batch runs on the nodes there by then.
+	nodesBy := func(t time.Time) int {
+		if larger := sizeFor(sizes, pool.Coming); larger > step.Nodes && !pool.ComingBy.After(t) {
+			return larger
+		}
+		return step.Nodes
+	}
+	for i := range queries {
+		other := &queries[i]
+		if other.Name == q.Name || other.ArrivalOf == nil {
+			continue
+		}
+		if _, busy := other.busy(); busy || other.Final != nil || len(other.Partials) < other.duePartials() || other.retrying() {
+			continue
+		}
+		next, ready, ok := other.nextBatch(now)
+		if !ok || !ready.After(now) || !ready.Before(ends) {
+			continue
+		}
+		// Judged when its window may have closed: with every tuple the
+		// window is expected to bring, not only those there now.
+		future := *other
+		future.Arrived = max(other.Arrived, other.ExpectedTotal)
+		if future.Slack(ready, next, nodesBy(ready)) >= 0 && future.Slack(ends, next, nodesBy(ends)) < 0 {
+			return other.Name, ready, true
+		}
+	}
+	return "", time.Time{}, false
+}
+
+// nextBatch is the query's next batch and when it will be ready, for a
+// source that can tell: when a full batch has arrived, or, for the last
+// one, when the window closes.
+func (q *Query) nextBatch(now time.Time) (Step, time.Time, bool) {
+	from := q.processed()
+	step := Step{Query: q.Name, Kind: planner.StepBatch, Index: len(q.Batches), FromTuple: from, ToTuple: from + q.BatchSize}
+	if full, ok := q.ArrivalOf(from + q.BatchSize); ok && full.Before(q.Closed) {
+		return step, full, true
+	}
+	if q.ExpectedTotal <= from || !now.Before(q.Closed) {
+		return Step{}, time.Time{}, false
+	}
+	step.ToTuple = q.ExpectedTotal
+	return step, q.Closed, true
+}
+
+// retrying reports a failed step waiting for its retry, which comes before
+// any new batch of the query.
+func (q *Query) retrying() bool {
+	for _, b := range q.Batches {
+		if b.State == Failed {
+			return true
+		}
+	}
+	for _, p := range q.Partials {
+		if p.State == Failed {
+			return true
+		}
+	}
+	return false
+}
+
+// duePartials is how many partial merges the succeeded batches call for.
+func (q *Query) duePartials() int {
+	if q.PartialEvery == 0 {
+		return 0
+	}
+	return q.succeededBatches() / q.PartialEvery
 }
 
 // worthWaiting reports whether step, about to run on the ready nodes
@@ -464,4 +550,61 @@ func NextRequestChange(origin time.Time, requests []planner.NodeLevel, now time.
 		}
 	}
 	return time.Time{}
+}
+
+// BehindSchedule is the pool size the plan gave the first step that has not
+// succeeded yet, when that step should already have started: execution lags
+// the plan, and the plan's timeline, which has moved on (possibly to a
+// smaller pool or to idle), must not take away the nodes the lagging work
+// needs. Zero when execution keeps up. A query with a step that failed on its
+// last allowed attempt lags for good and is not waited for: nothing more of
+// it will run, and holding nodes for it kept the pool up indefinitely.
+func BehindSchedule(doc *planner.Document, queries []Query, maxAttempts int, now time.Time) int {
+	byName := map[string]*Query{}
+	for i := range queries {
+		byName[queries[i].Name] = &queries[i]
+	}
+	for _, s := range doc.Steps {
+		q := byName[s.Query]
+		if q == nil || stepSucceeded(q, s) || failedOutQuery(q, maxAttempts) {
+			continue
+		}
+		if doc.Origin.Add(seconds(s.Start)).After(now) {
+			return 0
+		}
+		return s.Nodes
+	}
+	return 0
+}
+
+// failedOutQuery reports a query one of whose steps failed on its last
+// allowed attempt: dispatch retries a failed attempt n only while
+// n+1 < MaxAttempts and then launches nothing more of the query.
+func failedOutQuery(q *Query, maxAttempts int) bool {
+	out := func(a Attempt) bool { return a.State == Failed && a.Number+1 >= maxAttempts }
+	if q.Final != nil && out(*q.Final) {
+		return true
+	}
+	for _, p := range q.Partials {
+		if out(p) {
+			return true
+		}
+	}
+	for _, b := range q.Batches {
+		if out(b.Attempt) {
+			return true
+		}
+	}
+	return false
+}
+
+func stepSucceeded(q *Query, s planner.Step) bool {
+	switch s.Kind {
+	case planner.StepBatch:
+		return s.Index < len(q.Batches) && q.Batches[s.Index].State == Succeeded
+	case planner.StepPartial:
+		return s.Index < len(q.Partials) && q.Partials[s.Index].State == Succeeded
+	default:
+		return q.Final != nil && q.Final.State == Succeeded
+	}
 }

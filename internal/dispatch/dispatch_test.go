@@ -330,3 +330,58 @@ func TestComing(t *testing.T) {
 		t.Errorf("Coming with no requests = %d by %v, want nothing", nodes, by)
 	}
 }
+
+func TestBehindSchedule(t *testing.T) {
+	doc := &planner.Document{Origin: t0, Steps: []planner.Step{
+		{Query: "a", Kind: planner.StepBatch, Index: 0, Start: 10, End: 20, Nodes: 2},
+		{Query: "a", Kind: planner.StepBatch, Index: 1, Start: 30, End: 40, Nodes: 4},
+		{Query: "a", Kind: planner.StepFinal, Index: 0, Start: 100, End: 101, Nodes: 2},
+	}}
+	failed := Batch{From: 100, To: 200, Attempt: Attempt{Number: 2, State: Failed}}
+	for _, tc := range []struct {
+		name string
+		now  float64
+		a    Query
+		want int
+	}{
+		{"on time: nothing started late", 5, query("a", 200, 300), 0},
+		{"batch 0 due and not done: its nodes", 15, query("a", 200, 300), 2},
+		{"batch 1 due, batch 0 done: batch 1's nodes", 35, query("a", 200, 300, done(0, 100)), 4},
+		{"caught up: the next step is not due yet", 50, query("a", 200, 300, done(0, 100), done(100, 200)), 0},
+		{"a query out of attempts is not waited for", 35, query("a", 200, 300, done(0, 100), failed), 0},
+	} {
+		if got := BehindSchedule(doc, []Query{tc.a}, 3, at(tc.now)); got != tc.want {
+			t.Errorf("%s: BehindSchedule = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A loose query's long batch is not started when it would still run when a
+// tight query's last batch is ready, and would make that one late.
+func TestHoldsThePoolForABatchAboutToBeReady(t *testing.T) {
+	loose := query("a", 500, 300)
+	loose.BatchSize = 300 // 4 s on 2 nodes
+	tight := func(deadline float64) Query {
+		// 950 of 1,000 tuples arrived; the window closes at 100 s, when
+		// its last batch (2 s) and final merge (1 s) can start.
+		q := query("b", deadline, 950, done(0, 900))
+		q.ArrivalOf = func(tuples int64) (time.Time, bool) { return at(100), tuples <= 1000 }
+		return q
+	}
+	got := Decide(at(99), settings, []Query{loose, tight(104)}, Pool{Ready: 2})
+	want := Decision{
+		Why:     "holding the pool for query b, whose next batch is ready at 2026-12-01T00:01:40Z: batch 0 of query a would still run then and make it late",
+		Recheck: at(100),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("decision (-want +got):\n%s", diff)
+	}
+	// With time to spare after a's batch, b is not waited for.
+	if got := Decide(at(99), settings, []Query{loose, tight(200)}, Pool{Ready: 2}); got.Launch == nil || got.Launch.Query != "a" {
+		t.Errorf("decision %+v, want a's batch launched", got)
+	}
+	// Nor when b is late whatever happens: holding the pool would help nobody.
+	if got := Decide(at(99), settings, []Query{loose, tight(101)}, Pool{Ready: 2}); got.Launch == nil || got.Launch.Query != "a" {
+		t.Errorf("decision %+v, want a's batch launched", got)
+	}
+}

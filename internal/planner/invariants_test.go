@@ -519,7 +519,15 @@ func checkNodeTimeline(v *violations, w Workload, d Document, horizon float64) {
 		edge := tol(s.Start, s.End)
 		low := minLevel(d.Nodes, s.Start+edge, s.End-edge)
 		if s.End-s.Start <= 2*edge {
+			// Either side of its instant, or the level the timeline takes
+			// at the instant itself before it moves on (a rise and a fall
+			// at one time are two points with the same At).
 			low = max(levelAt(d.Nodes, s.Start-edge), levelAt(d.Nodes, s.Start))
+			for _, l := range d.Nodes {
+				if l.At >= s.Start-edge && l.At <= s.End+edge {
+					low = max(low, l.Nodes)
+				}
+			}
 		}
 		if low < s.Nodes {
 			v.add("nodes timeline drops to %d during %s [%g, %g] on %d nodes", low, stepName(s), s.Start, s.End, s.Nodes)

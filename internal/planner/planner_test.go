@@ -2,6 +2,7 @@ package planner
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -467,5 +468,42 @@ func TestSegmentAfterAnIdleGapIsReplannedFromTheInitialSize(t *testing.T) {
 	// 2×10 + 4×21 + 2×121 node-seconds.
 	if !approxEqual(d.Chosen.Cost, 0.346) {
 		t.Errorf("cost = %v, want 0.346", d.Chosen.Cost)
+	}
+}
+
+// A runtime margin lengthens every modelled duration by its fraction: the
+// one batch of 100 tuples at 0.1 s/tuple on 2 nodes takes 5 s, 6 s with 20%,
+// and its merge 1 s, 1.2 s. A margin that leaves no time is infeasible.
+func TestRuntimeMarginLengthensEveryStep(t *testing.T) {
+	for _, tc := range []struct {
+		margin       float64
+		batch, merge float64
+		feasible     bool
+	}{
+		{margin: 0, batch: 5, merge: 1, feasible: true},
+		{margin: 0.2, batch: 6, merge: 1.2, feasible: true},
+		{margin: 1, batch: 10, merge: 2, feasible: false},
+	} {
+		w := Workload{Pool: pool(2), Planning: planning(1), Queries: []Query{single("q", 0, 10, 18, 0.1)}}
+		w.Planning.RuntimeMargin = tc.margin
+		doc := mustPlan(t, w)
+		if doc.Chosen.Feasible != tc.feasible {
+			t.Errorf("margin %g: feasible %v, want %v", tc.margin, doc.Chosen.Feasible, tc.feasible)
+		}
+		got := summarise(doc.Steps)
+		want := []stepSummary{
+			{Query: "q", Kind: StepBatch, Start: 10, End: 10 + tc.batch, Nodes: 2},
+			{Query: "q", Kind: StepFinal, Start: 10 + tc.batch, End: 10 + tc.batch + tc.merge, Nodes: 2},
+		}
+		if diff := cmp.Diff(want, got, approx); diff != "" {
+			t.Errorf("margin %g: steps (-want +got):\n%s", tc.margin, diff)
+		}
+	}
+	for _, bad := range []float64{-0.1, 11, math.NaN()} {
+		w := Workload{Pool: pool(2), Planning: planning(1), Queries: []Query{single("q", 0, 10, 18, 0.1)}}
+		w.Planning.RuntimeMargin = bad
+		if _, err := Plan(w); err == nil || !strings.Contains(err.Error(), "runtimeMarginPercent") {
+			t.Errorf("margin %g: error %v, want one naming spec.planning.runtimeMarginPercent", bad, err)
+		}
 	}
 }

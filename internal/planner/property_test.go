@@ -315,3 +315,43 @@ func TestPropertyPlanInvariants(t *testing.T) {
 	t.Logf("%d rounds, %d workloads (%d feasible, %d infeasible, %d rejected) in %v",
 		ran, stats.workloads.Load(), stats.feasible.Load(), stats.infeasible.Load(), stats.rejected.Load(), time.Since(start).Round(time.Millisecond))
 }
+
+// A final merge of negligible cost (3.6e-15 s) starting as its batch ends:
+// the timeline rises to the merge's nodes and falls to idle at one instant.
+// Found by the property test; the checker now reads the level the timeline
+// takes at such an instant.
+func TestNegligibleFinalMergeKeepsItsNodes(t *testing.T) {
+	w := Workload{
+		Name:     "sched",
+		Origin:   time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
+		Pool:     Pool{Sizes: []int{1, 2}, IdleNodes: 0, PricePerNodeHour: 1, BillingMinimum: 60, ProvisioningLeadTime: 0, ReleaseAfterIdle: 1},
+		Planning: Planning{BatchSizeFactors: []int{2}, BacktrackStep: 1, MaxBatchDuration: 128, Policy: LeastLaxity},
+		Queries: []Query{
+			{
+				Name: "q-alpha", WindowStart: 256, WindowEnd: 7455.999999999999, Deadline: 7655.999999999999,
+				Rates:       []RateSegment{{Offset: 0, TuplesPerSecond: 50000}, {Offset: 449.99999999999994, TuplesPerSecond: 50000}, {Offset: 7127.999999999999, TuplesPerSecond: 50000}},
+				Granularity: 10000,
+				Cost: costmodel.Model{
+					Batch: costmodel.Linear{Overhead: 60, Serial: 1.3201320168683532e-07, Parallel: 1.3201320168683535e-05},
+					Merge: costmodel.Linear{Overhead: 1, Serial: 0.5},
+				},
+			},
+			{
+				Name: "q-bravo", WindowStart: 16, WindowEnd: 125.15632510637549, Deadline: 3125.1563251063726,
+				Rates:       []RateSegment{{Offset: 0, TuplesPerSecond: 223.60679774997897}},
+				Granularity: 10000, AllowedLateness: 1,
+				Cost: costmodel.Model{
+					Batch: costmodel.Linear{Overhead: 3.0517578125e-05, Serial: 1.0000000000000003e-09, Parallel: 1.778279410038923e-08},
+					Merge: costmodel.Linear{Overhead: 3.552713678800501e-15},
+				},
+			},
+		},
+	}
+	d, err := Plan(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if problems := checkInvariants(w, d); len(problems) > 0 {
+		t.Errorf("violated invariants:\n%s", strings.Join(problems, "\n"))
+	}
+}

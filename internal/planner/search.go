@@ -312,6 +312,9 @@ func prepare(w Workload) (*prepared, error) {
 	if len(w.Queries) == 0 {
 		return nil, &InvalidError{Schedule: w.Name, Err: errors.New("no queries to plan")}
 	}
+	if margin := w.Planning.RuntimeMargin; !(margin >= 0 && margin <= 10) {
+		return nil, &InvalidError{Schedule: w.Name, Err: fmt.Errorf("spec.planning.runtimeMarginPercent: %g%% is not between 0 and 1000", 100*margin)}
+	}
 	p := &prepared{w: w}
 	seen := map[string]bool{}
 	for _, q := range w.Queries {
@@ -323,9 +326,11 @@ func prepare(w Workload) (*prepared, error) {
 			return nil, &InvalidError{Schedule: w.Name, Query: q.Name, Err: err}
 		}
 		arr := newArrivals(q, 1)
+		// The margin scales every coefficient, and so every duration.
+		m := q.Cost.Scaled(1 + w.Planning.RuntimeMargin)
 		cost := costModel{
-			batchOverhead: q.Cost.Batch.Overhead, batchSerial: q.Cost.Batch.Serial, batchParallel: q.Cost.Batch.Parallel,
-			mergeOverhead: q.Cost.Merge.Overhead, mergeSerial: q.Cost.Merge.Serial, mergeParallel: q.Cost.Merge.Parallel,
+			batchOverhead: m.Batch.Overhead, batchSerial: m.Batch.Serial, batchParallel: m.Batch.Parallel,
+			mergeOverhead: m.Merge.Overhead, mergeSerial: m.Merge.Serial, mergeParallel: m.Merge.Parallel,
 		}
 		total := arr.total()
 		if total < 1 {

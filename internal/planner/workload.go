@@ -64,6 +64,9 @@ type Planning struct {
 	MaxBatchDuration float64
 	// Policy chooses among ready batches.
 	Policy Policy
+	// RuntimeMargin is the fraction added to every modelled batch and merge
+	// duration, as headroom for nodes slower than the cost model.
+	RuntimeMargin float64
 }
 
 // Query is one recurring query over one window of its stream.

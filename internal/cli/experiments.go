@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/laxity-dev/laxity/internal/experiments"
+)
+
+func newExperimentsCommand() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "experiments [-o FILE]",
+		Short: "Reproduce the seed paper's planner experiments on the TPC-H-shaped sample, as Markdown next to the published numbers",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var doc, figure bytes.Buffer
+			if err := experiments.Write(&doc, &figure); err != nil {
+				return fmt.Errorf("experiments: %w", err)
+			}
+			if out == "" {
+				_, err := cmd.OutOrStdout().Write(doc.Bytes())
+				return err
+			}
+			// The report shows the figure from its own directory.
+			if err := os.WriteFile(filepath.Join(filepath.Dir(out), "margin.svg"), figure.Bytes(), 0o666); err != nil {
+				return invalid("experiments: -o: %v", err)
+			}
+			if err := os.WriteFile(out, doc.Bytes(), 0o666); err != nil {
+				return invalid("experiments: -o: %v", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the Markdown to this file, and its figure margin.svg beside it, instead of standard output")
+	return cmd
+}

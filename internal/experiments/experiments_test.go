@@ -1,0 +1,170 @@
+package experiments
+
+import (
+	"bytes"
+	"regexp"
+	"testing"
+
+	"github.com/laxity-dev/laxity/internal/baseline"
+	"github.com/laxity-dev/laxity/internal/planner"
+)
+
+func mustPlan(t *testing.T, base planner.Workload, v variant) planner.Document {
+	t.Helper()
+	doc, _, err := plan(base, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// The report's prose states facts about the numbers beside it; these checks
+// fail when a change to the planner or the sample makes a sentence untrue,
+// so the document is regenerated and its text revised with it.
+func TestTheReportsClaimsHold(t *testing.T) {
+	base, err := Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Table 3: INN:2 and 2X chosen from 1D to 0.4D, the pool growing as
+	// the deadline tightens, nothing meeting 0.3D, only 1X and 2X at 0.4D.
+	previous := 0
+	for _, d := range []float64{1, 0.8, 0.6, 0.4} {
+		c := mustPlan(t, base, variant{deadline: d, rate: 1, factors: factors, backtrack: 1}).Chosen
+		if !c.Feasible || c.InitialNodes != base.Pool.Sizes[0] || c.BatchSizeFactor != 2 || c.MaxNodes < previous {
+			t.Errorf("%gD: chosen %+v, the report says INN:2, 2X, a maximum pool of at least %d", d, c, previous)
+		}
+		previous = c.MaxNodes
+	}
+	if c := mustPlan(t, base, variant{deadline: 0.3, rate: 1, factors: factors, backtrack: 1}).Chosen; c.Feasible {
+		t.Errorf("0.3D: chosen %+v, the report says no plan meets it", c)
+	}
+	at04 := mustPlan(t, base, variant{deadline: 0.4, rate: 1, factors: factors, backtrack: 1})
+	for _, c := range at04.Candidates {
+		if c.Feasible != (c.BatchSizeFactor <= 2) {
+			t.Errorf("0.4D: candidate %+v; the report says only 1X and 2X meet it", c)
+		}
+	}
+	// Table 5: large factors at higher rates, 4FR needing more nodes and
+	// starting on INN:4, 32X failing at 4FR.
+	two := mustPlan(t, base, variant{deadline: 1, rate: 2, factors: []int{2, 4, 8, 16, 32}, backtrack: 1}).Chosen
+	four := mustPlan(t, base, variant{deadline: 1, rate: 4, factors: []int{2, 4, 8, 16, 32}, backtrack: 1})
+	if two.BatchSizeFactor < 8 || four.Chosen.BatchSizeFactor < 8 || two.MaxNodes != 10 || four.Chosen.MaxNodes <= two.MaxNodes || four.Chosen.InitialNodes != 4 {
+		t.Errorf("2FR chose %+v and 4FR %+v; the report says 8X-16X, 10 nodes at 2FR, more at 4FR, INN:4 at 4FR", two, four.Chosen)
+	}
+	for _, c := range four.Candidates {
+		if c.BatchSizeFactor == 32 && c.Feasible {
+			t.Errorf("4FR: %+v meets every deadline; the report says 32X fails", c)
+		}
+	}
+	// Table 9: partial aggregation buys nothing on this sample.
+	without := mustPlan(t, base, variant{deadline: 0.4, rate: 1, factors: factors, backtrack: 1}).Chosen
+	with := mustPlan(t, base, variant{deadline: 0.4, rate: 1, factors: factors, backtrack: 1, partialEvery: 0.25}).Chosen
+	if with.Cost < without.Cost || with.MaxNodes < without.MaxNodes {
+		t.Errorf("0.4D: partial aggregation %+v beats none %+v; the report says it does not on this sample", with, without)
+	}
+	// Tables 11-13: K = 1 is never beaten.
+	for _, r := range []float64{2, 4} {
+		best := mustPlan(t, base, variant{deadline: 1, rate: r, factors: []int{2, 4, 8, 16, 32}, backtrack: 1}).Chosen
+		for _, k := range []int{10, 100} {
+			if c := mustPlan(t, base, variant{deadline: 1, rate: r, factors: []int{2, 4, 8, 16, 32}, backtrack: k}).Chosen; c.Cost < best.Cost {
+				t.Errorf("%gFR: K=%d found %.2f, cheaper than K=1's %.2f", r, k, c.Cost, best.Cost)
+			}
+		}
+	}
+}
+
+// Everything but the measured search times is the same on a rerun. The
+// margin study runs fewer seeds here: its runs are what takes time.
+func TestTheReportIsReproducible(t *testing.T) {
+	defer func(all int) { runs = all }(runs)
+	runs = 10
+	times := regexp.MustCompile(`[0-9.]+ (ms|s) \|`)
+	var first, second bytes.Buffer
+	var figure bytes.Buffer
+	if err := Write(&first, &figure); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(&second, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(figure.Bytes(), []byte("<svg")) {
+		t.Error("the margin figure is not an SVG")
+	}
+	a, b := times.ReplaceAll(first.Bytes(), nil), times.ReplaceAll(second.Bytes(), nil)
+	if !bytes.Equal(a, b) {
+		t.Error("two runs wrote different reports")
+	}
+	if !bytes.Contains(first.Bytes(), []byte("## Table 3")) || !bytes.Contains(first.Bytes(), []byte("## Tables 11-13")) {
+		t.Error("the report lacks its tables")
+	}
+}
+
+// The margin study's prose: most runs miss without a margin, misses fall as
+// the margin grows, and some margin studied meets the recommendation's bar.
+func TestTheMarginStudysClaimsHold(t *testing.T) {
+	defer func(all int) { runs = all }(runs)
+	runs = 40
+	base, err := Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := marginStudy(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if float64(rows[0].runsMissed)/float64(runs) < 0.5 {
+		t.Errorf("without a margin %d of %d runs missed; the report says most do", rows[0].runsMissed, runs)
+	}
+	met := false
+	for i, r := range rows {
+		if i > 0 && r.runsMissed > rows[i-1].runsMissed {
+			t.Errorf("margin %d%% missed in %d runs, more than %d%%'s %d", r.margin, r.runsMissed, rows[i-1].margin, rows[i-1].runsMissed)
+		}
+		met = met || float64(r.runsMissed)/float64(runs) <= acceptableMisses
+	}
+	if !met {
+		t.Error("no margin studied meets the recommendation's bar")
+	}
+}
+
+// Table 7 and section 9.5's prose: the elastic plan is never beaten by an
+// approach that meets the deadlines; LLF without batching meets them only on
+// the largest pool; the reactive autoscaler meets them at a higher cost;
+// micro-batch streaming misses or costs more.
+func TestTheBaselinesClaimsHold(t *testing.T) {
+	base, err := Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := compare(base, variant{deadline: 1, rate: 1, factors: []int{1, 2, 4, 8, 16, 32}, backtrack: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var elastic baseline.Result
+	for _, r := range results {
+		if r.Baseline == baseline.Elastic {
+			elastic = r
+		}
+	}
+	largest := base.Pool.Sizes[len(base.Pool.Sizes)-1]
+	for _, r := range results {
+		if r.DeadlinesMet && r.Cost < elastic.Cost-1e-9 {
+			t.Errorf("%s meets the deadlines for %.2f, less than elastic's %.2f", r.Label(), r.Cost, elastic.Cost)
+		}
+		switch r.Baseline {
+		case baseline.LLFNoBatching:
+			if r.DeadlinesMet != (r.Nodes == largest) {
+				t.Errorf("%s: deadlines met %v; the report says only the largest pool meets them", r.Label(), r.DeadlinesMet)
+			}
+		case baseline.ReactiveAutoscaler:
+			if !r.DeadlinesMet || r.Cost <= elastic.Cost {
+				t.Errorf("reactive autoscaler %+v; the report says it meets the deadlines at a higher cost", r)
+			}
+		case baseline.MicroBatchStreaming:
+			if r.DeadlinesMet && r.Cost <= elastic.Cost {
+				t.Errorf("micro-batch streaming %+v beats elastic", r)
+			}
+		}
+	}
+}

@@ -1,0 +1,79 @@
+// Package experiments reproduces the seed paper's planner experiments
+// (section 9: Tables 3, 5, 7, 9, 11-13 and the baselines of 9.5) on laxity's 13-query TPC-H-shaped
+// sample and writes them next to the published numbers as Markdown
+// (docs/experiments.md, `make experiments`). Everything but the measured
+// search times is deterministic.
+package experiments
+
+import (
+	"fmt"
+	"time"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/config/samples"
+	"github.com/laxity-dev/laxity/controllers"
+	"github.com/laxity-dev/laxity/internal/manifest"
+	"github.com/laxity-dev/laxity/internal/planner"
+)
+
+// Sample is the 13-query workload the experiments vary, planned from its
+// window start (the seed's t0).
+func Sample() (planner.Workload, error) {
+	data, err := samples.FS.ReadFile(samples.Demo)
+	if err != nil {
+		return planner.Workload{}, err
+	}
+	set, err := manifest.Read(manifest.File{Name: samples.Demo, Data: data})
+	if err != nil {
+		return planner.Workload{}, err
+	}
+	if len(set.Schedules) != 1 {
+		return planner.Workload{}, fmt.Errorf("%s: want one ElasticSchedule, found %d", samples.Demo, len(set.Schedules))
+	}
+	es := set.Schedules[0].Object
+	var queries []laxityv1alpha1.IntermittentQuery
+	var origin time.Time
+	for _, q := range set.QueriesFor(es.Namespace, es.Name) {
+		queries = append(queries, *q.Object)
+		if start := q.Object.Spec.Window.Start.Time; origin.IsZero() || start.Before(origin) {
+			origin = start
+		}
+	}
+	return controllers.Workload(es, queries, origin)
+}
+
+// variant is one experiment's change to the sample.
+type variant struct {
+	// deadline scales each query's time from window end to deadline (the
+	// seed's xD); rate scales the arrival rates (its xFR).
+	deadline, rate float64
+	factors        []int
+	// backtrack is K of eq. 8; partialEvery is φ of section 6 (0: off).
+	backtrack    int
+	partialEvery float64
+}
+
+func (v variant) apply(base planner.Workload) planner.Workload {
+	w := base
+	w.Planning.BatchSizeFactors = v.factors
+	w.Planning.BacktrackStep = max(v.backtrack, 1)
+	w.Queries = make([]planner.Query, len(base.Queries))
+	for i, q := range base.Queries {
+		q.Deadline = q.WindowEnd + v.deadline*(q.Deadline-q.WindowEnd)
+		rates := make([]planner.RateSegment, len(q.Rates))
+		for j, r := range q.Rates {
+			rates[j] = planner.RateSegment{Offset: r.Offset, TuplesPerSecond: r.TuplesPerSecond * v.rate}
+		}
+		q.Rates = rates
+		q.PartialEvery = v.partialEvery
+		w.Queries[i] = q
+	}
+	return w
+}
+
+// plan plans a variant and measures the search.
+func plan(base planner.Workload, v variant) (planner.Document, time.Duration, error) {
+	started := time.Now()
+	doc, err := planner.Plan(v.apply(base))
+	return doc, time.Since(started), err
+}
