@@ -80,27 +80,30 @@ const eps = 1e-9
 // planner.Plan(w): w is then valid), fixed and LLF without batching at
 // each pool size, the reactive autoscaler and micro-batch streaming, in
 // that order.
-func Compare(w planner.Workload, plan planner.Document) []Result {
+func Compare(w planner.Workload, plan planner.Document) ([]Result, error) {
 	m := modelled(w)
 	curves := make([]arrivalCurve, len(m.Queries))
-	units := make([]unitSize, len(m.Queries))
 	for i, q := range m.Queries {
 		curves[i] = newArrivalCurve(q)
-		units[i] = unitBatchSize(q, &curves[i], m.Pool.Sizes[0], m.Planning.MaxBatchDuration)
 	}
 	results := []Result{elastic(plan)}
 	for _, n := range m.Pool.Sizes {
-		results = append(results, fixed(m, curves, units, n))
+		r, err := fixed(w, n)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, r)
 	}
 	for _, n := range m.Pool.Sizes {
 		results = append(results, llfWithoutBatching(m, curves, n))
 	}
-	return append(results, reactive(m, plan), microBatch(m, curves))
+	return append(results, reactive(m, plan), microBatch(m, curves)), nil
 }
 
 // modelled is w with each query's cost model scaled by the runtime margin,
 // as the planner scales it, so that every approach runs on the durations
-// the plan was made with. The simulations take such a workload.
+// the plan was made with. The baselines' own simulations take such a
+// workload; the fixed pool's is the planner's, which scales w itself.
 func modelled(w planner.Workload) planner.Workload {
 	m := w
 	m.Queries = make([]planner.Query, len(w.Queries))

@@ -129,20 +129,17 @@ func TestFixed(t *testing.T) {
 		{"1 node misses 120", 120, 1, Result{Cost: 123, Late: &planner.Failure{Query: "q", LateSeconds: 3}, Steps: batches(1, 18), Timeline: held(1, 123)}},
 		{"2 nodes meet 120", 120, 2, Result{Cost: 238, DeadlinesMet: true, Steps: batches(2, 14), Timeline: held(2, 119)}},
 	}
-	w := workload(pool(1, 2), q(200))
-	curves := curvesOf(w)
 	for smallest, want := range map[int]int64{1: 200, 2: 400} {
-		if got := unitBatchSize(w.Queries[0], &curves[0], smallest, w.Planning.MaxBatchDuration).x; got != want {
-			t.Errorf("1X on %d nodes = %d, want %d", smallest, got, want)
+		w := workload(pool(smallest, 4), q(200))
+		if got := mustFixed(t, w, 2).Steps[0].ToTuple; got != want {
+			t.Errorf("1X with %d nodes the smallest size = %d, want %d", smallest, got, want)
 		}
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			w := workload(pool(1, 2), q(tc.deadline))
-			curves := curvesOf(w)
-			units := []unitSize{unitBatchSize(w.Queries[0], &curves[0], 1, w.Planning.MaxBatchDuration)}
 			tc.want.Baseline, tc.want.Nodes, tc.want.MaxNodes = Fixed, tc.nodes, tc.nodes
-			if diff := cmp.Diff(tc.want, fixed(w, curves, units, tc.nodes), approx); diff != "" {
+			if diff := cmp.Diff(tc.want, mustFixed(t, w, tc.nodes), approx); diff != "" {
 				t.Errorf("fixed %d (-want +got):\n%s", tc.nodes, diff)
 			}
 		})
@@ -315,4 +312,13 @@ func TestLabel(t *testing.T) {
 			t.Errorf("Label() = %q, want %q", got, want)
 		}
 	}
+}
+
+func mustFixed(t *testing.T, w planner.Workload, nodes int) Result {
+	t.Helper()
+	r, err := fixed(w, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -31,7 +31,7 @@ func llfWithoutBatching(w planner.Workload, curves []arrivalCurve, n int) Result
 		next := math.Inf(1)
 		for q := range w.Queries {
 			c := &curves[q]
-			if processed[q] == c.total {
+			if processed[q] == c.Total() {
 				continue
 			}
 			to := c.readyTo(now)
@@ -51,14 +51,14 @@ func llfWithoutBatching(w planner.Workload, curves []arrivalCurve, n int) Result
 		q, c := &w.Queries[chosen], &curves[chosen]
 		batch := planner.Step{
 			Query: q.Name, Kind: planner.StepBatch, Index: batches[chosen],
-			FromTuple: processed[chosen], ToTuple: chosenTo, Ready: c.readyAt(chosenTo),
+			FromTuple: processed[chosen], ToTuple: chosenTo, Ready: c.ReadyAt(chosenTo),
 			Start: now, End: now + q.Cost.BatchSeconds(n, chosenTo-processed[chosen]), Nodes: n,
 		}
 		steps = append(steps, batch)
 		now = batch.End
 		processed[chosen], batches[chosen] = chosenTo, batches[chosen]+1
-		if chosenTo == c.total {
-			steps = append(steps, finalMerge(*q, c.total, batches[chosen], now, n))
+		if chosenTo == c.Total() {
+			steps = append(steps, finalMerge(*q, c.Total(), batches[chosen], now, n))
 			now = steps[len(steps)-1].End
 			open--
 		}
@@ -73,7 +73,7 @@ func llfWithoutBatching(w planner.Workload, curves []arrivalCurve, n int) Result
 func leastRemaining(q planner.Query, c *arrivalCurve, n int, from, to int64, done int) float64 {
 	work := q.Cost.BatchSeconds(n, to-from)
 	inputs := done + 1
-	if rest := c.total - to; rest > 0 {
+	if rest := c.Total() - to; rest > 0 {
 		work += q.Cost.BatchSeconds(n, rest)
 		inputs++
 	}

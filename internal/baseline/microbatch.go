@@ -43,13 +43,13 @@ func microBatch(w planner.Workload, curves []arrivalCurve) Result {
 			query := w.Queries[q]
 			steps = append(steps, planner.Step{
 				Query: query.Name, Kind: planner.StepBatch, Index: batches[q],
-				FromTuple: processed[q], ToTuple: to, Ready: c.readyAt(to),
+				FromTuple: processed[q], ToTuple: to, Ready: c.ReadyAt(to),
 				Start: now, End: now + query.Cost.BatchSeconds(n, to-processed[q]), Nodes: n,
 			})
 			now, ran = steps[len(steps)-1].End, true
 			processed[q], batches[q] = to, batches[q]+1
-			if to == c.total {
-				steps = append(steps, finalMerge(query, c.total, batches[q], now, n))
+			if to == c.Total() {
+				steps = append(steps, finalMerge(query, c.Total(), batches[q], now, n))
 				now = steps[len(steps)-1].End
 				open--
 			}
@@ -59,7 +59,7 @@ func microBatch(w planner.Workload, curves []arrivalCurve) Result {
 			// Nothing was new: skip the triggers before the next unit.
 			next := math.Inf(1)
 			for q, c := range curves {
-				if processed[q] < c.total {
+				if processed[q] < c.Total() {
 					next = math.Min(next, c.unitReady(processed[q]/c.unit))
 				}
 			}
@@ -79,7 +79,7 @@ func streamingPool(w planner.Workload, curves []arrivalCurve) int {
 	for _, n := range w.Pool.Sizes {
 		seconds := 0.0
 		for q, c := range curves {
-			seconds += w.Queries[q].Cost.Batch.Seconds(n, c.peakRate()*TriggerInterval)
+			seconds += w.Queries[q].Cost.Batch.Seconds(n, c.peakRate*TriggerInterval)
 		}
 		if seconds <= TriggerInterval {
 			return n

@@ -74,7 +74,11 @@ func workloads() []planner.Workload {
 
 func compare(t *testing.T, w planner.Workload) []Result {
 	t.Helper()
-	return Compare(w, mustPlan(t, w))
+	results, err := Compare(w, mustPlan(t, w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return results
 }
 
 // TestEveryBaselineRunsEveryTupleOnce checks what any schedule on the
@@ -135,13 +139,13 @@ func checkSteps(t *testing.T, w planner.Workload, r Result) {
 		}
 		switch s.Kind {
 		case planner.StepBatch:
-			if s.Index != p.batches || s.FromTuple != p.to || s.ToTuple <= s.FromTuple || s.ToTuple > c.total || p.finals > 0 {
+			if s.Index != p.batches || s.FromTuple != p.to || s.ToTuple <= s.FromTuple || s.ToTuple > c.Total() || p.finals > 0 {
 				t.Errorf("batch %+v does not continue %s's batches (%d so far, up to tuple %d)", s, s.Query, p.batches, p.to)
 			}
-			if s.ToTuple != c.total && s.ToTuple%c.unit != 0 {
+			if s.ToTuple != c.Total() && s.ToTuple%c.unit != 0 {
 				t.Errorf("batch %+v ends inside an arrival unit of %d", s, c.unit)
 			}
-			if arrived := c.readyAt(s.ToTuple); s.Ready < arrived-eps {
+			if arrived := c.ReadyAt(s.ToTuple); s.Ready < arrived-eps {
 				t.Errorf("batch %+v is ready at %v, before its last unit arrives at %v", s, s.Ready, arrived)
 			}
 			p.to, p.batches, p.lastBatchEnd = s.ToTuple, p.batches+1, s.End
@@ -151,15 +155,15 @@ func checkSteps(t *testing.T, w planner.Workload, r Result) {
 			}
 			p.partials, p.merged = p.partials+1, p.merged+s.Inputs
 		case planner.StepFinal:
-			if want := p.partials + p.batches - p.merged; s.Inputs != want || s.ToTuple != c.total || p.to != c.total || s.Start < p.lastBatchEnd-eps {
-				t.Errorf("final %+v: want %d inputs over %d tuples after %d batches up to tuple %d", s, want, c.total, p.batches, p.to)
+			if want := p.partials + p.batches - p.merged; s.Inputs != want || s.ToTuple != c.Total() || p.to != c.Total() || s.Start < p.lastBatchEnd-eps {
+				t.Errorf("final %+v: want %d inputs over %d tuples after %d batches up to tuple %d", s, want, c.Total(), p.batches, p.to)
 			}
 			p.finals++
 		}
 	}
 	for _, q := range w.Queries {
-		if p := byName[q.Name]; p.finals != 1 || p.to != newArrivalCurve(q).total {
-			t.Errorf("%s: %d final merges, tuples processed up to %d of %d", q.Name, p.finals, p.to, newArrivalCurve(q).total)
+		if p := byName[q.Name]; p.finals != 1 || p.to != newArrivalCurve(q).Total() {
+			t.Errorf("%s: %d final merges, tuples processed up to %d of %d", q.Name, p.finals, p.to, newArrivalCurve(q).Total())
 		}
 	}
 }
@@ -234,33 +238,6 @@ func checkOutcome(t *testing.T, w planner.Workload, r Result) {
 	}
 }
 
-// TestArrivalsMatchThePlanner holds the baselines' arrival curve to the
-// planner's: the same window total and the same readiness for every batch
-// of the elastic plan.
-func TestArrivalsMatchThePlanner(t *testing.T) {
-	for _, w := range workloads() {
-		curves := curvesOf(w)
-		for _, s := range mustPlan(t, w).Steps {
-			c := &curves[indexOf(w, s.Query)]
-			switch {
-			case s.Kind == planner.StepBatch && !cmp.Equal(c.readyAt(s.ToTuple), s.Ready, approx):
-				t.Errorf("%s: batch %+v is ready at %v by the baselines' curve", w.Name, s, c.readyAt(s.ToTuple))
-			case s.Kind == planner.StepFinal && s.ToTuple != c.total:
-				t.Errorf("%s: %s has %d tuples, %d by the baselines' curve", w.Name, s.Query, s.ToTuple, c.total)
-			}
-		}
-	}
-}
-
-func indexOf(w planner.Workload, name string) int {
-	for i, q := range w.Queries {
-		if q.Name == name {
-			return i
-		}
-	}
-	panic("no query " + name)
-}
-
 func TestCompareIsDeterministic(t *testing.T) {
 	for seed := range uint64(5) {
 		w := generated(seed)
@@ -281,18 +258,12 @@ func TestCompareIsDeterministic(t *testing.T) {
 func TestFixedIsThePlannersSearchWithoutGrowth(t *testing.T) {
 	for _, w := range workloads() {
 		plan := mustPlan(t, w)
-		m := modelled(w)
-		curves := curvesOf(m)
-		units := make([]unitSize, len(m.Queries))
-		for q := range m.Queries {
-			units[q] = unitBatchSize(m.Queries[q], &curves[q], m.Pool.Sizes[0], m.Planning.MaxBatchDuration)
-		}
 		for _, c := range plan.Candidates {
-			layouts := make([]batchLayout, len(m.Queries))
-			for q := range m.Queries {
-				layouts[q] = newBatchLayout(m.Queries[q], &curves[q], units[q], c.BatchSizeFactor)
+			steps, err := planner.SimulateFixed(w, c.InitialNodes, c.BatchSizeFactor)
+			if err != nil {
+				t.Fatalf("%s: %v", w.Name, err)
 			}
-			r := heldPool(m, Fixed, c.InitialNodes, genBatchSchedule(layouts, c.InitialNodes, m.Planning.Policy))
+			r := heldPool(w, Fixed, c.InitialNodes, steps)
 			if want := c.Feasible && c.MaxNodes == c.InitialNodes; r.DeadlinesMet != want {
 				t.Errorf("%s: %d nodes, %dX: deadlines met %v (late %+v), the planner's candidate %+v", w.Name, c.InitialNodes, c.BatchSizeFactor, r.DeadlinesMet, r.Late, c)
 			}

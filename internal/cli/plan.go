@@ -108,9 +108,13 @@ func (o *planOptions) run(out io.Writer) error {
 			}
 		}
 		if o.compare {
+			results, err := baseline.Compare(w, doc)
+			if err != nil {
+				return &exitError{code: exitInvalid, err: fmt.Errorf("plan: --compare: ElasticSchedule %s/%s: %w", s.Object.Namespace, s.Object.Name, err)}
+			}
 			comparisons = append(comparisons, comparison{
 				Schedule: s.Object.Namespace + "/" + s.Object.Name, Origin: doc.Origin,
-				Results: baseline.Compare(w, doc), pool: w.Pool,
+				Results: results, pool: w.Pool,
 			})
 		}
 	}

@@ -426,6 +426,8 @@ func BenchmarkCompareTPCH(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		baseline.Compare(w, plan)
+		if _, err := baseline.Compare(w, plan); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -24,7 +24,7 @@ func compare(base planner.Workload, v variant) ([]baseline.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return baseline.Compare(w, doc), nil
+	return baseline.Compare(w, doc)
 }
 
 func table7(b *strings.Builder, base planner.Workload) error {

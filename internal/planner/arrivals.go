@@ -13,10 +13,13 @@ type arrivals struct {
 	// cum[i] is A(at[i]).
 	cum  []float64
 	rate []float64
+	// closed is the window end plus the allowed lateness: the last batch
+	// waits for it, since late tuples may still come until then.
+	closed float64
 }
 
 func newArrivals(q Query, scale float64) arrivals {
-	a := arrivals{}
+	a := arrivals{closed: q.WindowEnd + q.AllowedLateness}
 	for i, seg := range q.Rates {
 		a.at = append(a.at, q.WindowStart+seg.Offset)
 		a.rate = append(a.rate, seg.TuplesPerSecond*scale)
@@ -57,3 +60,34 @@ func (a arrivals) timeOf(k int64) float64 {
 	t := a.at[seg] + (target-a.cum[seg])/a.rate[seg]
 	return math.Min(t, a.at[i])
 }
+
+// readyAt is when a batch ending at tuple to may start: when the tuples
+// before to have all arrived, and for the last batch no earlier than the
+// window and its allowed lateness close.
+func (a arrivals) readyAt(to int64) float64 {
+	ready := a.timeOf(to)
+	if to == a.total() {
+		ready = math.Max(ready, a.closed)
+	}
+	return ready
+}
+
+// ArrivalCurve is a query's cumulative arrivals A(t) as the planner models
+// them, for the code that simulates other schedulers on the same
+// arrivals (internal/baseline): one curve, so that every approach sees the
+// same total and the same readiness.
+type ArrivalCurve struct{ a arrivals }
+
+// NewArrivalCurve is q's arrival curve at its configured rates.
+func NewArrivalCurve(q Query) ArrivalCurve { return ArrivalCurve{newArrivals(q, 1)} }
+
+// Total is N, the whole tuples that arrive in the window.
+func (c ArrivalCurve) Total() int64 { return c.a.total() }
+
+// TimeOf is the earliest time by which k tuples have arrived: A^-1(k).
+func (c ArrivalCurve) TimeOf(k int64) float64 { return c.a.timeOf(k) }
+
+// ReadyAt is when the tuples before to have all arrived, and, when to is
+// Total, the window and its allowed lateness have closed: when a batch
+// ending at to is ready, as the plan's batches are.
+func (c ArrivalCurve) ReadyAt(to int64) float64 { return c.a.readyAt(to) }

@@ -146,15 +146,10 @@ func newLayout(qi int, q Query, arr arrivals, cost costModel, unitSize, limit in
 		size = limit
 	}
 	l := layout{query: qi, name: q.Name, deadline: q.Deadline, cost: cost, total: arr.total(), size: size}
-	lastReady := q.WindowEnd + q.AllowedLateness
 	for from := int64(0); from < l.total; from += size {
 		to := min(from+size, l.total)
-		ready := arr.timeOf(to)
-		if to == l.total {
-			ready = math.Max(ready, lastReady)
-		}
 		l.to = append(l.to, to)
-		l.ready = append(l.ready, ready)
+		l.ready = append(l.ready, arr.readyAt(to))
 	}
 	if q.PartialEvery > 0 {
 		l.partialEvery = int(math.Ceil(q.PartialEvery*float64(len(l.to)) - 1e-9))

@@ -91,14 +91,21 @@ type factorLayouts struct {
 }
 
 func (p *prepared) factorLayouts(factor int) factorLayouts {
-	ls := make([]layout, len(p.w.Queries))
-	for i, q := range p.w.Queries {
-		ls[i] = newLayout(i, q, p.arrivals[i], p.costs[i], p.unitSize[i], p.limit[i], factor)
-		ls[i].precompute(p.w.Pool.Sizes)
-	}
+	ls := p.layouts(factor, p.w.Pool.Sizes)
 	probe := newSim(ls, p.w.Pool.Sizes, p.w.Planning.Policy)
 	hopeless := probe.run(nodePolicy{fixed: len(p.w.Pool.Sizes) - 1}, stopOnNegativeSlack) != nil
 	return factorLayouts{factor: factor, layouts: ls, hopeless: hopeless}
+}
+
+// layouts cuts every query into the batches of one factor, ready to be
+// simulated on the given pool sizes.
+func (p *prepared) layouts(factor int, sizes []int) []layout {
+	ls := make([]layout, len(p.w.Queries))
+	for i, q := range p.w.Queries {
+		ls[i] = newLayout(i, q, p.arrivals[i], p.costs[i], p.unitSize[i], p.limit[i], factor)
+		ls[i].precompute(sizes)
+	}
+	return ls
 }
 
 // candidate simulates one (initial size, factor) cell: GenSchedule, then the
