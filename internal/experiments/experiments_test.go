@@ -168,3 +168,27 @@ func TestTheBaselinesClaimsHold(t *testing.T) {
 		}
 	}
 }
+
+// Table 10's prose: the single query grows its pool only at the strictest
+// deadline and the higher rates, and 6FR needs the most nodes.
+func TestTheYahooClaimsHold(t *testing.T) {
+	docs, err := yahooPlans()
+	if err != nil {
+		t.Fatal(err)
+	}
+	most := 0
+	for i, c := range yahooCases {
+		chosen := docs[i].Chosen
+		if !chosen.Feasible {
+			t.Fatalf("%s: no plan meets the deadline", c.name)
+		}
+		grows := chosen.MaxNodes > chosen.InitialNodes
+		if want := c.deadline < 0.4 || c.rate >= 4; grows != want {
+			t.Errorf("%s: the pool grows %v; the report says it grows only at 0.2D, 4FR and 6FR", c.name, grows)
+		}
+		most = max(most, chosen.MaxNodes)
+	}
+	if docs[len(docs)-1].Chosen.MaxNodes != most {
+		t.Error("6FR does not need the most nodes")
+	}
+}

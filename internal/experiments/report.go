@@ -76,6 +76,9 @@ func Write(out, figure io.Writer) error {
 	if err := table13(&b, base); err != nil {
 		return err
 	}
+	if err := table10(&b); err != nil {
+		return err
+	}
 	if err := margin(&b, base, figure); err != nil {
 		return err
 	}
