@@ -425,8 +425,11 @@ func reconcileCostIts(run func() *costRun) {
 		// Per resize: nodes requested, the request passing from the
 		// upcoming list, the nodes turning ready. Not on every pass.
 		Expect(pool).To(BeNumerically("<=", 4*c.poolChanges+4), "the schedule's status follows the pool too often: %s", fields)
-		// Unbounded by steps, but at most once a query a tick.
-		Expect(clock).To(BeNumerically("<=", c.queries*c.idleFrom))
+		// Unbounded by steps, but well under once a query a tick: only the
+		// arrivals move with the clock; the slack and the messages that
+		// show it move in steps of a minute (0.23 a query a tick measured;
+		// 0.67 while the messages carried the exact slack).
+		Expect(2 * clock).To(BeNumerically("<=", c.queries*c.idleFrom))
 	})
 
 	It("reconcile cost: writes nothing while nothing changes", func() {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -87,7 +89,11 @@ func (o *demoOptions) run(cmd *cobra.Command) error {
 		live = term.IsTerminal(int(f.Fd()))
 	}
 	started := time.Now()
-	outcome, err := demo.Run(cmd.Context(), demo.Options{Workload: files, Speed: speed, Assets: o.assets, Keep: o.keep, Out: out, Live: live})
+	// An interrupt stops the demo through its context, so that the control
+	// plane it started is stopped too rather than left running.
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	outcome, err := demo.Run(ctx, demo.Options{Workload: files, Speed: speed, Assets: o.assets, Keep: o.keep, Out: out, Live: live})
 	if err != nil {
 		return &exitError{code: exitInvalid, err: fmt.Errorf("demo: %w", err)}
 	}

@@ -254,7 +254,7 @@ func newRun(cfg *rest.Config, set *manifest.Set, o Options) (*run, error) {
 			return nil, fmt.Errorf("ElasticSchedule %s: %w", s.key(), err)
 		}
 		s.pool = w.Pool
-		s.provisioner = &simulation.Provisioner{Client: c, Delay: durationOf(es.Spec.NodePool.ProvisioningLeadTime)}
+		s.provisioner = &simulation.Provisioner{Client: c, Delay: seconds(w.Pool.ProvisioningLeadTime)}
 		lead = max(lead, s.provisioner.Delay)
 		r.schedules = append(r.schedules, s)
 		if !slices.Contains(r.namespaces, es.Namespace) {
@@ -265,13 +265,8 @@ func newRun(cfg *rest.Config, set *manifest.Set, o Options) (*run, error) {
 	return r, nil
 }
 
-// durationOf is a lead time, defaulted as the API does.
-func durationOf(d *metav1.Duration) time.Duration {
-	if d == nil {
-		return 6 * time.Minute
-	}
-	return d.Duration
-}
+// seconds is a duration of the planner's model, which counts in seconds.
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // apply creates the workload: namespaces, stand-ins for the scale targets,
 // the schedules, the queries.
@@ -384,11 +379,13 @@ func (r *run) loop(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		snapshot, err := r.snapshot(ctx, now)
-		if err != nil {
-			return err
+		if show.due(now.Sub(r.start), finished) {
+			snapshot, err := r.snapshot(ctx, now)
+			if err != nil {
+				return err
+			}
+			show.show(snapshot)
 		}
-		show.update(snapshot, finished)
 		if finished {
 			return nil
 		}
@@ -482,7 +479,7 @@ func (r *run) limit() time.Time {
 				last = d
 			}
 		}
-		release = max(release, durationOf(s.object.Spec.NodePool.ReleaseAfterIdle)+2*s.provisioner.Delay)
+		release = max(release, seconds(s.pool.ReleaseAfterIdle)+2*s.provisioner.Delay)
 	}
 	return last.Add(release + 10*time.Minute)
 }

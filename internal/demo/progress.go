@@ -118,11 +118,22 @@ func newProgress(out io.Writer, live bool, speed float64) *progress {
 	return &progress{out: out, live: live, speed: speed}
 }
 
-func (p *progress) update(s snapshot, final bool) {
+// due says whether the progress is shown at elapsed (simulated time since
+// the start): the snapshot is read from the cluster only then, not on every
+// tick of the loop.
+func (p *progress) due(elapsed time.Duration, final bool) bool {
+	if final {
+		return true
+	}
 	if p.live {
-		if !final && time.Since(p.drawn) < redrawEvery {
-			return
-		}
+		return time.Since(p.drawn) >= redrawEvery
+	}
+	return elapsed >= p.nextMark
+}
+
+// show writes a snapshot that was due.
+func (p *progress) show(s snapshot) {
+	if p.live {
 		p.drawn = time.Now()
 		if p.lines > 0 {
 			fmt.Fprintf(p.out, "\x1b[%dA\x1b[J", p.lines)
@@ -130,9 +141,6 @@ func (p *progress) update(s snapshot, final bool) {
 		text := render(s, p.speed)
 		p.lines = strings.Count(text, "\n")
 		fmt.Fprint(p.out, text)
-		return
-	}
-	if !final && s.elapsed < p.nextMark {
 		return
 	}
 	for p.nextMark <= s.elapsed {

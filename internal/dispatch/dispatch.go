@@ -193,15 +193,9 @@ func Decide(now time.Time, settings Settings, queries []Query, pool Pool) Decisi
 			return ca.Query < cb.Query
 		})
 		launch := candidates[0]
-		if larger, ok := worthWaiting(now, settings.Sizes, pool, byName[launch.Query], launch); ok {
+		if larger, recheck, ok := worthWaiting(now, settings.Sizes, pool, byName[launch.Query], launch); ok {
 			d.Why = fmt.Sprintf("waiting for %d nodes due at %s: %s %d of query %s finishes sooner on them than on the %d ready now",
 				larger, pool.ComingBy.UTC().Format(time.RFC3339), launch.Kind, launch.Index, launch.Query, nodes)
-			recheck := pool.ComingBy
-			if !recheck.After(now) {
-				// Overdue: look again when waiting stops paying off.
-				saving := seconds(byName[launch.Query].stepSeconds(launch, nodes) - byName[launch.Query].stepSeconds(launch, larger))
-				recheck = pool.ComingBy.Add(saving)
-			}
 			d.Recheck = earliest(d.Recheck, recheck)
 			return d
 		}
@@ -297,20 +291,29 @@ func (q *Query) duePartials() int {
 }
 
 // worthWaiting reports whether step, about to run on the ready nodes
-// (step.Nodes), should wait for the larger pool the plan has asked for, and
-// that pool's size. The plan sized the step for the nodes it requested a
-// lead time ahead; launching it on the few that are ready a moment before
+// (step.Nodes), should wait for the larger pool the plan has asked for,
+// with that pool's size and when to look again. The plan sized the step for
+// the nodes it requested a lead time ahead; launching it on the few that are ready a moment before
 // the rest arrive can take far longer than the wait. It waits when the
 // larger pool, arriving when due, ends the step sooner — and for nodes that
 // are overdue, only as long as they would save: nothing says when they come,
 // so the wait costs at most what it could gain.
-func worthWaiting(now time.Time, sizes []int, pool Pool, q *Query, step Step) (int, bool) {
+func worthWaiting(now time.Time, sizes []int, pool Pool, q *Query, step Step) (int, time.Time, bool) {
 	larger := sizeFor(sizes, pool.Coming)
 	if larger <= step.Nodes {
-		return 0, false
+		return 0, time.Time{}, false
 	}
 	saving := seconds(q.stepSeconds(step, step.Nodes) - q.stepSeconds(step, larger))
-	return larger, now.After(pool.ComingBy.Add(-saving)) && now.Before(pool.ComingBy.Add(saving))
+	if !now.After(pool.ComingBy.Add(-saving)) || !now.Before(pool.ComingBy.Add(saving)) {
+		return 0, time.Time{}, false
+	}
+	// Look again when the nodes are due or, overdue, when waiting stops
+	// paying off.
+	recheck := pool.ComingBy
+	if !recheck.After(now) {
+		recheck = pool.ComingBy.Add(saving)
+	}
+	return larger, recheck, true
 }
 
 // stepSeconds is the modelled duration of step on nodes nodes.
