@@ -23,6 +23,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/dispatch"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/pool"
+	"github.com/laxity-dev/laxity/internal/replan"
 	"github.com/laxity-dev/laxity/internal/source"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
 )
@@ -36,6 +37,7 @@ const (
 	ReplanInitial      = "Initial"
 	ReplanSpecChanged  = "SpecChanged"
 	ReplanRateExceeded = "RateExceeded"
+	ReplanRateFellBack = "RateFellBack"
 	ReplanStepFailed   = "StepFailed"
 )
 
@@ -264,142 +266,81 @@ func replanReason(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.I
 	case stored.inputs != inputs:
 		return ReplanSpecChanged
 	}
-	tolerance := 0.0
-	if t := es.Spec.Planning.RateTolerancePercent; t != nil {
-		tolerance = float64(*t) / 100
-	}
-	// An infeasible plan supports no rate (factor 0): re-planning it on
-	// every pass would only make the same infeasible plan again.
-	if stored.doc.MaxSupportedRateFactor <= 0 {
-		return ""
-	}
 	for i := range queries {
 		q := &queries[i]
-		measured, ok := rates[q.Name]
-		if !ok {
-			continue
+		pq, err := queryOf(q, q.Spec.Window.Start.Time)
+		if err != nil {
+			continue // the spec is checked where the plan is made
 		}
-		// The plan's factor is relative to the rate the plan assumed: the
-		// declared one, or the measured one a pessimistic re-plan assumed
-		// from its origin on. Comparing with the declared rate alone
-		// re-planned on every pass once a re-plan had raised the rate.
-		planned := max(declaredRate(q, now), stored.rates[q.Name])
-		if planned > 0 && measured > planned*stored.doc.MaxSupportedRateFactor*(1+tolerance) {
+		declared := replan.RateAt(pq.Rates, now.Sub(q.Spec.Window.Start.Time).Seconds())
+		switch replan.Compare(measuredRate(es, pq, rates), declared, stored.rates[q.Name], stored.doc.MaxSupportedRateFactor, rateRules(es)) {
+		case replan.Exceeds:
 			return ReplanRateExceeded
+		case replan.FellBack:
+			return ReplanRateFellBack
 		}
 	}
 	return ""
 }
 
-// declaredRate is the rate spec.input declares at now.
-func declaredRate(q *laxityv1alpha1.IntermittentQuery, now time.Time) float64 {
-	pq, err := queryOf(q, q.Spec.Window.Start.Time)
-	if err != nil {
-		return 0
+// rateRules is how the schedule treats rates other than the declared ones.
+func rateRules(es *laxityv1alpha1.ElasticSchedule) replan.Rates {
+	r := replan.Rates{Pessimistic: es.Spec.Planning.RateModel != laxityv1alpha1.RateModelOptimistic}
+	if t := es.Spec.Planning.RateTolerancePercent; t != nil {
+		r.Tolerance = float64(*t) / 100
 	}
-	offset := now.Sub(q.Spec.Window.Start.Time).Seconds()
-	rate := 0.0
-	for _, s := range pq.Rates {
-		if s.Offset <= offset {
-			rate = s.TuplesPerSecond
-		}
-	}
-	return rate
+	return r
 }
 
-// plan makes a new plan from now. Under the pessimistic rate model a query
-// whose measured rate is above its declared one is assumed to keep the
-// measured rate for the rest of its window (seed section 5); the optimistic
-// model keeps the declared rates. It also returns the rates so assumed, by
-// query, which the plan's maximum supported rate is relative to. A query
-// whose window has opened is planned from its observed progress (arrived
-// tuples, launched steps; see remainingQuery), not from tuple 0.
-//
-// A plan that needs, within the provisioning lead time, more nodes than are
-// ready cannot be carried out (see executable). It is made again from the
-// instant the nodes it requests now can be there, now + lead time, taking
-// every tuple that arrives until then as waiting at that origin. That is
-// pessimistic: the ready nodes keep running batches meanwhile.
+// measuredRate is the query's measured rate, if any, and what the
+// measurement can tell apart.
+func measuredRate(es *laxityv1alpha1.ElasticSchedule, pq planner.Query, rates map[string]float64) replan.Observed {
+	return replan.Observed{Measured: rates[pq.Name], Resolution: replan.Resolution(pq.Granularity, es.Spec.Planning.RateWindow.Seconds())}
+}
+
+// plan makes a new plan from now (replan.Plan): from the observed progress
+// of every query whose window has opened, with the rates the rate model
+// assumes, executable on the nodes ready now. It also returns the rates so
+// assumed, by query, which the plan's maximum supported rate is relative to.
 func (r *ElasticScheduleReconciler) plan(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, apps []unstructured.Unstructured, arrived map[string]int64, rates map[string]float64, now time.Time) (planner.Document, map[string]float64, error) {
-	doc, assumed, err := r.planFrom(es, queries, apps, arrived, rates, now, now)
-	if err != nil {
-		return doc, nil, err
-	}
-	ready, err := pool.ReadyNodes(ctx, r.Client, es.Spec.NodePool.NodeSelector)
-	if err != nil {
-		return doc, nil, fmt.Errorf("counting ready nodes: %w", err)
-	}
-	lead := durationOr(es.Spec.NodePool.ProvisioningLeadTime, defaultProvisioningLeadTime)
-	if executable(&doc, int(ready), lead) {
-		return doc, assumed, nil
-	}
-	return r.planFrom(es, queries, apps, arrived, rates, now, now.Add(time.Duration(lead*float64(time.Second))))
-}
-
-// planFrom plans with origin as t0, from arrivals and launches observed at
-// now (origin is now or later).
-func (r *ElasticScheduleReconciler) planFrom(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, apps []unstructured.Unstructured, arrived map[string]int64, rates map[string]float64, now, origin time.Time) (planner.Document, map[string]float64, error) {
-	w, err := Workload(es, queries, origin)
+	w, err := Workload(es, queries, now)
 	if err != nil {
 		return planner.Document{}, nil, err
 	}
-	assumed := map[string]float64{}
-	rebased := map[string]progress{}
-	smallest := 1
-	if len(w.Pool.Sizes) > 0 {
-		smallest = w.Pool.Sizes[0]
-	}
-	ahead := origin.Sub(now).Seconds()
-	for i := range w.Queries {
-		pq := &w.Queries[i]
-		elapsed := -pq.WindowStart - ahead // now, from the window start
-		if elapsed <= 0 {
-			continue
-		}
-		declared := tuplesBetween(pq.Rates, 0, pq.WindowEnd-pq.WindowStart)
-		pessimistic := es.Spec.Planning.RateModel != laxityv1alpha1.RateModelOptimistic
-		measured, ok := rates[pq.Name]
-		if ok && pq.WindowEnd > -ahead && pessimistic {
-			if current := rateAt(pq.Rates, elapsed); measured > current {
-				pq.Rates = withRateFrom(pq.Rates, elapsed, measured)
-				assumed[pq.Name] = measured
-			}
-		}
-		*pq, rebased[pq.Name] = remainingQuery(*pq, elapsed, arrived[pq.Name], progressOf(pq.Name, apps), declared, pessimistic, smallest)
-	}
-	started := r.Clock.Now()
-	doc, err := planner.Plan(w)
+	ready, err := pool.ReadyNodes(ctx, r.Client, es.Spec.NodePool.NodeSelector)
 	if err != nil {
-		return doc, nil, err
+		return planner.Document{}, nil, fmt.Errorf("counting ready nodes: %w", err)
 	}
-	for _, pq := range w.Queries {
-		if done, ok := rebased[pq.Name]; ok {
-			numberOn(&doc, pq.Name, done, pq.PartialEvery > 0)
+	observed := map[string]replan.Observed{}
+	holding := make([]dispatch.Query, len(queries))
+	for i := range queries {
+		name := queries[i].Name
+		pq, err := queryOf(&queries[i], now)
+		if err != nil {
+			return planner.Document{}, nil, fmt.Errorf("IntermittentQuery %s: %w", name, err)
 		}
+		o := measuredRate(es, pq, rates)
+		o.Arrived, o.Done = arrived[name], progressOf(name, apps)
+		observed[name] = o
+		holding[i] = dispatch.Query{Name: name, Cost: pq.Cost.Scaled(runtimeMargin(es))}
+		withLaunched(&holding[i], apps, now)
 	}
+	busy := dispatch.FreeAt(holding, now).Sub(now).Seconds()
+	started := r.Clock.Now()
+	doc, assumed, err := replan.Plan(w, observed, rateRules(es), int(ready), busy)
 	doc.SearchSeconds = r.Clock.Since(started).Seconds()
-	return doc, assumed, nil
+	return doc, assumed, err
 }
 
-func rateAt(segments []planner.RateSegment, offset float64) float64 {
-	rate := 0.0
-	for _, s := range segments {
-		if s.Offset <= offset {
-			rate = s.TuplesPerSecond
-		}
+// progressOf is how far the query's launched steps have got.
+func progressOf(query string, apps []unstructured.Unstructured) replan.Progress {
+	batches, partials, _ := observeSteps(query, apps)
+	p := replan.Progress{Batches: len(batches), Partials: len(partials)}
+	if n := len(batches); n > 0 {
+		p.Tuples = batches[n-1].step.ToTuple
+		p.LastFrom = batches[n-1].step.FromTuple
 	}
-	return rate
-}
-
-// withRateFrom replaces the rate from offset on.
-func withRateFrom(segments []planner.RateSegment, offset, rate float64) []planner.RateSegment {
-	var out []planner.RateSegment
-	for _, s := range segments {
-		if s.Offset < offset {
-			out = append(out, s)
-		}
-	}
-	return append(out, planner.RateSegment{Offset: offset, TuplesPerSecond: rate})
+	return p
 }
 
 func planMessage(doc *planner.Document, reason string) string {
@@ -468,16 +409,21 @@ func dispatchQueries(queries []laxityv1alpha1.IntermittentQuery, doc *planner.Do
 // polled), and gives its estimates the plan's runtime margin, so that it
 // judges slack as the plan did.
 func withForecasts(dqs []dispatch.Query, sources map[string]source.Source, es *laxityv1alpha1.ElasticSchedule) {
-	margin := 1.0
-	if m := es.Spec.Planning.RuntimeMarginPercent; m != nil {
-		margin += float64(*m) / 100
-	}
 	for i := range dqs {
 		if f, ok := sources[dqs[i].Name].(source.Forecaster); ok {
 			dqs[i].ArrivalOf = f.ArrivalOf
 		}
-		dqs[i].Cost = dqs[i].Cost.Scaled(margin)
+		dqs[i].Cost = dqs[i].Cost.Scaled(runtimeMargin(es))
 	}
+}
+
+// runtimeMargin is the factor the plan's modelled durations carry.
+func runtimeMargin(es *laxityv1alpha1.ElasticSchedule) float64 {
+	margin := 1.0
+	if m := es.Spec.Planning.RuntimeMarginPercent; m != nil {
+		margin += float64(*m) / 100
+	}
+	return margin
 }
 
 func (r *ElasticScheduleReconciler) settings(es *laxityv1alpha1.ElasticSchedule) dispatch.Settings {

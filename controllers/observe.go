@@ -78,7 +78,10 @@ func contiguous(steps []observedStep) []observedStep {
 }
 
 func attemptOf(s observedStep, now time.Time) dispatch.Attempt {
-	a := dispatch.Attempt{Number: s.step.Attempt}
+	a := dispatch.Attempt{Number: s.step.Attempt, Nodes: int(s.step.Nodes), Inputs: s.step.Inputs}
+	if s.obs.Started != nil {
+		a.Started = *s.obs.Started
+	}
 	switch s.obs.Phase {
 	case laxityv1alpha1.StepRunning:
 		a.State = dispatch.Running
@@ -95,6 +98,21 @@ func attemptOf(s observedStep, now time.Time) dispatch.Attempt {
 		a.Ended = now
 	}
 	return a
+}
+
+// withLaunched adds the query's launched steps to its run-time view.
+func withLaunched(dq *dispatch.Query, apps []unstructured.Unstructured, now time.Time) {
+	batches, partials, final := observeSteps(dq.Name, apps)
+	for _, b := range batches {
+		dq.Batches = append(dq.Batches, dispatch.Batch{From: b.step.FromTuple, To: b.step.ToTuple, Attempt: attemptOf(b, now)})
+	}
+	for _, p := range partials {
+		dq.Partials = append(dq.Partials, attemptOf(p, now))
+	}
+	if final != nil {
+		a := attemptOf(*final, now)
+		dq.Final = &a
+	}
 }
 
 // dispatchQuery is the run-time view of one query: its plan, its arrivals
@@ -116,33 +134,12 @@ func dispatchQuery(q *laxityv1alpha1.IntermittentQuery, pq planner.Query, doc *p
 		Closed:        q.Spec.Window.End.Add(q.Spec.Input.AllowedLateness.Duration),
 		Cost:          pq.Cost,
 		BatchSize:     planned.BatchSize,
-		ExpectedTotal: plannedTotal(doc, q.Name),
+		ExpectedTotal: doc.PlannedTotal(q.Name),
 		Arrived:       arrived,
 	}
 	if pq.PartialEvery > 0 {
 		dq.PartialEvery = max(int(math.Ceil(pq.PartialEvery*float64(planned.Batches)-1e-9)), 1)
 	}
-	batches, partials, final := observeSteps(q.Name, apps)
-	for _, b := range batches {
-		dq.Batches = append(dq.Batches, dispatch.Batch{From: b.step.FromTuple, To: b.step.ToTuple, Attempt: attemptOf(b, now)})
-	}
-	for _, p := range partials {
-		dq.Partials = append(dq.Partials, attemptOf(p, now))
-	}
-	if final != nil {
-		a := attemptOf(*final, now)
-		dq.Final = &a
-	}
+	withLaunched(&dq, apps, now)
 	return dq, true
-}
-
-// plannedTotal is the window's total tuples in the plan: the tuple range of
-// the query's final merge.
-func plannedTotal(doc *planner.Document, query string) int64 {
-	for _, s := range doc.Steps {
-		if s.Query == query && s.Kind == planner.StepFinal {
-			return s.ToTuple
-		}
-	}
-	return 0
 }

@@ -79,7 +79,9 @@ var _ = BeforeSuite(func() {
 })
 
 var _ = AfterSuite(func() {
-	cancelSuite()
+	if cancelSuite != nil { // nil when BeforeSuite failed early
+		cancelSuite()
+	}
 	if testEnv != nil {
 		Expect(testEnv.Stop()).To(Succeed())
 	}

@@ -18,17 +18,20 @@ func newExperimentsCommand() *cobra.Command {
 		Short: "Reproduce the seed paper's planner experiments on the TPC-H-shaped sample, as Markdown next to the published numbers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var doc, figure bytes.Buffer
-			if err := experiments.Write(&doc, &figure); err != nil {
+			var doc bytes.Buffer
+			figures, err := experiments.Write(&doc)
+			if err != nil {
 				return fmt.Errorf("experiments: %w", err)
 			}
 			if out == "" {
 				_, err := cmd.OutOrStdout().Write(doc.Bytes())
 				return err
 			}
-			// The report shows the figure from its own directory.
-			if err := os.WriteFile(filepath.Join(filepath.Dir(out), "margin.svg"), figure.Bytes(), 0o666); err != nil {
-				return invalid("experiments: -o: %v", err)
+			// The report shows the figures from its own directory.
+			for name, svg := range figures {
+				if err := os.WriteFile(filepath.Join(filepath.Dir(out), name), svg, 0o666); err != nil {
+					return invalid("experiments: -o: %v", err)
+				}
 			}
 			if err := os.WriteFile(out, doc.Bytes(), 0o666); err != nil {
 				return invalid("experiments: -o: %v", err)
@@ -36,6 +39,6 @@ func newExperimentsCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&out, "output", "o", "", "write the Markdown to this file, and its figure margin.svg beside it, instead of standard output")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the Markdown to this file, and its figures (margin.svg, variable-rates.svg) beside it, instead of standard output")
 	return cmd
 }

@@ -45,6 +45,12 @@ type Attempt struct {
 	// Number counts tries from 0.
 	Number int
 	State  State
+	// Started is when a Running attempt began (zero while unknown); Nodes
+	// is the pool size it runs on and Inputs, for a merge, the results it
+	// combines: what its modelled end is computed from (FreeAt).
+	Started time.Time
+	Nodes   int
+	Inputs  int
 	// Ended is when a Succeeded or Failed attempt finished.
 	Ended time.Time
 }
@@ -325,6 +331,39 @@ func (q *Query) stepSeconds(step Step, nodes int) float64 {
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// FreeAt is when the pool is expected to be free: the modelled end of the
+// step that holds it (its start, or now for one not started yet, plus its
+// modelled duration on its nodes), and now when no step holds it or the
+// modelled end has passed.
+func FreeAt(queries []Query, now time.Time) time.Time {
+	free := now
+	for i := range queries {
+		q := &queries[i]
+		hold := func(a Attempt, step Step) {
+			if a.State != Pending && a.State != Running {
+				return
+			}
+			start := a.Started
+			if start.IsZero() || start.After(now) {
+				start = now
+			}
+			if end := start.Add(seconds(q.stepSeconds(step, max(a.Nodes, 1)))); end.After(free) {
+				free = end
+			}
+		}
+		for k, b := range q.Batches {
+			hold(b.Attempt, Step{Kind: planner.StepBatch, Index: k, FromTuple: b.From, ToTuple: b.To})
+		}
+		for _, p := range q.Partials {
+			hold(p, Step{Kind: planner.StepPartial, Inputs: p.Inputs})
+		}
+		if q.Final != nil {
+			hold(*q.Final, Step{Kind: planner.StepFinal, Inputs: q.Final.Inputs})
+		}
+	}
+	return free
+}
 
 // busy reports a launched step that holds the pool.
 func (q *Query) busy() (string, bool) {

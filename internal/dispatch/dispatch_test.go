@@ -385,3 +385,29 @@ func TestHoldsThePoolForABatchAboutToBeReady(t *testing.T) {
 		t.Errorf("decision %+v, want a's batch launched", got)
 	}
 }
+
+func TestFreeAt(t *testing.T) {
+	running := func(started float64, nodes int) Batch {
+		return Batch{From: 0, To: 100, Attempt: Attempt{State: Running, Started: at(started), Nodes: nodes}}
+	}
+	merging := query("m", 200, 1000, done(0, 100))
+	merging.Final = &Attempt{State: Pending, Nodes: 2, Inputs: 1}
+	for _, tc := range []struct {
+		name    string
+		queries []Query
+		now     float64
+		want    float64
+	}{
+		{"nothing holds the pool", []Query{query("a", 200, 100, done(0, 100))}, 10, 10},
+		// 1 s + 0.02 s × 100 tuples / 2 nodes = 2 s.
+		{"a running batch ends by the model", []Query{query("a", 200, 100, running(10, 2))}, 11, 12},
+		{"on more nodes sooner", []Query{query("a", 200, 100, running(10, 4))}, 10.5, 11.5},
+		{"a step overdue frees the pool now", []Query{query("a", 200, 100, running(10, 2))}, 15, 15},
+		{"a pending merge runs from now", []Query{merging}, 20, 21},
+		{"the start is unknown", []Query{query("a", 200, 100, Batch{From: 0, To: 100, Attempt: Attempt{State: Pending, Nodes: 2}})}, 30, 32},
+	} {
+		if got := FreeAt(tc.queries, at(tc.now)); !got.Equal(at(tc.want)) {
+			t.Errorf("%s: FreeAt = %v, want %v", tc.name, got.Sub(t0).Seconds(), tc.want)
+		}
+	}
+}

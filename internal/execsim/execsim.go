@@ -9,7 +9,14 @@
 // the BCframework seed's per-period slowdown (mean 15%, standard deviation
 // 10%). It reports which queries missed their deadline and what the pool
 // cost. Like the operator, it does not re-plan for slow steps: re-plans
-// follow arrival rates, specs and failures, none of which change here.
+// follow arrival rates, specs and failures.
+//
+// Streams may also arrive at rates other than the declared ones the plan
+// was made from (Options.Actual; the seed's section 9.6). Such a stream is
+// read, like the operator reads a real source, by polling: it cannot
+// forecast when a batch fills up. With Options.Replan the run measures each
+// stream's rate over the rate window and re-plans with internal/replan, the
+// operator's own re-planning, when it exceeds what the plan supports.
 //
 // It reads no clock: a run is determined by its plan, workload and seed.
 package execsim
@@ -19,11 +26,13 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/laxity-dev/laxity/internal/dispatch"
 	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/replan"
 	"github.com/laxity-dev/laxity/internal/source"
 )
 
@@ -36,6 +45,31 @@ type Noise struct {
 // BCFramework is the seed's measured slowdown of cloud nodes.
 var BCFramework = Noise{Mean: 0.15, StdDev: 0.10}
 
+// Options say how a run departs from the plan.
+type Options struct {
+	Noise Noise
+	Seed  uint64
+	// Actual holds, by query, the rates its tuples really arrive at when
+	// they differ from the declared ones (offsets from the window start).
+	Actual map[string][]planner.RateSegment
+	// Poll is how often a stream of Actual is looked at; 15 s, the
+	// operator's default, when zero.
+	Poll time.Duration
+	// Replan, when set, re-plans as the operator does when a measured rate
+	// exceeds what the plan in force supports.
+	Replan *Replanning
+}
+
+// Replanning is the operator's rate-driven re-planning.
+type Replanning struct {
+	Rates replan.Rates
+	// Window is the trailing span a rate is measured over (rateWindow).
+	Window time.Duration
+}
+
+// defaultPoll is the operator's poll interval (laxity manager --poll).
+const defaultPoll = 15 * time.Second
+
 // Result is one run.
 type Result struct {
 	// Missed names the queries whose final merge ended after their
@@ -45,8 +79,15 @@ type Result struct {
 	// size.
 	Cost     float64
 	MaxNodes int
-	// Steps is every step as it ran, times in seconds from the origin.
+	// Steps is every step as it ran, times in seconds from the origin of
+	// the plan the run began with, as are the times below.
 	Steps []planner.Step
+	// Requested is the pool size asked for over time.
+	Requested []planner.NodeLevel
+	// Replans are the instants the run re-planned at.
+	Replans []float64
+	// Plans are the plans made, the first one included.
+	Plans []*planner.Document
 }
 
 // maxAttempts is the operator's default; no step fails here, so it only
@@ -57,11 +98,11 @@ const maxAttempts = 3
 // left tail must not make a step take no time.
 const fastest = 0.1
 
-// Run carries doc out for the workload w with the noise of seed. w's cost
-// models are the true ones; its runtime margin, if any, is the one the plan
-// was made with, which dispatch's estimates include too.
-func Run(w planner.Workload, doc *planner.Document, noise Noise, seed uint64) (Result, error) {
-	s, err := newSim(w, doc, noise, seed)
+// Run carries doc out for the workload w as o says. w's cost models are the
+// true ones, its rates the declared ones; its runtime margin, if any, is the
+// one the plan was made with, which dispatch's estimates include too.
+func Run(w planner.Workload, doc *planner.Document, o Options) (Result, error) {
+	s, err := newSim(w, doc, o)
 	if err != nil {
 		return Result{}, err
 	}
@@ -77,20 +118,23 @@ type running struct {
 }
 
 type sim struct {
-	w        planner.Workload
+	w planner.Workload
+	o Options
+	// doc is the plan in force; origin is the first plan's, which every
+	// time in the result is measured from.
 	doc      *planner.Document
 	origin   time.Time
 	lead     time.Duration
 	rng      *rand.Rand
-	noise    Noise
 	settings dispatch.Settings
 	queries  []dispatch.Query
 	sources  []*source.Synthetic
+	// assumed are the rates the plan in force assumed (replan.Plan).
+	assumed map[string]float64
 	// nodes are the ready times of the nodes asked for, oldest first.
-	nodes     []time.Time
-	requested []planner.NodeLevel
-	running   *running
-	result    Result
+	nodes   []time.Time
+	running *running
+	result  Result
 }
 
 // at is the instant seconds after origin, rounded up to the nanosecond, so
@@ -100,27 +144,33 @@ func at(origin time.Time, seconds float64) time.Time {
 	return origin.Add(time.Duration(math.Ceil(seconds * float64(time.Second))))
 }
 
-func newSim(w planner.Workload, doc *planner.Document, noise Noise, seed uint64) (*sim, error) {
+func newSim(w planner.Workload, doc *planner.Document, o Options) (*sim, error) {
 	if doc == nil || len(doc.Requests) == 0 {
 		return nil, errors.New("execsim: the plan has no node timeline")
 	}
+	if o.Poll <= 0 {
+		o.Poll = defaultPoll
+	}
+	if o.Replan != nil && o.Replan.Window <= 0 {
+		return nil, errors.New("execsim: re-planning needs a positive rate window")
+	}
 	s := &sim{
-		w: w, doc: doc, origin: doc.Origin, lead: time.Duration(w.Pool.ProvisioningLeadTime * float64(time.Second)),
-		rng: rand.New(rand.NewPCG(seed, 0x1a57)), noise: noise,
+		w: w, o: o, doc: doc, origin: doc.Origin, lead: time.Duration(w.Pool.ProvisioningLeadTime * float64(time.Second)),
+		rng:      rand.New(rand.NewPCG(o.Seed, 0x1a57)),
 		settings: dispatch.Settings{Sizes: w.Pool.Sizes, Policy: w.Planning.Policy, MaxAttempts: maxAttempts, Backoff: 30 * time.Second},
 	}
-	for _, q := range w.Queries {
-		var planned *planner.QueryPlan
-		for i := range doc.Queries {
-			if doc.Queries[i].Name == q.Name {
-				planned = &doc.Queries[i]
-			}
+	for name := range o.Actual {
+		if !slices.ContainsFunc(w.Queries, func(q planner.Query) bool { return q.Name == name }) {
+			return nil, fmt.Errorf("execsim: actual rates for %s, which is not in the workload", name)
 		}
-		if planned == nil {
-			return nil, fmt.Errorf("execsim: query %s is not in the plan", q.Name)
+	}
+	for _, q := range w.Queries {
+		rates := q.Rates
+		if actual, ok := o.Actual[q.Name]; ok {
+			rates = actual
 		}
 		var segments []source.Segment
-		for _, r := range q.Rates {
+		for _, r := range rates {
 			segments = append(segments, source.Segment{After: time.Duration(r.Offset * float64(time.Second)), PerSecond: r.TuplesPerSecond})
 		}
 		src, err := source.NewSynthetic(at(s.origin, q.WindowStart), at(s.origin, q.WindowEnd), q.Granularity, segments)
@@ -131,13 +181,16 @@ func newSim(w planner.Workload, doc *planner.Document, noise Noise, seed uint64)
 		// does; the simulated cluster runs the true one, slowed down.
 		dq := dispatch.Query{
 			Name: q.Name, Deadline: at(s.origin, q.Deadline), Closed: at(s.origin, q.WindowEnd+q.AllowedLateness),
-			Cost: q.Cost.Scaled(1 + w.Planning.RuntimeMargin), BatchSize: planned.BatchSize, ExpectedTotal: src.Total(), ArrivalOf: src.ArrivalOf,
+			Cost: q.Cost.Scaled(1 + w.Planning.RuntimeMargin),
 		}
-		if q.PartialEvery > 0 {
-			dq.PartialEvery = max(int(math.Ceil(q.PartialEvery*float64(planned.Batches)-1e-9)), 1)
+		if _, polled := o.Actual[q.Name]; !polled {
+			dq.ArrivalOf = src.ArrivalOf
 		}
 		s.queries = append(s.queries, dq)
 		s.sources = append(s.sources, src)
+	}
+	if err := s.follow(doc, nil); err != nil {
+		return nil, err
 	}
 	// The plan takes its first pool as ready at its origin (the operator
 	// asks for it a lead time ahead).
@@ -147,10 +200,35 @@ func newSim(w planner.Workload, doc *planner.Document, noise Noise, seed uint64)
 	return s, nil
 }
 
+// follow makes doc the plan in force, as the operator's dispatch view of
+// a new plan does: the batch size, the window's total and the partial
+// merges' spacing come from it.
+func (s *sim) follow(doc *planner.Document, assumed map[string]float64) error {
+	for i, q := range s.w.Queries {
+		var planned *planner.QueryPlan
+		for j := range doc.Queries {
+			if doc.Queries[j].Name == q.Name {
+				planned = &doc.Queries[j]
+			}
+		}
+		if planned == nil {
+			return fmt.Errorf("execsim: query %s is not in the plan", q.Name)
+		}
+		dq := &s.queries[i]
+		dq.BatchSize, dq.ExpectedTotal = planned.BatchSize, doc.PlannedTotal(q.Name)
+		if q.PartialEvery > 0 {
+			dq.PartialEvery = max(int(math.Ceil(q.PartialEvery*float64(planned.Batches)-1e-9)), 1)
+		}
+	}
+	s.doc, s.assumed = doc, assumed
+	s.result.Plans = append(s.result.Plans, doc)
+	return nil
+}
+
 // horizon is when a run that has not finished is given up: well after the
 // last deadline and the plan's last request.
 func (s *sim) horizon() time.Time {
-	last := s.doc.Requests[len(s.doc.Requests)-1].At
+	last := at(s.doc.Origin, s.doc.Requests[len(s.doc.Requests)-1].At).Sub(s.origin).Seconds()
 	for _, q := range s.w.Queries {
 		last = max(last, q.Deadline)
 	}
@@ -158,7 +236,7 @@ func (s *sim) horizon() time.Time {
 }
 
 func (s *sim) run() (Result, error) {
-	now, limit := s.origin, s.horizon()
+	now := s.origin
 	for steps := 0; ; steps++ {
 		if steps > 1_000_000 {
 			return Result{}, errors.New("execsim: the run does not progress")
@@ -171,6 +249,9 @@ func (s *sim) run() (Result, error) {
 			}
 			s.queries[i].Arrived = n
 		}
+		if err := s.replanIfStale(now); err != nil {
+			return Result{}, err
+		}
 		s.resize(now)
 		decision := dispatch.Decision{}
 		if s.running == nil {
@@ -179,7 +260,7 @@ func (s *sim) run() (Result, error) {
 				s.launch(now, *decision.Launch)
 			}
 		}
-		if s.done(now) || now.After(limit) {
+		if s.done(now) || now.After(s.horizon()) {
 			break
 		}
 		now = s.next(now, decision)
@@ -195,22 +276,63 @@ func (s *sim) pool(now time.Time) dispatch.Pool {
 			p.Ready++
 		}
 	}
-	p.Coming, p.ComingBy = dispatch.Coming(s.origin, s.doc.Requests, s.lead, now)
+	p.Coming, p.ComingBy = dispatch.Coming(s.doc.Origin, s.doc.Requests, s.lead, now)
 	return p
+}
+
+// replanIfStale re-plans, as the operator does, when a stream's rate
+// measured over the rate window no longer matches the plan in force
+// (replan.Compare).
+func (s *sim) replanIfStale(now time.Time) error {
+	if s.o.Replan == nil {
+		return nil
+	}
+	window := s.o.Replan.Window
+	observed := map[string]replan.Observed{}
+	stale := false
+	for i, q := range s.w.Queries {
+		dq := &s.queries[i]
+		o := replan.Observed{Arrived: dq.Arrived, Done: replan.Progress{Batches: len(dq.Batches), Partials: len(dq.Partials)}}
+		if n := len(dq.Batches); n > 0 {
+			o.Done.Tuples, o.Done.LastFrom = dq.Batches[n-1].To, dq.Batches[n-1].From
+		}
+		start, end := at(s.origin, q.WindowStart), at(s.origin, q.WindowEnd)
+		if now.Sub(start) >= window && now.Before(end) {
+			earlier, err := s.sources[i].Arrived(now.Add(-window))
+			if err != nil {
+				return err
+			}
+			o.Measured = float64(dq.Arrived-earlier) / window.Seconds()
+			o.Resolution = replan.Resolution(q.Granularity, window.Seconds())
+			declared := replan.RateAt(q.Rates, now.Sub(start).Seconds())
+			stale = stale || replan.Compare(o, declared, s.assumed[q.Name], s.doc.MaxSupportedRateFactor, s.o.Replan.Rates) != replan.Holds
+		}
+		observed[q.Name] = o
+	}
+	if !stale {
+		return nil
+	}
+	ready, busy := s.pool(now).Ready, dispatch.FreeAt(s.queries, now).Sub(now).Seconds()
+	doc, assumed, err := replan.Plan(replan.WithOrigin(s.w, now), observed, s.o.Replan.Rates, ready, busy)
+	if err != nil {
+		return fmt.Errorf("execsim: re-planning at %.0fs: %w", now.Sub(s.origin).Seconds(), err)
+	}
+	s.result.Replans = append(s.result.Replans, now.Sub(s.origin).Seconds())
+	return s.follow(&doc, assumed)
 }
 
 // resize asks for what the operator would: the plan's executable timeline,
 // and never less than the step running late needs. New nodes come a lead
 // time later; fewer nodes go at once, the newest first.
 func (s *sim) resize(now time.Time) {
-	wanted := max(dispatch.RequestAt(s.origin, s.doc.Requests, now), dispatch.BehindSchedule(s.doc, s.queries, maxAttempts, now))
+	wanted := max(dispatch.RequestAt(s.doc.Origin, s.doc.Requests, now), dispatch.BehindSchedule(s.doc, s.queries, maxAttempts, now))
 	for len(s.nodes) < wanted {
 		s.nodes = append(s.nodes, now.Add(s.lead))
 	}
 	s.nodes = s.nodes[:wanted]
 	offset := now.Sub(s.origin).Seconds()
-	if n := len(s.requested); n == 0 || s.requested[n-1].Nodes != wanted {
-		s.requested = append(s.requested, planner.NodeLevel{At: offset, Nodes: wanted})
+	if n := len(s.result.Requested); n == 0 || s.result.Requested[n-1].Nodes != wanted {
+		s.result.Requested = append(s.result.Requested, planner.NodeLevel{At: offset, Nodes: wanted})
 	}
 	s.result.MaxNodes = max(s.result.MaxNodes, wanted)
 }
@@ -228,9 +350,9 @@ func (s *sim) launch(now time.Time, l dispatch.Step) {
 	if l.Kind == planner.StepBatch {
 		modelled = truth.BatchSeconds(l.Nodes, l.ToTuple-l.FromTuple)
 	}
-	slowdown := max(1+s.noise.Mean+s.noise.StdDev*s.rng.NormFloat64(), fastest)
+	slowdown := max(1+s.o.Noise.Mean+s.o.Noise.StdDev*s.rng.NormFloat64(), fastest)
 	end := now.Add(time.Duration(modelled * slowdown * float64(time.Second)))
-	attempt := dispatch.Attempt{Number: l.Attempt, State: dispatch.Running}
+	attempt := dispatch.Attempt{Number: l.Attempt, State: dispatch.Running, Started: now, Nodes: l.Nodes, Inputs: l.Inputs}
 	switch l.Kind {
 	case planner.StepBatch:
 		q.Batches = append(q.Batches, dispatch.Batch{From: l.FromTuple, To: l.ToTuple, Attempt: attempt})
@@ -272,12 +394,13 @@ func (s *sim) done(now time.Time) bool {
 			return false
 		}
 	}
-	return !at(s.origin, s.doc.Requests[len(s.doc.Requests)-1].At).After(now)
+	return !at(s.doc.Origin, s.doc.Requests[len(s.doc.Requests)-1].At).After(now)
 }
 
 // next is the next instant anything can change: the running step ends, a
-// node arrives, the plan's requests change, or dispatch's recheck (a batch
-// fills up, a window closes, nodes come).
+// node arrives, the plan's requests change, dispatch's recheck (a batch
+// fills up, a window closes, nodes come), or a stream that cannot forecast
+// is polled.
 func (s *sim) next(now time.Time, d dispatch.Decision) time.Time {
 	var candidates []time.Time
 	if s.running != nil {
@@ -288,7 +411,7 @@ func (s *sim) next(now time.Time, d dispatch.Decision) time.Time {
 			candidates = append(candidates, ready)
 		}
 	}
-	if t := dispatch.NextRequestChange(s.origin, s.doc.Requests, now); !t.IsZero() {
+	if t := dispatch.NextRequestChange(s.doc.Origin, s.doc.Requests, now); !t.IsZero() {
 		// NextRequestChange rounds down; the change is seen from the next
 		// nanosecond on.
 		candidates = append(candidates, t.Add(time.Nanosecond))
@@ -299,10 +422,13 @@ func (s *sim) next(now time.Time, d dispatch.Decision) time.Time {
 	// A step due by the plan but not started can raise the pool when its
 	// start passes.
 	for _, st := range s.doc.Steps {
-		if t := at(s.origin, st.Start); t.After(now) {
+		if t := at(s.doc.Origin, st.Start); t.After(now) {
 			candidates = append(candidates, t)
 			break
 		}
+	}
+	if s.polled(now) {
+		candidates = append(candidates, now.Add(s.o.Poll))
 	}
 	sort.Slice(candidates, func(a, b int) bool { return candidates[a].Before(candidates[b]) })
 	for _, c := range candidates {
@@ -313,11 +439,22 @@ func (s *sim) next(now time.Time, d dispatch.Decision) time.Time {
 	return now.Add(time.Second)
 }
 
+// polled reports whether a stream that cannot forecast its arrivals may
+// still bring tuples after now.
+func (s *sim) polled(now time.Time) bool {
+	for i, q := range s.w.Queries {
+		if s.queries[i].ArrivalOf == nil && now.Before(at(s.origin, q.WindowEnd+q.AllowedLateness)) {
+			return true
+		}
+	}
+	return false
+}
+
 // close bills the pool and records the misses.
 func (s *sim) close(now time.Time) {
 	end := now.Sub(s.origin).Seconds()
-	s.requested = append(s.requested, planner.NodeLevel{At: end, Nodes: 0})
-	s.result.Cost = planner.Cost(s.requested, s.w.Pool)
+	s.result.Requested = append(s.result.Requested, planner.NodeLevel{At: end, Nodes: 0})
+	s.result.Cost = planner.Cost(s.result.Requested, s.w.Pool)
 	for i, q := range s.queries {
 		if q.Final == nil || q.Final.State != dispatch.Succeeded || q.Final.Ended.After(q.Deadline) {
 			s.result.Missed = append(s.result.Missed, s.w.Queries[i].Name)

@@ -2,11 +2,15 @@ package execsim_test
 
 import (
 	"math"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/laxity-dev/laxity/internal/execsim"
 	"github.com/laxity-dev/laxity/internal/experiments"
 	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/replan"
+	"github.com/laxity-dev/laxity/internal/source"
 )
 
 func samplePlan(t *testing.T, margin float64) (planner.Workload, planner.Document) {
@@ -30,7 +34,7 @@ func samplePlan(t *testing.T, margin float64) (planner.Workload, planner.Documen
 // executable timeline costs.
 func TestWithoutNoiseThePlanRunsAsPlanned(t *testing.T) {
 	w, doc := samplePlan(t, 0)
-	got, err := execsim.Run(w, &doc, execsim.Noise{}, 1)
+	got, err := execsim.Run(w, &doc, execsim.Options{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +72,7 @@ func TestNoiseAndMargin(t *testing.T) {
 		w.Planning.RuntimeMargin = margin
 		n := 0
 		for seed := range uint64(20) {
-			r, err := execsim.Run(w, &doc, execsim.BCFramework, seed)
+			r, err := execsim.Run(w, &doc, execsim.Options{Noise: execsim.BCFramework, Seed: seed})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,9 +90,80 @@ func TestNoiseAndMargin(t *testing.T) {
 		t.Errorf("a 40%% margin missed in %d of 20 runs, no margin in %d", with, without)
 	}
 	w, doc := samplePlan(t, 0)
-	a, _ := execsim.Run(w, &doc, execsim.BCFramework, 7)
-	b, _ := execsim.Run(w, &doc, execsim.BCFramework, 7)
+	a, _ := execsim.Run(w, &doc, execsim.Options{Noise: execsim.BCFramework, Seed: 7})
+	b, _ := execsim.Run(w, &doc, execsim.Options{Noise: execsim.BCFramework, Seed: 7})
 	if a.Cost != b.Cost || len(a.Steps) != len(b.Steps) || a.Steps[len(a.Steps)-1] != b.Steps[len(b.Steps)-1] {
 		t.Error("the same seed gave different runs")
+	}
+}
+
+// A stream faster than declared from 3000 s on: re-planning as the operator
+// does grows the pool and meets every deadline, and what runs still tiles
+// every query's actual tuples exactly once, one step at a time; without
+// re-planning the plan is never changed.
+func TestReplanningFollowsTheMeasuredRate(t *testing.T) {
+	w, doc := samplePlan(t, 0)
+	actual := map[string][]planner.RateSegment{}
+	for _, q := range w.Queries {
+		rate := q.Rates[0].TuplesPerSecond
+		actual[q.Name] = []planner.RateSegment{{Offset: 0, TuplesPerSecond: rate}, {Offset: 3000, TuplesPerSecond: 1.6 * rate}}
+	}
+	rules := &execsim.Replanning{Rates: replan.Rates{Pessimistic: true, Tolerance: 0.02}, Window: 3 * time.Minute}
+	static, err := execsim.Run(w, &doc, execsim.Options{Actual: actual})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(static.Replans) != 0 || len(static.Plans) != 1 {
+		t.Errorf("without re-planning: %d re-plans, %d plans", len(static.Replans), len(static.Plans))
+	}
+	got, err := execsim.Run(w, &doc, execsim.Options{Actual: actual, Replan: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Replans) == 0 || len(got.Plans) != len(got.Replans)+1 {
+		t.Fatalf("%d re-plans, %d plans", len(got.Replans), len(got.Plans))
+	}
+	if len(got.Missed) > 0 {
+		t.Errorf("re-planning missed %v", got.Missed)
+	}
+	if got.MaxNodes <= doc.Chosen.MaxNodes {
+		t.Errorf("re-planning asked for at most %d nodes, the plan for %d", got.MaxNodes, doc.Chosen.MaxNodes)
+	}
+	for i, r := range got.Replans {
+		if r < 3000 || (i > 0 && r <= got.Replans[i-1]) {
+			t.Errorf("re-plan %d at %.0fs", i, r)
+		}
+	}
+	next := map[string]int64{}
+	batches := map[string]int{}
+	for i, s := range got.Steps {
+		if i > 0 && s.Start < got.Steps[i-1].End {
+			t.Errorf("%s %s %d starts at %.1f before the step before it ends at %.1f", s.Query, s.Kind, s.Index, s.Start, got.Steps[i-1].End)
+		}
+		if s.Kind != planner.StepBatch {
+			continue
+		}
+		if s.FromTuple != next[s.Query] || s.Index != batches[s.Query] {
+			t.Errorf("%s batch %d covers [%d, %d); want batch %d from %d", s.Query, s.Index, s.FromTuple, s.ToTuple, batches[s.Query], next[s.Query])
+		}
+		next[s.Query], batches[s.Query] = s.ToTuple, batches[s.Query]+1
+	}
+	for _, q := range w.Queries {
+		src, err := source.NewSynthetic(doc.Origin.Add(time.Duration(q.WindowStart*float64(time.Second))), doc.Origin.Add(time.Duration(q.WindowEnd*float64(time.Second))), q.Granularity,
+			[]source.Segment{{PerSecond: actual[q.Name][0].TuplesPerSecond}, {After: 3000 * time.Second, PerSecond: actual[q.Name][1].TuplesPerSecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next[q.Name] != src.Total() {
+			t.Errorf("%s: batches end at tuple %d, %d arrived", q.Name, next[q.Name], src.Total())
+		}
+	}
+}
+
+func TestActualRatesNameTheirQuery(t *testing.T) {
+	w, doc := samplePlan(t, 0)
+	_, err := execsim.Run(w, &doc, execsim.Options{Actual: map[string][]planner.RateSegment{"nope": {{TuplesPerSecond: 1}}}})
+	if err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("error %v, want one naming the query", err)
 	}
 }

@@ -1,9 +1,9 @@
 package experiments
 
 import (
+	"bytes"
 	"fmt"
 	"image/color"
-	"io"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -47,7 +47,7 @@ func marginStudy(base planner.Workload) ([]marginRow, error) {
 		}
 		row := marginRow{margin: m, planned: doc.Chosen}
 		for seed := range uint64(runs) {
-			r, err := execsim.Run(w, &doc, execsim.BCFramework, seed)
+			r, err := execsim.Run(w, &doc, execsim.Options{Noise: execsim.BCFramework, Seed: seed})
 			if err != nil {
 				return nil, err
 			}
@@ -62,10 +62,10 @@ func marginStudy(base planner.Workload) ([]marginRow, error) {
 	return rows, nil
 }
 
-func margin(b *strings.Builder, base planner.Workload, figure io.Writer) error {
+func margin(b *strings.Builder, base planner.Workload) ([]byte, error) {
 	rows, err := marginStudy(base)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	fmt.Fprintf(b, `## Run-time noise: the runtime margin
 
@@ -123,7 +123,7 @@ its window end.
 `, recommended, 100*acceptableMisses, 100*(at.meanCost-zero)/zero, 100*float64(rows[0].runsMissed)/float64(runs), tightestSlack(base))
 	}
 	b.WriteString("\n")
-	return drawMargin(rows, figure)
+	return drawMargin(rows)
 }
 
 // marginTicks labels every margin studied.
@@ -152,10 +152,7 @@ func tightestSlack(base planner.Workload) float64 {
 
 // drawMargin plots the share of runs with a miss and the executed cost
 // relative to no margin against the margin.
-func drawMargin(rows []marginRow, out io.Writer) error {
-	if out == nil {
-		return nil
-	}
+func drawMargin(rows []marginRow) ([]byte, error) {
 	p := plot.New()
 	p.Title.Text = "Runtime margin: missed deadlines and cost (13-query sample, N(15%, 10%) slowdown)"
 	p.X.Label.Text = "runtimeMarginPercent"
@@ -176,7 +173,7 @@ func drawMargin(rows []marginRow, out io.Writer) error {
 	} {
 		line, points, err := plotter.NewLinePoints(series.xys)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		line.Color, points.Color = series.c, series.c
 		line.Width = vg.Points(1.5)
@@ -191,6 +188,7 @@ func drawMargin(rows []marginRow, out io.Writer) error {
 	p.X.Tick.Marker = marginTicks{}
 	canvas := vgsvg.New(7*vg.Inch, 4*vg.Inch)
 	p.Draw(draw.New(canvas))
-	_, err := canvas.WriteTo(out)
-	return err
+	var out bytes.Buffer
+	_, err := canvas.WriteTo(&out)
+	return out.Bytes(), err
 }

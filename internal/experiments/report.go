@@ -48,42 +48,36 @@ var (
 	factors   = []int{1, 2, 4, 8, 16}
 )
 
-// Write runs every experiment and writes the Markdown report to out and
-// the margin study's figure (margin.svg, which the report shows) to figure,
-// when it is not nil.
-func Write(out, figure io.Writer) error {
+// Write runs every experiment and writes the Markdown report to out. It
+// returns the figures the report shows, as SVG by file name, to be written
+// beside it.
+func Write(out io.Writer) (map[string][]byte, error) {
 	base, err := Sample()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var b strings.Builder
 	b.WriteString(header)
-	if err := table3(&b, base); err != nil {
-		return err
-	}
-	if err := table5(&b, base); err != nil {
-		return err
-	}
-	if err := table7(&b, base); err != nil {
-		return err
-	}
-	if err := section95(&b, base); err != nil {
-		return err
-	}
-	if err := table9(&b, base); err != nil {
-		return err
-	}
-	if err := table13(&b, base); err != nil {
-		return err
+	for _, table := range []func(*strings.Builder, planner.Workload) error{table3, table5, table7, section95, table9, table13} {
+		if err := table(&b, base); err != nil {
+			return nil, err
+		}
 	}
 	if err := table10(&b); err != nil {
-		return err
+		return nil, err
 	}
-	if err := margin(&b, base, figure); err != nil {
-		return err
+	variable, err := section96(&b, base)
+	if err != nil {
+		return nil, err
 	}
-	_, err = io.WriteString(out, b.String())
-	return err
+	margin, err := margin(&b, base)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.WriteString(out, b.String()); err != nil {
+		return nil, err
+	}
+	return map[string][]byte{"margin.svg": margin, "variable-rates.svg": variable}, nil
 }
 
 const header = `# Experiments: laxity next to the seed paper

@@ -47,6 +47,17 @@ type Document struct {
 	SearchSeconds float64 `json:"searchSeconds"`
 }
 
+// PlannedTotal is the window's total tuples in the plan for query: the tuple
+// range of its final merge (0 when the plan does not cover it).
+func (d *Document) PlannedTotal(query string) int64 {
+	for _, s := range d.Steps {
+		if s.Query == query && s.Kind == StepFinal {
+			return s.ToTuple
+		}
+	}
+	return 0
+}
+
 // Candidate is one cell of the initialNodes × batchSizeFactor grid.
 type Candidate struct {
 	InitialNodes    int     `json:"initialNodes"`

@@ -1,0 +1,161 @@
+package replan_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/laxity-dev/laxity/internal/costmodel"
+	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/replan"
+)
+
+// midWindow is one query whose window [now-600s, now+600s] was declared at
+// 100 tuples/s (120,000 in all), half-way through: 60,000 arrived, three
+// batches (30,000 tuples) launched, the stream measured at 150/s.
+func midWindow() (planner.Workload, map[string]replan.Observed) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	w := planner.Workload{
+		Name: "mid", Origin: now,
+		Pool: planner.Pool{Sizes: []int{1, 2, 4, 8}, PricePerNodeHour: 1, ProvisioningLeadTime: 120, ReleaseAfterIdle: 240},
+		Planning: planner.Planning{
+			BatchSizeFactors: []int{1, 2, 4}, BacktrackStep: 1, MaxBatchDuration: 3600, Policy: planner.LeastLaxity,
+		},
+		Queries: []planner.Query{{
+			Name: "q", WindowStart: -600, WindowEnd: 600, Deadline: 900, Granularity: 100,
+			Rates: []planner.RateSegment{{TuplesPerSecond: 100}},
+			Cost: costmodel.Model{
+				Batch: costmodel.Linear{Overhead: 10, Parallel: 0.004},
+				Merge: costmodel.Linear{Overhead: 5, Serial: 0.1, Parallel: 0.5},
+			},
+		}},
+	}
+	observed := map[string]replan.Observed{"q": {
+		Arrived: 60000, Done: replan.Progress{Tuples: 30000, Batches: 3, LastFrom: 20000}, Measured: 150,
+	}}
+	return w, observed
+}
+
+func TestPlanContinuesFromTheObservedProgress(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		rates       replan.Rates
+		wantTotal   int64
+		wantAssumed float64
+	}{
+		// The measured 150/s holds for the 600 s left: 60,000 + 90,000.
+		{"pessimistic", replan.Rates{Pessimistic: true}, 150000, 150},
+		// The declared total arrives, the faster stream having delivered
+		// early.
+		{"optimistic", replan.Rates{}, 120000, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, observed := midWindow()
+			doc, assumed, err := replan.Plan(w, observed, tc.rates, 8, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !doc.Origin.Equal(w.Origin) {
+				t.Errorf("origin %v, want now %v: the ready nodes can run the plan", doc.Origin, w.Origin)
+			}
+			if assumed["q"] != tc.wantAssumed {
+				t.Errorf("assumed rate %v, want %v", assumed["q"], tc.wantAssumed)
+			}
+			next := int64(30000)
+			for _, s := range doc.Steps {
+				switch s.Kind {
+				case planner.StepBatch:
+					if s.FromTuple != next || s.Index < 3 {
+						t.Errorf("batch %d covers [%d, %d), want it to start at %d after the 3 launched", s.Index, s.FromTuple, s.ToTuple, next)
+					}
+					next = s.ToTuple
+				case planner.StepFinal:
+					if s.ToTuple != tc.wantTotal {
+						t.Errorf("final merge covers %d tuples, want %d", s.ToTuple, tc.wantTotal)
+					}
+				}
+			}
+			if next != tc.wantTotal {
+				t.Errorf("batches end at tuple %d, want %d", next, tc.wantTotal)
+			}
+		})
+	}
+}
+
+// Without ready nodes the plan cannot start now: it is made from the instant
+// the nodes it asks for now can be there, the lead time later.
+func TestPlanWaitsForNodesThatAreNotReady(t *testing.T) {
+	w, observed := midWindow()
+	doc, _, err := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := w.Origin.Add(120 * time.Second); !doc.Origin.Equal(want) {
+		t.Errorf("origin %v, want the lead time later, %v", doc.Origin, want)
+	}
+	if first := doc.Steps[0]; first.Kind != planner.StepBatch || first.FromTuple != 30000 {
+		t.Errorf("first step %+v, want the batch after the launched ones", first)
+	}
+}
+
+// A plan cannot use the pool before the step that holds it ends.
+func TestPlanStartsWhenThePoolIsFree(t *testing.T) {
+	w, observed := midWindow()
+	for _, tc := range []struct {
+		name  string
+		ready int
+		busy  float64
+		want  float64
+	}{
+		{"ready nodes, busy pool", 8, 50, 50},
+		{"too few ready nodes: the lead time", 0, 50, 120},
+		{"busier than the lead time", 0, 200, 200},
+	} {
+		doc, _, err := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, tc.ready, tc.busy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := doc.Origin.Sub(w.Origin).Seconds(); got != tc.want {
+			t.Errorf("%s: origin now+%gs, want now+%gs", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestResolution(t *testing.T) {
+	if got := replan.Resolution(300, 180); got != 300.0/180 {
+		t.Errorf("Resolution(300, 180) = %v", got)
+	}
+	if got := replan.Resolution(0, 60); got != 1.0/60 {
+		t.Errorf("Resolution(0, 60) = %v, want one tuple over the window", got)
+	}
+	if got := replan.Resolution(300, 0); got != 0 {
+		t.Errorf("Resolution(300, 0) = %v, want 0", got)
+	}
+}
+
+func TestCompare(t *testing.T) {
+	rules := replan.Rates{Pessimistic: true, Tolerance: 0.02}
+	for _, tc := range []struct {
+		name                                string
+		measured, declared, assumed, factor float64
+		want                                replan.Verdict
+		resolution                          float64
+	}{
+		{"within the tolerance", 1020, 1000, 0, 1, replan.Holds, 0},
+		{"beyond the tolerance", 1021, 1000, 0, 1, replan.Exceeds, 0},
+		{"relative to the supported factor", 1300, 1000, 0, 1.3, replan.Holds, 0},
+		{"relative to the assumed rate", 1500, 1000, 1500, 1, replan.Holds, 0},
+		{"beyond the assumed rate", 1540, 1000, 1500, 1, replan.Exceeds, 0},
+		{"slower than the declared rate", 500, 1000, 0, 1, replan.Holds, 0},
+		{"back below the assumed rate", 1460, 1000, 1500, 1, replan.FellBack, 0},
+		{"within the tolerance of the assumed rate", 1480, 1000, 1500, 1, replan.Holds, 0},
+		{"infeasible plans are not re-made for rates", 1e9, 1000, 0, 0, replan.Holds, 0},
+		{"nothing measured", 0, 1000, 1500, 1, replan.Holds, 0},
+		{"back below the assumed rate by less than a unit", 1460, 1000, 1500, 1, replan.Holds, 20},
+		{"back below the assumed rate by more than a unit", 1440, 1000, 1500, 1, replan.FellBack, 20},
+	} {
+		o := replan.Observed{Measured: tc.measured, Resolution: tc.resolution}
+		if got := replan.Compare(o, tc.declared, tc.assumed, tc.factor, rules); got != tc.want {
+			t.Errorf("%s: Compare = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

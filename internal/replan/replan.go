@@ -1,0 +1,354 @@
+// Package replan makes a plan while windows are open, from what has been
+// observed (DESIGN.md, "Run time"; seed section 5): the operator's
+// ElasticSchedule controller calls it, and so does the execution simulator,
+// so that the evidence shows the operator's own re-planning.
+//
+// The planner plans whole windows: every query's tuples from 0, its batches
+// from index 0, its arrivals from the declared rate. A plan made mid-window
+// from the specs alone would therefore plan again the batches that already
+// ran (all of them ready at once, at the new origin), and, under the
+// pessimistic rate model, assume the declared rate for the part of the
+// window that has already arrived at a higher one. Both make such a plan
+// wrong where it matters: it over-states the work left (up to an infeasible
+// plan late in the window) and under-states the window's total (what the
+// run-time slack is computed from).
+//
+// So a query whose window has opened is planned from its observed progress:
+// the tuples that arrived but are not in a launched batch yet are ready at
+// the new origin, the rest arrive by the rate model from now on, and the
+// plan's steps are then numbered on from the steps already launched. The new
+// plan's batch size applies from the next batch on, which is what dispatch
+// does anyway, since it cuts batches from the end of the last launched one.
+//
+// The package is pure: no Kubernetes imports, no clock.
+package replan
+
+import (
+	"time"
+
+	"github.com/laxity-dev/laxity/internal/planner"
+)
+
+// Progress is how far a query's launches have got: the tuples and batches
+// covered by launched batches (the next batch starts at Tuples, as in
+// dispatch), the partial merges launched, and the first tuple of the last
+// launched batch.
+type Progress struct {
+	Tuples   int64
+	Batches  int
+	Partials int
+	LastFrom int64
+}
+
+// Observed is what is known of one query at a re-plan.
+type Observed struct {
+	// Arrived is the tuples arrived by now.
+	Arrived int64
+	Done    Progress
+	// Measured is the arrival rate over the schedule's rate window, in
+	// tuples per second; 0 when none was measured (a measured 0 would
+	// raise no rate either).
+	Measured float64
+	// Resolution is the least rate difference the measurement can tell:
+	// one arrival unit over the rate window (Resolution).
+	Resolution float64
+}
+
+// Resolution is the least rate difference a measurement over window
+// seconds of arrivals counted in units of granularity tuples can tell. A
+// stream at its declared rate measures up to this much above or below it,
+// as whole units fall inside or outside the window.
+func Resolution(granularity int64, window float64) float64 {
+	if window <= 0 {
+		return 0
+	}
+	return float64(max(granularity, 1)) / window
+}
+
+// Rates says how re-planning treats rates that differ from the declared
+// ones (seed section 5).
+type Rates struct {
+	// Pessimistic assumes at least the declared total arrives by the window
+	// end, and that a faster measured rate holds for the rest of the window;
+	// otherwise the declared rates are kept and a stream that was faster has
+	// delivered early.
+	Pessimistic bool
+	// Tolerance is the fraction by which a measured rate may exceed what
+	// the plan supports before it is re-planned.
+	Tolerance float64
+}
+
+// Verdict is how a measured rate compares with the plan in force.
+type Verdict int
+
+const (
+	// Holds is a rate the plan in force stands for.
+	Holds Verdict = iota
+	// Exceeds is a stream faster than the plan supports.
+	Exceeds
+	// FellBack is a stream that has slowed below the faster measured rate
+	// the plan assumed instead of the declared one. Such a plan expects tuples
+	// that will not come: its batches, sized for them, fill late or not at
+	// all, and every query's last batch waits for its window to close.
+	FellBack
+)
+
+// Compare judges a query's measured rate (0: none measured) against the
+// plan in force. The plan's maximum supported rate factor is relative to
+// the rate the plan assumed: the declared one, or a faster measured one that
+// a pessimistic re-plan assumed from its origin on (assumed, 0 if none).
+// Comparing with the declared rate alone re-planned on every pass once a
+// re-plan had raised the rate. An infeasible plan supports no rate (factor
+// 0): re-planning it for rates would only make the same plan again.
+//
+// A stream falls back only when it is slower than the assumed rate by more
+// than the tolerance and the measurement's resolution: a stream that keeps
+// to its rate measures a unit more or less from one pass to the next.
+func Compare(o Observed, declared, assumed, factor float64, r Rates) Verdict {
+	planned := max(declared, assumed)
+	switch {
+	case factor <= 0 || planned <= 0 || o.Measured <= 0:
+		return Holds
+	case o.Measured > planned*factor*(1+r.Tolerance):
+		return Exceeds
+	case assumed > declared && o.Measured+o.Resolution < assumed*(1-r.Tolerance):
+		return FellBack
+	}
+	return Holds
+}
+
+// Plan makes a new plan for w, whose origin is now, from what was observed
+// of its queries (by name; a query whose window has not opened needs none).
+// It also returns the rates so assumed, by query, which the plan's maximum
+// supported rate is relative to (see Compare). w.Planning.RuntimeMargin and
+// the rest of the workload are taken as they are.
+//
+// The planner takes the pool as free and its initial nodes as there at its
+// origin. So the plan starts when the step that holds the pool is expected
+// to end, busy seconds from now (0 when the pool is free), and when it
+// needs, within the provisioning lead time, more nodes than the ready ones
+// (see Executable), it is made again from the instant the nodes it requests
+// now can be there, now + lead time. Every tuple that arrives until the
+// plan's origin is taken as waiting there. That is pessimistic: the ready
+// nodes may run batches meanwhile.
+//
+// The document's SearchSeconds is left for the caller, who has a clock.
+func Plan(w planner.Workload, observed map[string]Observed, r Rates, ready int, busy float64) (planner.Document, map[string]float64, error) {
+	ahead, lead := max(busy, 0), w.Pool.ProvisioningLeadTime
+	doc, assumed, err := planFrom(w, observed, r, ahead)
+	if err != nil || ahead >= lead || Executable(&doc, ready, lead-ahead) {
+		return doc, assumed, err
+	}
+	return planFrom(w, observed, r, lead)
+}
+
+// planFrom plans with the origin ahead seconds after w's origin (now), from
+// arrivals and launches observed at now.
+func planFrom(w planner.Workload, observed map[string]Observed, r Rates, ahead float64) (planner.Document, map[string]float64, error) {
+	if ahead > 0 {
+		w = WithOrigin(w, w.Origin.Add(time.Duration(ahead*float64(time.Second))))
+	}
+	assumed := map[string]float64{}
+	rebased := map[string]Progress{}
+	smallest := 1
+	if len(w.Pool.Sizes) > 0 {
+		smallest = w.Pool.Sizes[0]
+	}
+	for i := range w.Queries {
+		pq := &w.Queries[i]
+		elapsed := -pq.WindowStart - ahead // now, from the window start
+		if elapsed <= 0 {
+			continue
+		}
+		o := observed[pq.Name]
+		declared := TuplesBetween(pq.Rates, 0, pq.WindowEnd-pq.WindowStart)
+		if r.Pessimistic && pq.WindowEnd > -ahead {
+			// A measured rate within the measurement's resolution of the
+			// declared one is the declared rate.
+			if current := RateAt(pq.Rates, elapsed); o.Measured > current+o.Resolution {
+				pq.Rates = withRateFrom(pq.Rates, elapsed, o.Measured)
+				assumed[pq.Name] = o.Measured
+			}
+		}
+		*pq, rebased[pq.Name] = Remaining(*pq, elapsed, o.Arrived, o.Done, declared, r.Pessimistic, smallest)
+	}
+	doc, err := planner.Plan(w)
+	if err != nil {
+		return doc, nil, err
+	}
+	for _, pq := range w.Queries {
+		if done, ok := rebased[pq.Name]; ok {
+			NumberOn(&doc, pq.Name, done, pq.PartialEvery > 0)
+		}
+	}
+	return doc, assumed, nil
+}
+
+// WithOrigin is w with its times measured from origin instead of w.Origin.
+func WithOrigin(w planner.Workload, origin time.Time) planner.Workload {
+	ahead := origin.Sub(w.Origin).Seconds()
+	w.Origin = origin
+	w.Queries = append([]planner.Query(nil), w.Queries...)
+	for i := range w.Queries {
+		q := &w.Queries[i]
+		q.WindowStart -= ahead
+		q.WindowEnd -= ahead
+		q.Deadline -= ahead
+	}
+	return w
+}
+
+// Remaining re-bases pq, whose window had opened elapsed seconds before
+// arrived and done were observed (now; the plan's origin is now or later,
+// see Executable), on what is left of it: the arrived tuples that no
+// launched batch covers arrive over the window's past, so that they are all
+// ready at the origin, and the rest arrive at pq's rates from now on. The
+// window, the deadline and the cost model stay; the tuples are numbered from
+// the first one not launched.
+//
+// How many tuples are still to come follows the rate model (seed section
+// 5), with declared the window's total at the declared rates: the
+// pessimistic model assumes at least that total (a stream that was slower
+// catches up by the window end) and more if pq's rates from now on, which
+// then hold a faster measured rate, give more; the optimistic model assumes
+// at most that total (a stream that was faster has delivered early) and
+// fewer if the declared rates from now on give fewer.
+//
+// A query with nothing left to batch (its window has closed and every tuple
+// is launched) keeps its last launched batch in the plan, so that its final
+// merge is planned after it: the planner needs a tuple to plan a query, and
+// one batch too many is a small over-estimate.
+//
+// Modelled approximations, all on the side of more work except the first: a
+// batch that is running at the re-plan is taken as done (the pool counts as
+// free at the origin); for a query without partial aggregation, the final
+// merge's inputs from batches launched before the re-plan are charged as
+// merge overhead at the smallest pool size.
+func Remaining(pq planner.Query, elapsed float64, arrived int64, done Progress, declared float64, pessimistic bool, smallest int) (planner.Query, Progress) {
+	span := pq.WindowEnd - pq.WindowStart
+	var future []planner.RateSegment
+	futureTuples := 0.0
+	if elapsed < span {
+		future = []planner.RateSegment{{Offset: elapsed, TuplesPerSecond: RateAt(pq.Rates, elapsed)}}
+		for _, s := range pq.Rates {
+			if s.Offset > elapsed {
+				future = append(future, s)
+			}
+		}
+		futureTuples = TuplesBetween(future, elapsed, span)
+		want := min(futureTuples, max(declared-float64(arrived), 0))
+		if pessimistic {
+			want = max(futureTuples, declared-float64(arrived))
+		}
+		switch {
+		case want == futureTuples:
+		case futureTuples > 0:
+			for i := range future {
+				future[i].TuplesPerSecond *= want / futureTuples
+			}
+		default:
+			future = []planner.RateSegment{{Offset: elapsed, TuplesPerSecond: want / (span - elapsed)}}
+		}
+		futureTuples = want
+	}
+	if float64(arrived-done.Tuples)+futureTuples < 1 && done.Batches > 0 {
+		done = Progress{Tuples: done.LastFrom, Batches: done.Batches - 1, Partials: done.Partials, LastFrom: done.LastFrom}
+	}
+	backlog := max(arrived-done.Tuples, 0)
+	out := pq
+	out.Rates = append([]planner.RateSegment{{Offset: 0, TuplesPerSecond: float64(backlog) / min(elapsed, span)}}, future...)
+	if pq.PartialEvery == 0 && done.Batches > 0 {
+		m := pq.Cost.Merge
+		out.Cost.Merge.Overhead += float64(done.Batches) * m.PerUnit(smallest)
+	}
+	return out, done
+}
+
+// TuplesBetween is the integral of a piecewise-constant rate over [from,
+// to], offsets from the window start; the last segment holds until to.
+func TuplesBetween(segments []planner.RateSegment, from, to float64) float64 {
+	total := 0.0
+	for i, s := range segments {
+		end := to
+		if i+1 < len(segments) {
+			end = min(segments[i+1].Offset, to)
+		}
+		if start := max(s.Offset, from); end > start {
+			total += s.TuplesPerSecond * (end - start)
+		}
+	}
+	return total
+}
+
+// RateAt is the rate of segments at offset seconds after the window start.
+func RateAt(segments []planner.RateSegment, offset float64) float64 {
+	rate := 0.0
+	for _, s := range segments {
+		if s.Offset <= offset {
+			rate = s.TuplesPerSecond
+		}
+	}
+	return rate
+}
+
+// withRateFrom replaces the rate from offset on.
+func withRateFrom(segments []planner.RateSegment, offset, rate float64) []planner.RateSegment {
+	var out []planner.RateSegment
+	for _, s := range segments {
+		if s.Offset < offset {
+			out = append(out, s)
+		}
+	}
+	return append(out, planner.RateSegment{Offset: offset, TuplesPerSecond: rate})
+}
+
+// NumberOn renumbers the plan's steps of a query that was planned from its
+// progress done (Remaining) as steps of the whole query: batch indices and
+// tuple ranges continue after the launched ones, merge ordinals after the
+// launched partial merges, and the final merge covers the whole window.
+func NumberOn(doc *planner.Document, query string, done Progress, partialAggregation bool) {
+	for i := range doc.Steps {
+		s := &doc.Steps[i]
+		if s.Query != query {
+			continue
+		}
+		switch s.Kind {
+		case planner.StepBatch:
+			s.Index += done.Batches
+			s.FromTuple += done.Tuples
+			s.ToTuple += done.Tuples
+		case planner.StepPartial:
+			s.Index += done.Partials
+			s.FromTuple += done.Tuples
+			s.ToTuple += done.Tuples
+		case planner.StepFinal:
+			s.Index += done.Partials
+			s.ToTuple += done.Tuples
+			if !partialAggregation {
+				s.Inputs += done.Batches
+			}
+		}
+	}
+	for i := range doc.Queries {
+		if doc.Queries[i].Name == query {
+			doc.Queries[i].Batches += done.Batches
+		}
+	}
+}
+
+// Executable reports whether the plan's steps can have the nodes it gives
+// them: a step that starts within the provisioning lead time of the origin
+// (lead, in seconds) can only have the nodes that are ready now. The planner
+// takes its initial pool size as there at the origin, which holds for a plan
+// made before the windows open but not for one made while they run: a
+// re-plan for a faster stream that starts on more nodes than are ready
+// would count on them for a lead time they are not there, fall behind, and
+// miss the deadline it promised to meet.
+func Executable(doc *planner.Document, ready int, lead float64) bool {
+	for _, s := range doc.Steps {
+		if s.Start < lead && s.Nodes > ready {
+			return false
+		}
+	}
+	return true
+}
