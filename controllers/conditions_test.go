@@ -120,6 +120,26 @@ func TestQueryConditions(t *testing.T) {
 			kstatus: status.FailedStatus,
 		},
 		{
+			name:  "input unavailable: it shows, the query is not given up",
+			state: queryState{now: origin, planned: true, slack: slack(time.Minute), inputErr: errors.New("spec.input.kafka.secretRef: Secret kafka-client: not found")},
+			want: conditionSummary{
+				"Ready": "False/InputUnavailable", "DeadlineMissed": "False/SlackPositive", "Succeeded": "False/InProgress",
+			},
+			message: "spec.input.kafka.secretRef: Secret kafka-client: not found",
+			kstatus: status.InProgressStatus,
+		},
+		{
+			name:  "finished: an input gone since does not matter",
+			final: finished(deadline.Add(-time.Minute)),
+			state: queryState{now: deadline.Add(time.Hour), planned: true, slack: slack(time.Minute), inputErr: errors.New("topic deleted")},
+			want: conditionSummary{
+				"Ready": "True/FinalMergeSucceeded", "OnTrack": "True/FinalMergeSucceeded",
+				"DeadlineMissed": "False/SlackPositive", "Succeeded": "True/FinalMergeSucceeded",
+			},
+			message: "Finished",
+			kstatus: status.CurrentStatus,
+		},
+		{
 			name:  "finished in time",
 			final: finished(deadline.Add(-time.Minute)),
 			state: queryState{now: deadline.Add(time.Hour), planned: true, slack: slack(time.Minute)},

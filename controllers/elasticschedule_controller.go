@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -75,8 +76,8 @@ type ElasticScheduleReconciler struct {
 	Options  Options
 	// Backend builds the pool backend a schedule names.
 	Backend func(ctx context.Context, es *laxityv1alpha1.ElasticSchedule) (pool.Backend, error)
-	// Source gives a query's arrivals.
-	Source func(q *laxityv1alpha1.IntermittentQuery) (source.Source, error)
+	// Sources gives a query's arrivals.
+	Sources *Sources
 }
 
 // +kubebuilder:rbac:groups=laxity.dev,resources=elasticschedules,verbs=get;list;watch;update;patch
@@ -156,19 +157,23 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	sources := map[string]source.Source{}
 	for i := range queries {
 		q := &queries[i]
-		src, err := r.Source(q)
+		src, err := r.Sources.For(ctx, q)
+		if err == nil {
+			arrived[q.Name], err = src.Arrived(now)
+		}
 		if err != nil {
-			return ctrl.Result{}, nil, fmt.Errorf("IntermittentQuery %s: input: %w", q.Name, err)
+			// The other queries go on; this one starts nothing until its
+			// input can be read again, and is planned from what it last
+			// reported.
+			arrived[q.Name] = ptr.Deref(q.Status.ArrivedTuples, 0)
+			notes = append(notes, note{corev1.EventTypeWarning, laxityv1alpha1.InputUnavailableReason, "Read", fmt.Sprintf("IntermittentQuery %s: %v", q.Name, err)})
+			continue
 		}
 		sources[q.Name] = src
-		if arrived[q.Name], err = src.Arrived(now); err != nil {
-			return ctrl.Result{}, nil, fmt.Errorf("IntermittentQuery %s: reading arrivals: %w", q.Name, err)
-		}
 		window := es.Spec.Planning.RateWindow.Duration
 		if window > 0 && now.Sub(q.Spec.Window.Start.Time) >= window && now.Before(q.Spec.Window.End.Time) {
-			earlier, err := src.Arrived(now.Add(-window))
-			if err == nil {
-				rates[q.Name] = float64(arrived[q.Name]-earlier) / window.Seconds()
+			if rate, ok := r.Sources.RateOver(q, src, now, arrived[q.Name], window); ok {
+				rates[q.Name] = rate
 			}
 		}
 	}
@@ -184,7 +189,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 		if dqs, err = dispatchQueries(queries, &stored.doc, apps, arrived, now); err != nil {
 			return ctrl.Result{}, nil, err
 		}
-		withForecasts(dqs, sources, es)
+		withSources(dqs, sources, es)
 		if exhausted := dispatch.Decide(now, r.settings(es), dqs, dispatch.Pool{}).Exhausted; len(exhausted) > 0 && stored.reason != ReplanStepFailed {
 			reason = ReplanStepFailed
 		}
@@ -225,7 +230,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 		if dqs, err = dispatchQueries(queries, doc, apps, arrived, now); err != nil {
 			return ctrl.Result{}, nil, err
 		}
-		withForecasts(dqs, sources, es)
+		withSources(dqs, sources, es)
 	}
 	wanted := max(dispatch.RequestAt(doc.Origin, doc.Requests, now), dispatch.BehindSchedule(doc, dqs, r.Options.MaxAttempts, now))
 	if err := r.request(ctx, es, int32(wanted), &notes); err != nil {
@@ -234,7 +239,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	current := dispatch.Pool{Ready: int(ready)}
 	lead := time.Duration(durationOr(es.Spec.NodePool.ProvisioningLeadTime, defaultProvisioningLeadTime) * float64(time.Second))
 	current.Coming, current.ComingBy = dispatch.Coming(doc.Origin, doc.Requests, lead, now)
-	decision, launched, err := r.dispatch(ctx, es, queries, dqs, apps, current, now)
+	decision, launched, err := r.dispatch(ctx, es, queries, dqs, apps, sources, current, now)
 	if err != nil {
 		return ctrl.Result{}, notes, err
 	}
@@ -404,15 +409,18 @@ func dispatchQueries(queries []laxityv1alpha1.IntermittentQuery, doc *planner.Do
 	return out, nil
 }
 
-// withForecasts lets dispatch wake the schedule the moment a batch fills
-// up, for the sources that can tell when (source.Forecaster; the others are
-// polled), and gives its estimates the plan's runtime margin, so that it
-// judges slack as the plan did.
-func withForecasts(dqs []dispatch.Query, sources map[string]source.Source, es *laxityv1alpha1.ElasticSchedule) {
+// withSources gives dispatch what the queries' sources tell: the instant
+// a batch fills up, for the sources that can tell (source.Forecaster; the
+// others are polled), and which queries' inputs could not be read this
+// pass (held: they start nothing). It also gives dispatch's estimates the
+// plan's runtime margin, so that it judges slack as the plan did.
+func withSources(dqs []dispatch.Query, sources map[string]source.Source, es *laxityv1alpha1.ElasticSchedule) {
 	for i := range dqs {
-		if f, ok := sources[dqs[i].Name].(source.Forecaster); ok {
+		src, ok := sources[dqs[i].Name]
+		if f, forecasts := src.(source.Forecaster); forecasts {
 			dqs[i].ArrivalOf = f.ArrivalOf
 		}
+		dqs[i].Held = !ok
 		dqs[i].Cost = dqs[i].Cost.Scaled(runtimeMargin(es))
 	}
 }
@@ -438,7 +446,7 @@ func (r *ElasticScheduleReconciler) settings(es *laxityv1alpha1.ElasticSchedule)
 }
 
 // dispatch launches the next step, if one is due.
-func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, dqs []dispatch.Query, apps []unstructured.Unstructured, current dispatch.Pool, now time.Time) (dispatch.Decision, []note, error) {
+func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, dqs []dispatch.Query, apps []unstructured.Unstructured, sources map[string]source.Source, current dispatch.Pool, now time.Time) (dispatch.Decision, []note, error) {
 	decision := dispatch.Decide(now, r.settings(es), dqs, current)
 	if decision.Launch == nil {
 		return decision, nil, nil
@@ -456,6 +464,12 @@ func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1al
 		Nodes: int32(l.Nodes), ReadyNodes: int32(current.Ready),
 	}
 	step.InputLocations = inputLocations(q, apps, step)
+	if slicer, ok := sources[q.Name].(source.Slicer); ok && l.Kind == planner.StepBatch {
+		var err error
+		if step.Slice, step.ToTuple, err = batchSlice(ctx, slicer, q.Name, apps, *l, now); err != nil {
+			return decision, nil, fmt.Errorf("IntermittentQuery %s: batch %d: %w", q.Name, l.Index, err)
+		}
+	}
 	app, err := sparkapp.Render(q, es, step, sparkapp.Locations{Input: q.Spec.Input.Location, ResultRoot: r.Options.ResultRoot})
 	if err != nil {
 		return decision, nil, err
@@ -471,12 +485,42 @@ func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1al
 		return decision, nil, fmt.Errorf("launching %s: %w", app.GetName(), err)
 	}
 	message := fmt.Sprintf("Launched %s on %d nodes (%s %d of %s, tuples [%d, %d), slack %s)",
-		app.GetName(), l.Nodes, l.Kind, l.Index, l.Query, l.FromTuple, l.ToTuple, l.Slack.Round(time.Second))
+		app.GetName(), l.Nodes, l.Kind, l.Index, l.Query, step.FromTuple, step.ToTuple, l.Slack.Round(time.Second))
 	kind := "Launched"
 	if l.Attempt > 0 {
 		kind = "Retried"
 	}
 	return decision, []note{{corev1.EventTypeNormal, kind, "Launch", message}}, nil
+}
+
+// batchSlice is the exact input of batch l of a query whose source slices
+// its stream: a retry reads what the failed attempt read, a new batch
+// continues from where the batch before it ended, as recorded on that
+// batch's SparkApplication. It also returns the batch's tuple range end,
+// which follows what the slice holds.
+func batchSlice(ctx context.Context, slicer source.Slicer, query string, apps []unstructured.Unstructured, l dispatch.Step, now time.Time) (map[string]string, int64, error) {
+	batches, _, _ := observeSteps(query, apps)
+	if l.Index < len(batches) {
+		tried := batches[l.Index].step
+		if tried.Slice == nil {
+			return nil, 0, fmt.Errorf("its attempt %d records no input slice to retry", tried.Attempt)
+		}
+		return tried.Slice, tried.ToTuple, nil
+	}
+	var previous map[string]string
+	if l.Index > 0 {
+		if previous = batches[l.Index-1].step.Slice; previous == nil {
+			return nil, 0, fmt.Errorf("batch %d records no input slice to continue from", l.Index-1)
+		}
+	}
+	slice, taken, err := slicer.Slice(ctx, now, previous, l.ToTuple-l.FromTuple)
+	if err != nil {
+		return nil, 0, err
+	}
+	if taken <= 0 {
+		return nil, 0, fmt.Errorf("no tuples of [%d, %d) are there to read", l.FromTuple, l.ToTuple)
+	}
+	return slice, l.FromTuple + taken, nil
 }
 
 // inputLocations are the results a merge combines: a partial merge the

@@ -12,13 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/dispatch"
 	"github.com/laxity-dev/laxity/internal/planner"
-	"github.com/laxity-dev/laxity/internal/source"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
 )
 
@@ -29,7 +29,7 @@ type IntermittentQueryReconciler struct {
 	client.Client
 	Clock   clock.PassiveClock
 	Options Options
-	Source  func(q *laxityv1alpha1.IntermittentQuery) (source.Source, error)
+	Sources *Sources
 }
 
 // +kubebuilder:rbac:groups=laxity.dev,resources=intermittentqueries,verbs=get;list;watch
@@ -41,6 +41,7 @@ func (r *IntermittentQueryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	if err := r.Get(ctx, req.NamespacedName, &q); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetQuery(req.Namespace, req.Name)
+			r.Sources.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -65,13 +66,16 @@ func (r *IntermittentQueryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 
 func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1alpha1.IntermittentQuery, now time.Time) (time.Duration, error) {
 	q.Status.ObservedGeneration = q.Generation
-	src, err := r.Source(q)
-	if err != nil {
-		return 0, fmt.Errorf("spec.input: %w", err)
-	}
-	arrived, err := src.Arrived(now)
-	if err != nil {
-		return 0, fmt.Errorf("reading arrivals: %w", err)
+	// An input that cannot be read leaves the last count in place and shows
+	// in the conditions; the schedule starts nothing of the query meanwhile.
+	src, inputErr := r.Sources.For(ctx, q)
+	arrived := ptr.Deref(q.Status.ArrivedTuples, 0)
+	if inputErr == nil {
+		if n, err := src.Arrived(now); err != nil {
+			inputErr = fmt.Errorf("reading arrivals: %w", err)
+		} else {
+			arrived = n
+		}
 	}
 	q.Status.ArrivedTuples = &arrived
 
@@ -84,7 +88,7 @@ func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1
 	writeSteps(q, batches, partials, final)
 
 	var es laxityv1alpha1.ElasticSchedule
-	err = r.Get(ctx, client.ObjectKey{Namespace: q.Namespace, Name: q.Spec.ScheduleName}, &es)
+	err := r.Get(ctx, client.ObjectKey{Namespace: q.Namespace, Name: q.Spec.ScheduleName}, &es)
 	if err != nil {
 		if client.IgnoreNotFound(err) != nil {
 			return 0, fmt.Errorf("reading the schedule: %w", err)
@@ -96,7 +100,7 @@ func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1
 	if err != nil {
 		return 0, err
 	}
-	state := queryState{now: now, failedOut: failedOut(q, r.Options.MaxAttempts)}
+	state := queryState{now: now, failedOut: failedOut(q, r.Options.MaxAttempts), inputErr: inputErr}
 	if stored != nil {
 		pq, err := queryOf(q, stored.doc.Origin)
 		if err != nil {
@@ -212,6 +216,8 @@ type queryState struct {
 	failedOut string
 	// plannedLate is how late the plan in force finishes the query.
 	plannedLate time.Duration
+	// inputErr is why the query's input could not be read, if it could not.
+	inputErr error
 }
 
 // plannedLate is how late the plan in force finishes the query, 0 when it
@@ -324,6 +330,8 @@ func setQueryConditions(q *laxityv1alpha1.IntermittentQuery, s queryState) {
 	}
 	set(laxityv1alpha1.IntermittentQuerySucceededCondition, metav1.ConditionFalse, "InProgress", "The final merge has not succeeded yet")
 	switch {
+	case s.inputErr != nil:
+		summary(metav1.ConditionFalse, laxityv1alpha1.InputUnavailableReason, "", "", "", s.inputErr.Error())
 	case s.failedOut != "":
 		r := laxityv1alpha1.StepFailedReason
 		summary(metav1.ConditionFalse, r, "", r, r, s.failedOut)

@@ -20,12 +20,11 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/pool"
-	"github.com/laxity-dev/laxity/internal/source"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
 )
 
 // Setup registers both reconcilers with the manager, with the pool backends
-// built from the manager's clients and the synthetic input source.
+// built from the manager's clients and the input sources they share.
 func Setup(_ context.Context, mgr ctrl.Manager, clk clock.PassiveClock, opts Options, placeholderImage string) error {
 	poolOptions, err := pool.NewOptions(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetClient(), mgr.GetRESTMapper(), placeholderImage)
 	if err != nil {
@@ -34,14 +33,15 @@ func Setup(_ context.Context, mgr ctrl.Manager, clk clock.PassiveClock, opts Opt
 	backend := func(_ context.Context, es *laxityv1alpha1.ElasticSchedule) (pool.Backend, error) {
 		return pool.New(poolOptions, es)
 	}
+	sources := &Sources{Reader: mgr.GetAPIReader()}
 	es := &ElasticScheduleReconciler{
-		Client: mgr.GetClient(), Clock: clk, Options: opts, Backend: backend, Source: SyntheticSource,
+		Client: mgr.GetClient(), Clock: clk, Options: opts, Backend: backend, Sources: sources,
 		Recorder: mgr.GetEventRecorder("laxity"),
 	}
 	if err := es.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ElasticSchedule controller: %w", err)
 	}
-	iq := &IntermittentQueryReconciler{Client: mgr.GetClient(), Clock: clk, Options: opts, Source: SyntheticSource}
+	iq := &IntermittentQueryReconciler{Client: mgr.GetClient(), Clock: clk, Options: opts, Sources: sources}
 	if err := iq.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the IntermittentQuery controller: %w", err)
 	}
@@ -69,13 +69,6 @@ func CacheOptions() cache.Options {
 // fill anyway, instead of listing them from the API server on every pass.
 func ClientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{Unstructured: true}}
-}
-
-// SyntheticSource is the input source every query uses until real sources
-// exist: arrivals follow spec.input, or spec.input.actualProfile when set,
-// by the clock.
-func SyntheticSource(q *laxityv1alpha1.IntermittentQuery) (source.Source, error) {
-	return source.FromSpec(q, q.Spec.Input.ActualProfile)
 }
 
 func sparkApplication() *unstructured.Unstructured {

@@ -535,8 +535,8 @@ func fsRestartManager(w *world, counts *fsCounts) *fsClient {
 	backend := func(_ context.Context, es *laxityv1alpha1.ElasticSchedule) (pool.Backend, error) {
 		return pool.New(poolOptions, es)
 	}
-	w.es = &ElasticScheduleReconciler{Client: c, Clock: w.clock, Recorder: w.es.Recorder, Options: opts, Backend: backend, Source: SyntheticSource}
-	w.iq = &IntermittentQueryReconciler{Client: c, Clock: w.clock, Options: opts, Source: SyntheticSource}
+	w.es = &ElasticScheduleReconciler{Client: c, Clock: w.clock, Recorder: w.es.Recorder, Options: opts, Backend: backend, Sources: &Sources{}}
+	w.iq = &IntermittentQueryReconciler{Client: c, Clock: w.clock, Options: opts, Sources: &Sources{}}
 	return c
 }
 
@@ -811,7 +811,7 @@ var _ = Describe("A workload no pool size can finish in time", Ordered, func() {
 		// tight is the query that cannot make it; its slack is the least
 		// throughout, so whenever its next batch has arrived it goes first.
 		// Merges go before any batch (dispatch), so only batches compare.
-		src, err := SyntheticSource(fsQuery(ctx, w, "tight"))
+		src, err := SyntheticSource(ctx, fsQuery(ctx, w, "tight"))
 		Expect(err).NotTo(HaveOccurred())
 		var tight []launch
 		for _, l := range w.launches {

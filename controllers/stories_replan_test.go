@@ -113,7 +113,7 @@ func (w *world) expectBatchesTile(totals map[string]int64) {
 
 // arrivedBy is what the query's source has delivered by t.
 func arrivedBy(q *laxityv1alpha1.IntermittentQuery, t time.Time) int64 {
-	src, err := SyntheticSource(q)
+	src, err := SyntheticSource(context.Background(), q)
 	Expect(err).NotTo(HaveOccurred())
 	n, err := src.Arrived(t)
 	Expect(err).NotTo(HaveOccurred())

@@ -60,8 +60,8 @@ func newWorld(ctx context.Context, name string, leadTime time.Duration) *world {
 	backend := func(_ context.Context, es *laxityv1alpha1.ElasticSchedule) (pool.Backend, error) {
 		return pool.New(poolOptions, es)
 	}
-	w.es = &ElasticScheduleReconciler{Client: k8sClient, Clock: w.clock, Recorder: events.NewFakeRecorder(10000), Options: opts, Backend: backend, Source: SyntheticSource}
-	w.iq = &IntermittentQueryReconciler{Client: k8sClient, Clock: w.clock, Options: opts, Source: SyntheticSource}
+	w.es = &ElasticScheduleReconciler{Client: k8sClient, Clock: w.clock, Recorder: events.NewFakeRecorder(10000), Options: opts, Backend: backend, Sources: &Sources{}}
+	w.iq = &IntermittentQueryReconciler{Client: k8sClient, Clock: w.clock, Options: opts, Sources: &Sources{}}
 	w.nodes = &simulation.Provisioner{Client: k8sClient, Delay: leadTime}
 	w.spark = &simulation.Spark{Client: k8sClient, Duration: simulation.ModelledDuration(k8sClient, CostModel)}
 	return w
@@ -159,7 +159,7 @@ func (w *world) observe(ctx context.Context, now time.Time) {
 		Expect(err).NotTo(HaveOccurred())
 		var q laxityv1alpha1.IntermittentQuery
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: query}, &q)).To(Succeed())
-		src, err := SyntheticSource(&q)
+		src, err := w.es.Sources.For(ctx, &q)
 		Expect(err).NotTo(HaveOccurred())
 		arrived, err := src.Arrived(now)
 		Expect(err).NotTo(HaveOccurred())

@@ -110,6 +110,12 @@ const (
 	// report nodes; the message holds the backend's error.
 	BackendErrorReason = "BackendError"
 
+	// InputUnavailableReason surfaces when a query's input cannot be read,
+	// for example a Kafka broker that does not answer or a Secret that is
+	// missing; the message names the field and holds the error. Nothing of
+	// the query starts until its input can be read again.
+	InputUnavailableReason = "InputUnavailable"
+
 	// ScheduleNotFoundReason surfaces when the ElasticSchedule named by
 	// spec.scheduleName does not exist.
 	ScheduleNotFoundReason = "ScheduleNotFound"

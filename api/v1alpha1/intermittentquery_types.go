@@ -84,8 +84,11 @@ type Window struct {
 }
 
 // Input describes how a query's tuples arrive. Exactly one of ratePerSecond,
-// totalTuples and profile is set.
+// totalTuples and profile is set: the rate the planner plans for. Where the
+// tuples come from is kafka when set, and otherwise a synthetic stream at
+// that rate (or at actualProfile).
 // +kubebuilder:validation:XValidation:rule="(has(self.ratePerSecond) ? 1 : 0) + (has(self.totalTuples) ? 1 : 0) + (has(self.profile) ? 1 : 0) == 1",message="spec.input must set exactly one of ratePerSecond, totalTuples or profile"
+// +kubebuilder:validation:XValidation:rule="!(has(self.kafka) && has(self.actualProfile))",message="spec.input.actualProfile drives the synthetic stream; it cannot be set with spec.input.kafka"
 type Input struct {
 	// ratePerSecond is a constant arrival rate in tuples per second over the
 	// whole window, as a positive decimal string such as "9500".
@@ -127,6 +130,16 @@ type Input struct {
 	// +kubebuilder:validation:MaxItems=64
 	ActualProfile []RateSegment `json:"actualProfile,omitempty"`
 
+	// kafka reads the query's tuples from a Kafka topic, one record per
+	// tuple: the window holds, on every partition, the records from the
+	// first one timestamped at or after window.start to the first one at or
+	// after window.end. Each batch is an exact offset range per partition,
+	// passed to its SparkApplication as Spark's Kafka source options
+	// startingOffsets and endingOffsets (annotations
+	// laxity.dev/kafka-starting-offsets and laxity.dev/kafka-ending-offsets).
+	// +optional
+	Kafka *KafkaInput `json:"kafka,omitempty"`
+
 	// location is where the query's tuples are read from, as a URI the
 	// Spark job understands (for example "s3a://events/orders/"); laxity
 	// passes it to every batch with the batch's tuple range.
@@ -150,6 +163,42 @@ type Input struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",message="spec.input.allowedLateness must be a non-negative duration such as 30s"
 	AllowedLateness metav1.Duration `json:"allowedLateness,omitzero"`
+}
+
+// KafkaInput is a Kafka topic a query reads.
+type KafkaInput struct {
+	// brokers are the bootstrap brokers as host:port.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=261
+	// +kubebuilder:validation:items:Pattern=`^[^:\s]+:[0-9]{1,5}$`
+	Brokers []string `json:"brokers"`
+
+	// topic is the topic's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=249
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9._-]+$`
+	Topic string `json:"topic"`
+
+	// secretRef names a Secret in the query's namespace with the client's
+	// TLS and SASL settings: ca.crt (PEM; enables TLS), tls.crt and tls.key
+	// (a client certificate), sasl.mechanism (PLAIN, SCRAM-SHA-256 or
+	// SCRAM-SHA-512), sasl.username and sasl.password. Without it the
+	// connection is plaintext and unauthenticated.
+	// +optional
+	SecretRef *SecretReference `json:"secretRef,omitempty"`
+}
+
+// SecretReference names a Secret in the referrer's namespace.
+type SecretReference struct {
+	// name is the Secret's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // RateSegment is one piece of a piecewise-constant arrival rate.

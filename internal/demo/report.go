@@ -40,7 +40,7 @@ func (r *run) report(ctx context.Context, s *schedule) (Report, error) {
 		if err := r.client.List(ctx, apps, client.InNamespace(q.Namespace), client.MatchingLabels{controllers.LabelQuery: q.Name}); err != nil {
 			return out, err
 		}
-		src, err := controllers.SyntheticSource(&q)
+		src, err := controllers.SyntheticSource(ctx, &q)
 		if err != nil {
 			return out, fmt.Errorf("IntermittentQuery %s/%s: spec.input: %w", q.Namespace, q.Name, err)
 		}

@@ -86,6 +86,11 @@ type Query struct {
 	Batches  []Batch
 	Partials []Attempt
 	Final    *Attempt
+	// Held is set while the query's input cannot be read: nothing of it
+	// starts, since a batch would read tuples nobody counted and a final
+	// merge could leave the last ones out. A step of it that is already
+	// running still holds the pool.
+	Held bool
 }
 
 // Step is a step to launch.
@@ -155,6 +160,9 @@ func Decide(now time.Time, settings Settings, queries []Query, pool Pool) Decisi
 	var merges, batches []Step
 	for i := range queries {
 		q := &queries[i]
+		if q.Held {
+			continue
+		}
 		step, recheck, exhausted := q.next(now, settings)
 		if exhausted {
 			d.Exhausted = append(d.Exhausted, q.Name)

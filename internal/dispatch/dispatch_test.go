@@ -62,6 +62,26 @@ func TestDecide(t *testing.T) {
 			want:    Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Slack: 9 * time.Second}},
 		},
 		{
+			// b's input cannot be read: a, with more slack, goes first.
+			name:    "a held query launches nothing",
+			now:     30,
+			queries: []Query{query("a", 200, 300), func() Query { q := query("b", 60, 300); q.Held = true; return q }()},
+			ready:   2,
+			want:    Decision{Launch: &Step{Query: "a", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Slack: 149 * time.Second}},
+		},
+		{
+			// A held query's running batch still holds the pool.
+			name: "a held query's running step holds the pool",
+			now:  30,
+			queries: []Query{query("a", 200, 300), func() Query {
+				q := query("b", 60, 300, Batch{From: 0, To: 100, Attempt: Attempt{State: Running}})
+				q.Held = true
+				return q
+			}()},
+			ready: 2,
+			want:  Decision{Why: "batch 0 of query b is running"},
+		},
+		{
 			// On 4 ready nodes every batch takes 1.5 s: b's slack is
 			// 30 s - (10 × 1.5 s + 1 s).
 			name: "earliest deadline",

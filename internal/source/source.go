@@ -9,7 +9,10 @@
 // clock; real sources (object storage listings, Kafka offsets) come later.
 package source
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Source reports how many of a query's tuples have arrived.
 type Source interface {
@@ -28,4 +31,20 @@ type Forecaster interface {
 	// ArrivalOf is the first instant at which Arrived reports at least
 	// tuples, and false when it never will.
 	ArrivalOf(tuples int64) (time.Time, bool)
+}
+
+// Slicer is a Source whose batches read an exact slice of the stream: Kafka
+// offset ranges, a list of objects. The slice is recorded on the batch's
+// SparkApplication (each key as the annotation laxity.dev/<key>, an
+// argument and a Spark setting) and read back from it, so that a retry and
+// an operator restarted mid-window read the same records, and consecutive
+// batches neither overlap nor skip one.
+type Slicer interface {
+	Source
+	// Slice is the input of the batch after the one whose slice was
+	// previous (nil for the window's first batch): tuples tuples, or all
+	// that have arrived when fewer have. taken is how many it holds, which
+	// may differ from tuples when the stream's units are not single tuples
+	// (an object of several tuples is not split).
+	Slice(ctx context.Context, now time.Time, previous map[string]string, tuples int64) (slice map[string]string, taken int64, err error)
 }

@@ -46,6 +46,11 @@ type Step struct {
 	// created, at least Nodes. The step gets ReadyNodes × executorsPerNode
 	// executors.
 	ReadyNodes int32
+	// Slice is a batch's exact input from its source (source.Slicer), such
+	// as Kafka offset ranges: each key becomes the annotation
+	// laxity.dev/<key>, the argument --laxity-<key>=<value> and the Spark
+	// setting spark.laxity.<key>. Nil for merges and synthetic inputs.
+	Slice map[string]string
 }
 
 // Name is the deterministic name of the SparkApplication that runs step s

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,6 +70,40 @@ const (
 	// ResultLocation).
 	AnnotationResult = "laxity.dev/result"
 )
+
+// annotationPrefix starts every annotation laxity sets; the ones not in
+// contractAnnotations are a batch's slice (Step.Slice).
+const annotationPrefix = "laxity.dev/"
+
+var contractAnnotations = map[string]bool{
+	AnnotationBatchIndex: true, AnnotationFromTuple: true, AnnotationToTuple: true, AnnotationInputs: true,
+	AnnotationNodes: true, AnnotationAttempt: true, AnnotationResult: true,
+}
+
+// reservedSliceKeys are the names laxity's own arguments use.
+var reservedSliceKeys = map[string]bool{
+	"query": true, "step": true, "index": true, "attempt": true, "from-tuple": true, "to-tuple": true,
+	"input": true, "inputs": true, "output": true,
+}
+
+// sliceKey is what a slice key may look like: it is an annotation name, an
+// argument name and part of a Spark setting.
+var sliceKey = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// SliceOf is the slice of the batch app runs (Step.Slice), read back from
+// its annotations; nil when it has none.
+func SliceOf(app *unstructured.Unstructured) map[string]string {
+	var slice map[string]string
+	for k, v := range app.GetAnnotations() {
+		if key, ok := strings.CutPrefix(k, annotationPrefix); ok && !contractAnnotations[k] {
+			if slice == nil {
+				slice = map[string]string{}
+			}
+			slice[key] = v
+		}
+	}
+	return slice
+}
 
 // SparkConfPrefix starts the keys of the spec.sparkConf entries laxity sets:
 // spark.laxity.query, spark.laxity.step, spark.laxity.index,
@@ -239,9 +274,17 @@ func checkStep(q *v1alpha1.IntermittentQuery, es *v1alpha1.ElasticSchedule, s St
 		if s.Inputs != 0 || len(s.InputLocations) != 0 {
 			return fail("a batch has no merge inputs, got %d and %d locations", s.Inputs, len(s.InputLocations))
 		}
+		for key := range s.Slice {
+			if !sliceKey.MatchString(key) || len(key) > 63 || reservedSliceKeys[key] || contractAnnotations[annotationPrefix+key] {
+				return fail("batch input key %q must be a lower-case name of at most 63 characters that laxity's contract does not use", key)
+			}
+		}
 	case planner.StepPartial, planner.StepFinal:
 		if s.Inputs < 1 {
 			return fail("a merge needs at least one input, got %d", s.Inputs)
+		}
+		if len(s.Slice) > 0 {
+			return fail("a merge reads results, not a slice of the input")
 		}
 		if len(s.InputLocations) != s.Inputs {
 			return fail("a merge of %d inputs needs %d input locations, got %d", s.Inputs, s.Inputs, len(s.InputLocations))
@@ -266,6 +309,9 @@ func annotations(s Step, result string) map[string]string {
 	if s.Kind == planner.StepBatch {
 		a[AnnotationFromTuple] = strconv.FormatInt(s.FromTuple, 10)
 		a[AnnotationToTuple] = strconv.FormatInt(s.ToTuple, 10)
+		for k, v := range s.Slice {
+			a[annotationPrefix+k] = v
+		}
 	} else {
 		a[AnnotationInputs] = strconv.Itoa(s.Inputs)
 	}
@@ -288,6 +334,9 @@ func arguments(query string, s Step, loc Locations, result string) []string {
 			arg("to-tuple", strconv.FormatInt(s.ToTuple, 10)))
 		if loc.Input != "" {
 			args = append(args, arg("input", loc.Input))
+		}
+		for _, k := range slices.Sorted(maps.Keys(s.Slice)) {
+			args = append(args, arg(k, s.Slice[k]))
 		}
 	} else {
 		args = append(args, arg("inputs", strconv.Itoa(s.Inputs)))
@@ -312,6 +361,9 @@ func sparkConf(query string, s Step, loc Locations, result string) map[string]st
 		c[SparkConfPrefix+"toTuple"] = strconv.FormatInt(s.ToTuple, 10)
 		if loc.Input != "" {
 			c[SparkConfPrefix+"input"] = loc.Input
+		}
+		for k, v := range s.Slice {
+			c[SparkConfPrefix+k] = v
 		}
 	} else {
 		c[SparkConfPrefix+"inputs"] = strconv.Itoa(s.Inputs)

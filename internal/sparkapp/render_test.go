@@ -6,10 +6,12 @@ import (
 	"maps"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/laxity-dev/laxity/api/v1alpha1"
@@ -505,6 +507,9 @@ func TestRenderStepErrors(t *testing.T) {
 			return q
 		}(), es: schedule(), step: batch(0, 0, 1), loc: locations, want: "more than the 63 spark-operator accepts"},
 		{name: "no result root", q: query(minimalTemplate), es: schedule(), step: batch(0, 0, 1), loc: Locations{Input: "x"}, want: "IntermittentQuery analytics/q1: result root is empty"},
+		{name: "slice key of the contract", q: query(minimalTemplate), es: schedule(), step: sliced(map[string]string{"from-tuple": "1"}), loc: locations, want: `batch input key "from-tuple"`},
+		{name: "slice key not a name", q: query(minimalTemplate), es: schedule(), step: sliced(map[string]string{"Kafka Offsets": "1"}), loc: locations, want: `batch input key "Kafka Offsets"`},
+		{name: "slice on a merge", q: query(minimalTemplate), es: schedule(), step: func() Step { s := partial(0, "x"); s.Slice = map[string]string{"k": "v"}; return s }(), loc: locations, want: "a merge reads results, not a slice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			app, err := Render(tc.q, tc.es, tc.step, tc.loc)
@@ -523,6 +528,41 @@ func TestRenderStepErrors(t *testing.T) {
 				t.Errorf("Render: %v does not name the query", err)
 			}
 		})
+	}
+}
+
+func sliced(slice map[string]string) Step {
+	s := batch(3, 100, 200)
+	s.Slice = slice
+	return s
+}
+
+// A batch's slice goes into its annotations, arguments (in key order) and
+// Spark settings, and SliceOf reads it back.
+func TestRenderSlice(t *testing.T) {
+	slice := map[string]string{"kafka-topic": "events", "kafka-starting-offsets": `{"events":{"0":5}}`, "kafka-ending-offsets": `{"events":{"0":9}}`}
+	app, err := Render(query(minimalTemplate), schedule(), sliced(slice), locations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(slice, SliceOf(app)); diff != "" {
+		t.Errorf("SliceOf (-want +got):\n%s", diff)
+	}
+	args, _, _ := unstructured.NestedStringSlice(app.Object, "spec", "arguments")
+	want := []string{`--laxity-kafka-ending-offsets={"events":{"0":9}}`, `--laxity-kafka-starting-offsets={"events":{"0":5}}`, "--laxity-kafka-topic=events"}
+	if got := args[len(args)-4 : len(args)-1]; !slices.Equal(got, want) {
+		t.Errorf("arguments end with %q, want %q before the output", got, want)
+	}
+	conf, _, _ := unstructured.NestedStringMap(app.Object, "spec", "sparkConf")
+	if conf["spark.laxity.kafka-topic"] != "events" {
+		t.Errorf("sparkConf %v lacks spark.laxity.kafka-topic", conf)
+	}
+	plain, err := Render(query(minimalTemplate), schedule(), batch(3, 100, 200), locations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := SliceOf(plain); got != nil {
+		t.Errorf("SliceOf a batch without a slice = %v, want nil", got)
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 // StepOf reads back which step of which query a SparkApplication laxity
 // created runs, from its labels and annotations, so that the controller can
 // rebuild its view of the world after a restart. It recovers Kind, Index,
-// Attempt, FromTuple and ToTuple (batches), Inputs (merges) and Nodes; not
+// Attempt, FromTuple, ToTuple and Slice (batches), Inputs (merges) and Nodes; not
 // InputLocations nor ReadyNodes, which the object keeps only in its spec.
 // The step's result location is the laxity.dev/result annotation.
 //
@@ -83,6 +83,9 @@ func StepOf(app *unstructured.Unstructured) (string, Step, error) {
 		return fail("%s", strings.Join(problems, "; "))
 	}
 	s.Index, s.Attempt, s.Nodes, s.Inputs = int(index), int(attempt), int32(nodes), int(inputs)
+	if s.Kind == planner.StepBatch {
+		s.Slice = SliceOf(app)
+	}
 
 	name, err := Name(query, s)
 	if err != nil {
