@@ -131,7 +131,7 @@ func dispatchQuery(q *laxityv1alpha1.IntermittentQuery, pq planner.Query, doc *p
 	dq := dispatch.Query{
 		Name:          q.Name,
 		Deadline:      q.Spec.Deadline.Time,
-		Closed:        q.Spec.Window.End.Add(q.Spec.Input.AllowedLateness.Duration),
+		Closed:        q.Spec.Window.End.Add(allowedLateness(q)),
 		Cost:          pq.Cost,
 		BatchSize:     planned.BatchSize,
 		ExpectedTotal: doc.PlannedTotal(q.Name),

@@ -8,15 +8,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/source"
 	"github.com/laxity-dev/laxity/internal/source/kafka"
+	"github.com/laxity-dev/laxity/internal/source/objectstore"
 )
 
-// Sources opens the input sources of queries. A source that holds
-// connections (Kafka) is kept for its query, both reconcilers sharing it,
+// Sources opens the input sources of queries. A source that holds clients
+// (Kafka, object storage) is kept for its query, both reconcilers sharing it,
 // until the query's spec or its Secret changes or the query is deleted;
 // synthetic sources are cheap and made on every call.
 type Sources struct {
@@ -42,26 +44,35 @@ type openSource struct {
 	uid           types.UID
 	generation    int64
 	secretVersion string
-	src           *kafka.Source
+	src           source.Source
+	// close releases the source's connections, if it holds any.
+	close func()
 }
 
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
 // For is the source of q's tuples. Errors name the field.
 func (s *Sources) For(ctx context.Context, q *laxityv1alpha1.IntermittentQuery) (source.Source, error) {
-	in := q.Spec.Input.Kafka
-	if in == nil {
+	in := q.Spec.Input
+	var field string
+	var ref *laxityv1alpha1.SecretReference
+	switch {
+	case in.Kafka != nil:
+		field, ref = "spec.input.kafka", in.Kafka.SecretRef
+	case in.ObjectStore != nil:
+		field, ref = "spec.input.objectStore", in.ObjectStore.SecretRef
+	default:
 		return SyntheticSource(ctx, q)
 	}
 	var data map[string][]byte
 	version := ""
-	if ref := in.SecretRef; ref != nil {
+	if ref != nil {
 		if s.Reader == nil {
-			return nil, fmt.Errorf("spec.input.kafka.secretRef: Secret %s: this manager reads no Secrets", ref.Name)
+			return nil, fmt.Errorf("%s.secretRef: Secret %s: this manager reads no Secrets", field, ref.Name)
 		}
 		var secret corev1.Secret
 		if err := s.Reader.Get(ctx, client.ObjectKey{Namespace: q.Namespace, Name: ref.Name}, &secret); err != nil {
-			return nil, fmt.Errorf("spec.input.kafka.secretRef: Secret %s: %w", ref.Name, err)
+			return nil, fmt.Errorf("%s.secretRef: Secret %s: %w", field, ref.Name, err)
 		}
 		data, version = secret.Data, secret.ResourceVersion
 	}
@@ -71,20 +82,52 @@ func (s *Sources) For(ctx context.Context, q *laxityv1alpha1.IntermittentQuery) 
 	if o, ok := s.open[key]; ok && o.uid == q.UID && o.generation == q.Generation && o.secretVersion == version {
 		return o.src, nil
 	}
-	cfg, err := kafka.ConfigFromSecret(in.Brokers, in.Topic, data)
-	if err != nil {
-		return nil, fmt.Errorf("spec.input.kafka: %w", err)
+	opened := openSource{uid: q.UID, generation: q.Generation, secretVersion: version, close: func() {}}
+	var err error
+	if in.Kafka != nil {
+		opened.src, opened.close, err = openKafka(q, data)
+	} else {
+		opened.src, err = openObjectStore(q, data, ref != nil)
 	}
-	src, err := kafka.New(cfg, q.Spec.Window.Start.Time, q.Spec.Window.End.Time)
 	if err != nil {
-		return nil, fmt.Errorf("spec.input.kafka: %w", err)
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	s.forget(key)
 	if s.open == nil {
 		s.open = map[types.NamespacedName]openSource{}
 	}
-	s.open[key] = openSource{uid: q.UID, generation: q.Generation, secretVersion: version, src: src}
-	return src, nil
+	s.open[key] = opened
+	return opened.src, nil
+}
+
+func openKafka(q *laxityv1alpha1.IntermittentQuery, secret map[string][]byte) (source.Source, func(), error) {
+	in := q.Spec.Input.Kafka
+	cfg, err := kafka.ConfigFromSecret(in.Brokers, in.Topic, secret)
+	if err != nil {
+		return nil, nil, err
+	}
+	src, err := kafka.New(cfg, q.Spec.Window.Start.Time, q.Spec.Window.End.Time)
+	if err != nil {
+		return nil, nil, err
+	}
+	return src, src.Close, nil
+}
+
+func openObjectStore(q *laxityv1alpha1.IntermittentQuery, secret map[string][]byte, hasSecret bool) (source.Source, error) {
+	in := q.Spec.Input.ObjectStore
+	cfg := objectstore.Config{
+		Endpoint: in.Endpoint, Region: in.Region, Bucket: in.Bucket, Prefix: in.Prefix, PathStyle: in.PathStyle,
+		TuplesPerObject: ptr.Deref(in.TuplesPerObject, 0), BytesPerTuple: ptr.Deref(in.BytesPerTuple, 0),
+		KeyTimeLayout: in.KeyTimeLayout, Settle: in.Settle.Duration,
+	}
+	if hasSecret {
+		creds, err := objectstore.CredentialsFromSecret(secret)
+		if err != nil {
+			return nil, fmt.Errorf("secretRef: %w", err)
+		}
+		cfg.Credentials = creds
+	}
+	return objectstore.New(cfg, q.Spec.Window.Start.Time, q.Spec.Window.End.Time)
 }
 
 // RateOver is the rate q's tuples arrived at over the window up to now, when
@@ -130,7 +173,7 @@ func (s *Sources) Forget(key types.NamespacedName) {
 
 func (s *Sources) forget(key types.NamespacedName) {
 	if o, ok := s.open[key]; ok {
-		o.src.Close()
+		o.close()
 		delete(s.open, key)
 	}
 	delete(s.seen, key)

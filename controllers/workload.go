@@ -136,7 +136,7 @@ func queryOf(q *laxityv1alpha1.IntermittentQuery, origin time.Time) (planner.Que
 		WindowEnd:       spec.Window.End.Sub(origin).Seconds(),
 		Deadline:        spec.Deadline.Sub(origin).Seconds(),
 		Granularity:     max(spec.Input.Granularity, 1),
-		AllowedLateness: spec.Input.AllowedLateness.Seconds(),
+		AllowedLateness: allowedLateness(q).Seconds(),
 	}
 	rates, err := ratesOf(spec.Input, out.WindowEnd-out.WindowStart)
 	if err != nil {
@@ -257,4 +257,15 @@ func durationOr(d *metav1.Duration, fallback time.Duration) float64 {
 		return fallback.Seconds()
 	}
 	return d.Seconds()
+}
+
+// allowedLateness is how long after window.end the query's last batch
+// waits: spec.input.allowedLateness, and for object storage at least the
+// settle time, before which the window's last objects do not count.
+func allowedLateness(q *laxityv1alpha1.IntermittentQuery) time.Duration {
+	lateness := q.Spec.Input.AllowedLateness.Duration
+	if os := q.Spec.Input.ObjectStore; os != nil {
+		lateness = max(lateness, os.Settle.Duration)
+	}
+	return lateness
 }

@@ -85,10 +85,10 @@ type Window struct {
 
 // Input describes how a query's tuples arrive. Exactly one of ratePerSecond,
 // totalTuples and profile is set: the rate the planner plans for. Where the
-// tuples come from is kafka when set, and otherwise a synthetic stream at
+// tuples come from is kafka or objectStore when set, and otherwise a synthetic stream at
 // that rate (or at actualProfile).
 // +kubebuilder:validation:XValidation:rule="(has(self.ratePerSecond) ? 1 : 0) + (has(self.totalTuples) ? 1 : 0) + (has(self.profile) ? 1 : 0) == 1",message="spec.input must set exactly one of ratePerSecond, totalTuples or profile"
-// +kubebuilder:validation:XValidation:rule="!(has(self.kafka) && has(self.actualProfile))",message="spec.input.actualProfile drives the synthetic stream; it cannot be set with spec.input.kafka"
+// +kubebuilder:validation:XValidation:rule="(has(self.kafka) ? 1 : 0) + (has(self.objectStore) ? 1 : 0) + (has(self.actualProfile) ? 1 : 0) <= 1",message="spec.input may set at most one of kafka, objectStore and actualProfile (which drives the synthetic stream)"
 type Input struct {
 	// ratePerSecond is a constant arrival rate in tuples per second over the
 	// whole window, as a positive decimal string such as "9500".
@@ -140,6 +140,16 @@ type Input struct {
 	// +optional
 	Kafka *KafkaInput `json:"kafka,omitempty"`
 
+	// objectStore reads the query's tuples from objects in an S3 or
+	// S3-compatible bucket: an object belongs to the window when its time
+	// (the time its key carries, with keyTimeLayout, or its LastModified)
+	// is in it. Each batch is an exact set of objects, passed to its
+	// SparkApplication as annotations laxity.dev/objectstore-* (the keys,
+	// or the key range and cut; objects that arrived after earlier batches
+	// covered their time are listed as late).
+	// +optional
+	ObjectStore *ObjectStoreInput `json:"objectStore,omitempty"`
+
 	// location is where the query's tuples are read from, as a URI the
 	// Spark job understands (for example "s3a://events/orders/"); laxity
 	// passes it to every batch with the batch's tuple range.
@@ -190,6 +200,77 @@ type KafkaInput struct {
 	// connection is plaintext and unauthenticated.
 	// +optional
 	SecretRef *SecretReference `json:"secretRef,omitempty"`
+}
+
+// ObjectStoreInput is a bucket prefix a query reads.
+// +kubebuilder:validation:XValidation:rule="(has(self.tuplesPerObject) ? 1 : 0) + (has(self.bytesPerTuple) ? 1 : 0) == 1",message="spec.input.objectStore must set exactly one of tuplesPerObject and bytesPerTuple"
+type ObjectStoreInput struct {
+	// endpoint is the URL of an S3-compatible API, for example
+	// "https://minio.storage.svc:9000"; unset for AWS S3.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://`
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// region is the bucket's region; unset, the AWS default chain decides.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Region string `json:"region,omitempty"`
+
+	// bucket is the bucket's name.
+	// +required
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9.-]*[a-z0-9]$`
+	Bucket string `json:"bucket"`
+
+	// prefix is the key prefix the stream's objects are written under, for
+	// example "clicks/".
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Prefix string `json:"prefix,omitempty"`
+
+	// pathStyle addresses the bucket in the URL path instead of the host
+	// name, as most S3-compatible stores need.
+	// +optional
+	PathStyle bool `json:"pathStyle,omitempty"`
+
+	// secretRef names a Secret in the query's namespace with the keys
+	// accessKeyID and secretAccessKey, and optionally sessionToken; unset,
+	// the AWS default chain (IRSA in a cluster) provides credentials.
+	// +optional
+	SecretRef *SecretReference `json:"secretRef,omitempty"`
+
+	// tuplesPerObject is the number of tuples in every object.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	TuplesPerObject *int64 `json:"tuplesPerObject,omitempty"`
+
+	// bytesPerTuple estimates an object's tuples from its size, rounded up.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	BytesPerTuple *int64 `json:"bytesPerTuple,omitempty"`
+
+	// keyTimeLayout, when set, is the Go time layout of the instant every
+	// key carries right after the prefix, for example
+	// "2006/01/02/15-04-05"; an object's time is then that instant instead
+	// of its LastModified, and objects that arrive after earlier batches
+	// covered their time are late.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	KeyTimeLayout string `json:"keyTimeLayout,omitempty"`
+
+	// settle is how long after its LastModified an object counts: longer
+	// than the longest upload, since S3 dates an object from the start of
+	// its upload. The window's last batch waits at least this long after
+	// window.end (or allowedLateness, if longer). A Go duration; defaults
+	// to 1m.
+	// +optional
+	// +kubebuilder:default="1m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",message="spec.input.objectStore.settle must be a non-negative duration such as 1m"
+	Settle metav1.Duration `json:"settle,omitzero"`
 }
 
 // SecretReference names a Secret in the referrer's namespace.

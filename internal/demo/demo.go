@@ -103,6 +103,11 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err := complete(set); err != nil {
 		return nil, err
 	}
+	for _, q := range set.Queries {
+		if simulated := simulateInput(q.Object); simulated != "" {
+			fmt.Fprintf(o.Out, "IntermittentQuery %s/%s: the demo simulates spec.input.%s with tuples at the declared rate\n", q.Object.Namespace, q.Object.Name, simulated)
+		}
+	}
 	if o.Speed <= 0 {
 		return nil, fmt.Errorf("the speed must be positive, not %g", o.Speed)
 	}
@@ -184,6 +189,22 @@ func complete(set *manifest.Set) error {
 		}
 	}
 	return nil
+}
+
+// simulateInput replaces q's real input source, which the demo cannot
+// reach, with the synthetic stream at the declared rate, and names the field
+// it dropped ("" when there was none).
+func simulateInput(q *laxityv1alpha1.IntermittentQuery) string {
+	in := &q.Spec.Input
+	switch {
+	case in.Kafka != nil:
+		in.Kafka = nil
+		return "kafka"
+	case in.ObjectStore != nil:
+		in.ObjectStore = nil
+		return "objectStore"
+	}
+	return ""
 }
 
 // schedule is one ElasticSchedule of the run and what is seen of its pool.

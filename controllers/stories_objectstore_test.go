@@ -1,0 +1,152 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/sparkapp"
+)
+
+// A user story: a query reads files of 500 events that land every 10
+// seconds under a prefix of an S3-compatible bucket (an in-process server),
+// named by the instant they cover. Every seventh file is uploaded two
+// minutes late (except near the window end, which allowedLateness covers), after batches have read past its instant; files from before
+// and after the window lie under the same prefix. Half-way through the
+// window the operator restarts.
+var _ = Describe("A query reading files from object storage", Ordered, func() {
+	const (
+		bucket = "events"
+		prefix = "clicks/"
+		layout = "2006/01/02/15-04-05"
+	)
+	var (
+		w *world
+		// inWindow are the keys of the window's files.
+		inWindow = map[string]bool{}
+	)
+	BeforeAll(func(ctx SpecContext) {
+		w = newWorld(ctx, "objects", 2*time.Minute)
+		faker := gofakes3.New(s3mem.New(s3mem.WithTimeSource(w.clock)), gofakes3.WithTimeSkewLimit(0))
+		server := httptest.NewServer(faker.Server())
+		DeferCleanup(server.Close)
+		store := s3.New(s3.Options{
+			BaseEndpoint: aws.String(server.URL), Region: "eu-west-1", UsePathStyle: true,
+			Credentials: credentials.NewStaticCredentialsProvider("AKIDLAXITY", "secret", ""),
+		})
+		_, err := store.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)})
+		Expect(err).NotTo(HaveOccurred())
+
+		w.es.Sources = &Sources{Reader: k8sClient}
+		w.iq.Sources = w.es.Sources
+		w.schedule = scheduleObject(w.ns, []int32{2, 4, 8}, 2*time.Minute)
+		q := queryObject(w.ns, "clicks", "50", 3*time.Minute)
+		q.Spec.Input.ObjectStore = &laxityv1alpha1.ObjectStoreInput{
+			Endpoint: server.URL, Region: "eu-west-1", Bucket: bucket, Prefix: prefix, PathStyle: true,
+			SecretRef: &laxityv1alpha1.SecretReference{Name: "clicks-store"}, TuplesPerObject: ptr.To[int64](500),
+			KeyTimeLayout: layout, Settle: metav1.Duration{Duration: 30 * time.Second},
+		}
+		w.create(ctx, w.schedule, q, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "clicks-store", Namespace: w.ns},
+			StringData: map[string]string{"accessKeyID": "AKIDLAXITY", "secretAccessKey": "secret"},
+		})
+
+		// Files cover 10 s each, from 2 minutes before the window to 2
+		// minutes after it; file i is uploaded when its 10 s are over, or,
+		// for every seventh until 3 minutes before the window end, two
+		// minutes later.
+		type file struct {
+			key      string
+			uploadAt time.Time
+		}
+		var files []file
+		windowEnd := windowStart.Add(10 * time.Minute)
+		for i, at := 0, windowStart.Add(-2*time.Minute); at.Before(windowEnd.Add(2 * time.Minute)); i, at = i+1, at.Add(10*time.Second) {
+			key := prefix + at.Format(layout) + ".json"
+			upload := at.Add(10 * time.Second)
+			if i%7 == 3 && at.Before(windowEnd.Add(-3*time.Minute)) {
+				upload = upload.Add(2 * time.Minute)
+			}
+			files = append(files, file{key: key, uploadAt: upload})
+			if !at.Before(windowStart) && at.Before(windowEnd) {
+				inWindow[key] = true
+			}
+		}
+		put := func(ctx context.Context, now time.Time) {
+			for _, f := range files {
+				if !f.uploadAt.After(now) && !f.uploadAt.Before(now.Add(-5*time.Second)) {
+					_, err := store.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(f.key), Body: bytes.NewReader([]byte("events"))})
+					Expect(err).NotTo(HaveOccurred())
+				}
+			}
+		}
+
+		restart := windowStart.Add(5 * time.Minute)
+		for t := origin; !t.After(origin.Add(30 * time.Minute)); t = t.Add(5 * time.Second) {
+			w.clock.SetTime(t)
+			put(ctx, t)
+			if t.Equal(restart) {
+				fresh := &Sources{Reader: k8sClient}
+				w.es.Sources, w.iq.Sources = fresh, fresh
+			}
+			w.tick(ctx, t)
+			if w.settled(ctx) {
+				break
+			}
+		}
+		w.report(ctx)
+	})
+
+	It("runs the query to completion before its deadline", func(ctx SpecContext) {
+		var q laxityv1alpha1.IntermittentQuery
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: "clicks"}, &q)).To(Succeed())
+		Expect(meta.IsStatusConditionTrue(q.Status.Conditions, laxityv1alpha1.IntermittentQuerySucceededCondition)).To(BeTrue(), "%+v", q.Status.Conditions)
+		Expect(q.Status.Final.End.Time).NotTo(BeTemporally(">", q.Spec.Deadline.Time))
+		Expect(*q.Status.ArrivedTuples).To(Equal(int64(500 * len(inWindow))))
+	})
+
+	It("reads every file of the window exactly once, late ones flagged, across the restart", func(ctx SpecContext) {
+		apps := sparkapp.NewList()
+		Expect(k8sClient.List(ctx, apps, client.InNamespace(w.ns), client.MatchingLabels{LabelStep: string(planner.StepBatch)})).To(Succeed())
+		read := map[string]int{}
+		late := 0
+		for i := range apps.Items {
+			_, step, err := sparkapp.StepOf(&apps.Items[i])
+			Expect(err).NotTo(HaveOccurred())
+			var keys, lateKeys []string
+			Expect(json.Unmarshal([]byte(step.Slice["objectstore-keys"]), &keys)).To(Succeed(), apps.Items[i].GetName())
+			Expect(json.Unmarshal([]byte(step.Slice["objectstore-late"]), &lateKeys)).To(Succeed())
+			Expect(int64(500*len(keys))).To(Equal(step.ToTuple-step.FromTuple), "%s reads as many tuples as its range", apps.Items[i].GetName())
+			for _, k := range keys {
+				read[k]++
+			}
+			late += len(lateKeys)
+		}
+		Expect(len(apps.Items)).To(BeNumerically(">", 2))
+		Expect(late).To(BeNumerically(">", 0), "some files arrived after batches read past their instant")
+		for k := range inWindow {
+			Expect(read[k]).To(Equal(1), "file %s", k)
+		}
+		for k := range read {
+			Expect(inWindow).To(HaveKey(k), fmt.Sprintf("%s is outside the window", k))
+		}
+	})
+})
