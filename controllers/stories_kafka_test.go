@@ -73,7 +73,7 @@ var _ = Describe("A query reading a Kafka topic", Ordered, func() {
 
 		restart := windowStart.Add(5 * time.Minute)
 		last := windowStart
-		for t := origin; !t.After(origin.Add(30 * time.Minute)); t = t.Add(5 * time.Second) {
+		w.runFeeding(ctx, 30*time.Minute, 5*time.Second, func(ctx context.Context, t time.Time) {
 			if t.After(last) {
 				write(ctx, last, t)
 				last = t
@@ -83,19 +83,12 @@ var _ = Describe("A query reading a Kafka topic", Ordered, func() {
 				fresh := &Sources{}
 				w.es.Sources, w.iq.Sources = fresh, fresh
 			}
-			w.tick(ctx, t)
-			if w.settled(ctx) {
-				break
-			}
-		}
+		})
 		w.report(ctx)
 	})
 
 	It("runs the query to completion before its deadline", func(ctx SpecContext) {
-		var q laxityv1alpha1.IntermittentQuery
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: "orders"}, &q)).To(Succeed())
-		Expect(meta.IsStatusConditionTrue(q.Status.Conditions, laxityv1alpha1.IntermittentQuerySucceededCondition)).To(BeTrue(), "%+v", q.Status.Conditions)
-		Expect(q.Status.Final.End.Time).NotTo(BeTemporally(">", q.Spec.Deadline.Time))
+		q := w.finishedInTime(ctx, "orders")
 		Expect(*q.Status.ArrivedTuples).To(Equal(inside[0]+inside[1]+inside[2]), "arrivals count the window's records only")
 	})
 
@@ -169,7 +162,7 @@ var _ = Describe("A Kafka query whose Secret is missing", Ordered, func() {
 
 		secretAt := windowStart.Add(3 * time.Minute)
 		last := windowStart
-		for t := origin; !t.After(origin.Add(30 * time.Minute)); t = t.Add(5 * time.Second) {
+		w.runFeeding(ctx, 30*time.Minute, 5*time.Second, func(ctx context.Context, t time.Time) {
 			if t.After(last) {
 				var records []*kgo.Record
 				for at := last; at.Before(t); at = at.Add(time.Second / 20) {
@@ -182,11 +175,7 @@ var _ = Describe("A Kafka query whose Secret is missing", Ordered, func() {
 				Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(payments), &during)).To(Succeed())
 				w.create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "payments-kafka", Namespace: w.ns}})
 			}
-			w.tick(ctx, t)
-			if w.settled(ctx) {
-				break
-			}
-		}
+		})
 		w.report(ctx)
 	})
 
@@ -205,9 +194,7 @@ var _ = Describe("A Kafka query whose Secret is missing", Ordered, func() {
 		}
 		Expect(launchedBefore).To(BeTrue(), "steady launched a batch while payments was held")
 		for _, name := range []string{"payments", "steady"} {
-			var q laxityv1alpha1.IntermittentQuery
-			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &q)).To(Succeed())
-			Expect(meta.IsStatusConditionTrue(q.Status.Conditions, laxityv1alpha1.IntermittentQuerySucceededCondition)).To(BeTrue(), "%s: %+v", name, q.Status.Conditions)
+			w.finishedInTime(ctx, name)
 		}
 	})
 })

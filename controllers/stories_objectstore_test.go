@@ -16,7 +16,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -100,26 +99,18 @@ var _ = Describe("A query reading files from object storage", Ordered, func() {
 		}
 
 		restart := windowStart.Add(5 * time.Minute)
-		for t := origin; !t.After(origin.Add(30 * time.Minute)); t = t.Add(5 * time.Second) {
-			w.clock.SetTime(t)
+		w.runFeeding(ctx, 30*time.Minute, 5*time.Second, func(ctx context.Context, t time.Time) {
 			put(ctx, t)
 			if t.Equal(restart) {
 				fresh := &Sources{Reader: k8sClient}
 				w.es.Sources, w.iq.Sources = fresh, fresh
 			}
-			w.tick(ctx, t)
-			if w.settled(ctx) {
-				break
-			}
-		}
+		})
 		w.report(ctx)
 	})
 
 	It("runs the query to completion before its deadline", func(ctx SpecContext) {
-		var q laxityv1alpha1.IntermittentQuery
-		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: "clicks"}, &q)).To(Succeed())
-		Expect(meta.IsStatusConditionTrue(q.Status.Conditions, laxityv1alpha1.IntermittentQuerySucceededCondition)).To(BeTrue(), "%+v", q.Status.Conditions)
-		Expect(q.Status.Final.End.Time).NotTo(BeTemporally(">", q.Spec.Deadline.Time))
+		q := w.finishedInTime(ctx, "clicks")
 		Expect(*q.Status.ArrivedTuples).To(Equal(int64(500 * len(inWindow))))
 	})
 
