@@ -289,3 +289,28 @@ func TestScheduleConditions(t *testing.T) {
 		t.Errorf("kstatus of an unobserved generation %s, want InProgress", got)
 	}
 }
+
+// Files uploaded later than the window allows are not in the result: the
+// Succeeded condition says how many tuples it left out.
+func TestSucceededSaysWhatTheResultLeftOut(t *testing.T) {
+	deadline := origin.Add(time.Hour)
+	for _, tc := range []struct {
+		arrived, processed int64
+		want               string
+	}{
+		{1000, 1000, "Final result at s3://out/final"},
+		{1000, 900, "Final result at s3://out/final; 100 tuples arrived after the last batch, later than the window allows, and are not in it"},
+	} {
+		q := &laxityv1alpha1.IntermittentQuery{
+			Spec: laxityv1alpha1.IntermittentQuerySpec{Deadline: metav1.NewTime(deadline)},
+			Status: laxityv1alpha1.IntermittentQueryStatus{
+				ArrivedTuples: &tc.arrived, ProcessedTuples: &tc.processed,
+				Final: &laxityv1alpha1.FinalStatus{Outcome: laxityv1alpha1.StepSucceeded, End: &metav1.Time{Time: deadline.Add(-time.Minute)}, ResultLocation: "s3://out/final"},
+			},
+		}
+		setQueryConditions(q, queryState{now: deadline, planned: true})
+		if got := meta.FindStatusCondition(q.Status.Conditions, laxityv1alpha1.IntermittentQuerySucceededCondition).Message; got != tc.want {
+			t.Errorf("arrived %d, processed %d: Succeeded says %q, want %q", tc.arrived, tc.processed, got, tc.want)
+		}
+	}
+}

@@ -316,8 +316,14 @@ func setQueryConditions(q *laxityv1alpha1.IntermittentQuery, s queryState) {
 		set(laxityv1alpha1.IntermittentQueryDeadlineMissedCondition, metav1.ConditionFalse, laxityv1alpha1.SlackPositiveReason, "The deadline has not been missed")
 	}
 	if succeeded {
-		set(laxityv1alpha1.IntermittentQuerySucceededCondition, metav1.ConditionTrue, laxityv1alpha1.FinalMergeSucceededReason,
-			fmt.Sprintf("Final result at %s", final.ResultLocation))
+		message := fmt.Sprintf("Final result at %s", final.ResultLocation)
+		// Tuples that arrived after the last batch (files uploaded later
+		// than the lateness the window allows) are not in the result: say
+		// so where the result is announced.
+		if left := ptr.Deref(q.Status.ArrivedTuples, 0) - ptr.Deref(q.Status.ProcessedTuples, 0); left > 0 {
+			message += fmt.Sprintf("; %d tuples arrived after the last batch, later than the window allows, and are not in it", left)
+		}
+		set(laxityv1alpha1.IntermittentQuerySucceededCondition, metav1.ConditionTrue, laxityv1alpha1.FinalMergeSucceededReason, message)
 		meta.RemoveStatusCondition(&q.Status.Conditions, laxityv1alpha1.IntermittentQueryAtRiskCondition)
 		onTrack := metav1.ConditionTrue
 		if missed {
