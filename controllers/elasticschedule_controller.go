@@ -152,6 +152,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	if err != nil {
 		return ctrl.Result{}, nil, err
 	}
+	launched := observeSteps(apps)
 	arrived := map[string]int64{}
 	rates := map[string]float64{}
 	sources := map[string]source.Source{}
@@ -186,7 +187,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	reason := replanReason(es, queries, stored, inputs, rates, now)
 	var dqs []dispatch.Query
 	if reason == "" {
-		if dqs, err = dispatchQueries(queries, &stored.doc, apps, arrived, now); err != nil {
+		if dqs, err = dispatchQueries(queries, &stored.doc, launched, arrived, now); err != nil {
 			return ctrl.Result{}, nil, err
 		}
 		withSources(dqs, sources, es)
@@ -196,7 +197,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	}
 	if reason != "" {
 		wall := time.Now() // plan_search_seconds is compute time, whatever r.Clock is
-		doc, assumed, err := r.plan(ctx, es, queries, apps, arrived, rates, now)
+		doc, assumed, err := r.plan(ctx, es, queries, launched, arrived, rates, now)
 		search := time.Since(wall)
 		if err != nil {
 			setScheduleConditions(es, scheduleState{invalid: err})
@@ -227,7 +228,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	es.Status.NodesReady = &ready
 	if reason != "" {
 		// The new plan may size batches differently.
-		if dqs, err = dispatchQueries(queries, doc, apps, arrived, now); err != nil {
+		if dqs, err = dispatchQueries(queries, doc, launched, arrived, now); err != nil {
 			return ctrl.Result{}, nil, err
 		}
 		withSources(dqs, sources, es)
@@ -239,11 +240,11 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	current := dispatch.Pool{Ready: int(ready)}
 	lead := time.Duration(durationOr(es.Spec.NodePool.ProvisioningLeadTime, defaultProvisioningLeadTime) * float64(time.Second))
 	current.Coming, current.ComingBy = dispatch.Coming(doc.Origin, doc.Requests, lead, now)
-	decision, launched, err := r.dispatch(ctx, es, queries, dqs, apps, sources, current, now)
+	decision, launches, err := r.dispatch(ctx, es, queries, dqs, launched, sources, current, now)
 	if err != nil {
 		return ctrl.Result{}, notes, err
 	}
-	notes = append(notes, launched...)
+	notes = append(notes, launches...)
 	setScheduleConditions(es, scheduleState{doc: doc, requested: int32(wanted), ready: ready})
 	return ctrl.Result{RequeueAfter: r.requeueAfter(now, doc, decision)}, notes, nil
 }
@@ -307,7 +308,7 @@ func measuredRate(es *laxityv1alpha1.ElasticSchedule, pq planner.Query, rates ma
 // of every query whose window has opened, with the rates the rate model
 // assumes, executable on the nodes ready now. It also returns the rates so
 // assumed, by query, which the plan's maximum supported rate is relative to.
-func (r *ElasticScheduleReconciler) plan(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, apps []unstructured.Unstructured, arrived map[string]int64, rates map[string]float64, now time.Time) (planner.Document, map[string]float64, error) {
+func (r *ElasticScheduleReconciler) plan(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, launched map[string]launchedSteps, arrived map[string]int64, rates map[string]float64, now time.Time) (planner.Document, map[string]float64, error) {
 	w, err := Workload(es, queries, now)
 	if err != nil {
 		return planner.Document{}, nil, err
@@ -325,10 +326,10 @@ func (r *ElasticScheduleReconciler) plan(ctx context.Context, es *laxityv1alpha1
 			return planner.Document{}, nil, fmt.Errorf("IntermittentQuery %s: %w", name, err)
 		}
 		o := measuredRate(es, pq, rates)
-		o.Arrived, o.Done = arrived[name], progressOf(name, apps)
+		o.Arrived, o.Done = arrived[name], progressOf(launched[name])
 		observed[name] = o
 		holding[i] = dispatch.Query{Name: name, Cost: pq.Cost.Scaled(runtimeMargin(es))}
-		withLaunched(&holding[i], apps, now)
+		withLaunched(&holding[i], launched[name], now)
 	}
 	busy := dispatch.FreeAt(holding, now).Sub(now).Seconds()
 	started := r.Clock.Now()
@@ -338,12 +339,11 @@ func (r *ElasticScheduleReconciler) plan(ctx context.Context, es *laxityv1alpha1
 }
 
 // progressOf is how far the query's launched steps have got.
-func progressOf(query string, apps []unstructured.Unstructured) replan.Progress {
-	batches, partials, _ := observeSteps(query, apps)
-	p := replan.Progress{Batches: len(batches), Partials: len(partials)}
-	if n := len(batches); n > 0 {
-		p.Tuples = batches[n-1].step.ToTuple
-		p.LastFrom = batches[n-1].step.FromTuple
+func progressOf(launched launchedSteps) replan.Progress {
+	p := replan.Progress{Batches: len(launched.batches), Partials: len(launched.partials)}
+	if n := len(launched.batches); n > 0 {
+		p.Tuples = launched.batches[n-1].step.ToTuple
+		p.LastFrom = launched.batches[n-1].step.FromTuple
 	}
 	return p
 }
@@ -394,7 +394,7 @@ func idleNodes(es *laxityv1alpha1.ElasticSchedule) int32 {
 }
 
 // dispatchQueries builds the run-time view of every query the plan covers.
-func dispatchQueries(queries []laxityv1alpha1.IntermittentQuery, doc *planner.Document, apps []unstructured.Unstructured, arrived map[string]int64, now time.Time) ([]dispatch.Query, error) {
+func dispatchQueries(queries []laxityv1alpha1.IntermittentQuery, doc *planner.Document, launched map[string]launchedSteps, arrived map[string]int64, now time.Time) ([]dispatch.Query, error) {
 	var out []dispatch.Query
 	for i := range queries {
 		q := &queries[i]
@@ -402,7 +402,7 @@ func dispatchQueries(queries []laxityv1alpha1.IntermittentQuery, doc *planner.Do
 		if err != nil {
 			return nil, fmt.Errorf("IntermittentQuery %s: %w", q.Name, err)
 		}
-		if dq, ok := dispatchQuery(q, pq, doc, apps, arrived[q.Name], now); ok {
+		if dq, ok := dispatchQuery(q, pq, doc, launched[q.Name], arrived[q.Name], now); ok {
 			out = append(out, dq)
 		}
 	}
@@ -446,7 +446,7 @@ func (r *ElasticScheduleReconciler) settings(es *laxityv1alpha1.ElasticSchedule)
 }
 
 // dispatch launches the next step, if one is due.
-func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, dqs []dispatch.Query, apps []unstructured.Unstructured, sources map[string]source.Source, current dispatch.Pool, now time.Time) (dispatch.Decision, []note, error) {
+func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, dqs []dispatch.Query, launched map[string]launchedSteps, sources map[string]source.Source, current dispatch.Pool, now time.Time) (dispatch.Decision, []note, error) {
 	decision := dispatch.Decide(now, r.settings(es), dqs, current)
 	if decision.Launch == nil {
 		return decision, nil, nil
@@ -463,10 +463,10 @@ func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1al
 		FromTuple: l.FromTuple, ToTuple: l.ToTuple, Inputs: l.Inputs,
 		Nodes: int32(l.Nodes), ReadyNodes: int32(current.Ready),
 	}
-	step.InputLocations = inputLocations(q, apps, step)
+	step.InputLocations = inputLocations(launched[q.Name], step)
 	if slicer, ok := sources[q.Name].(source.Slicer); ok && l.Kind == planner.StepBatch {
 		var err error
-		if step.Slice, step.ToTuple, err = batchSlice(ctx, slicer, q.Name, apps, *l, now); err != nil {
+		if step.Slice, step.ToTuple, err = batchSlice(ctx, slicer, launched[q.Name], *l, now); err != nil {
 			return decision, nil, fmt.Errorf("IntermittentQuery %s: batch %d: %w", q.Name, l.Index, err)
 		}
 	}
@@ -498,8 +498,8 @@ func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1al
 // continues from where the batch before it ended, as recorded on that
 // batch's SparkApplication. It also returns the batch's tuple range end,
 // which follows what the slice holds.
-func batchSlice(ctx context.Context, slicer source.Slicer, query string, apps []unstructured.Unstructured, l dispatch.Step, now time.Time) (map[string]string, int64, error) {
-	batches, _, _ := observeSteps(query, apps)
+func batchSlice(ctx context.Context, slicer source.Slicer, launched launchedSteps, l dispatch.Step, now time.Time) (map[string]string, int64, error) {
+	batches := launched.batches
 	if l.Index < len(batches) {
 		tried := batches[l.Index].step
 		if tried.Slice == nil {
@@ -526,11 +526,11 @@ func batchSlice(ctx context.Context, slicer source.Slicer, query string, apps []
 // inputLocations are the results a merge combines: a partial merge the
 // batches since the previous one, the final merge the partials and the
 // batches after the last one.
-func inputLocations(q *laxityv1alpha1.IntermittentQuery, apps []unstructured.Unstructured, step sparkapp.Step) []string {
+func inputLocations(launched launchedSteps, step sparkapp.Step) []string {
 	if step.Kind == planner.StepBatch {
 		return nil
 	}
-	batches, partials, _ := observeSteps(q.Name, apps)
+	batches, partials := launched.batches, launched.partials
 	var out []string
 	if step.Kind == planner.StepPartial {
 		c := step.Inputs

@@ -84,8 +84,8 @@ func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1
 	if err := r.List(ctx, list, client.InNamespace(q.Namespace), client.MatchingLabels{LabelQuery: q.Name}); err != nil {
 		return 0, fmt.Errorf("listing SparkApplications: %w", err)
 	}
-	batches, partials, final := observeSteps(q.Name, list.Items)
-	writeSteps(q, batches, partials, final)
+	launched := observeSteps(list.Items)[q.Name]
+	writeSteps(q, launched.batches, launched.partials, launched.final)
 
 	var es laxityv1alpha1.ElasticSchedule
 	err := r.Get(ctx, client.ObjectKey{Namespace: q.Namespace, Name: q.Spec.ScheduleName}, &es)
@@ -106,7 +106,7 @@ func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1
 		if err != nil {
 			return 0, err
 		}
-		if dq, ok := dispatchQuery(q, pq, &stored.doc, list.Items, arrived, now); ok {
+		if dq, ok := dispatchQuery(q, pq, &stored.doc, launched, arrived, now); ok {
 			q.Status.BatchSize = dq.BatchSize
 			slack := querySlack(&dq, now, max(stored.doc.Chosen.MaxNodes, int(es.Spec.NodePool.Sizes[0])))
 			state.slack = &slack

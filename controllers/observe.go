@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"fmt"
 	"math"
 	"sort"
 	"time"
@@ -31,39 +30,56 @@ type observedStep struct {
 	result string
 }
 
-// observeSteps reads a query's SparkApplications: for every step, its latest
-// attempt. Objects that are not laxity's are ignored.
-func observeSteps(query string, apps []unstructured.Unstructured) (batches, partials []observedStep, final *observedStep) {
-	latest := map[[2]string]observedStep{}
+// launchedSteps are one query's launched steps, the latest attempt of each.
+type launchedSteps struct {
+	batches, partials []observedStep
+	final             *observedStep
+}
+
+// observeSteps reads SparkApplications once: by query, for every step, its
+// latest attempt. Objects that are not laxity's are ignored.
+func observeSteps(apps []unstructured.Unstructured) map[string]launchedSteps {
+	type key struct {
+		query string
+		kind  planner.StepKind
+		index int
+	}
+	latest := map[key]observedStep{}
 	for i := range apps {
 		app := &apps[i]
-		name, step, err := sparkapp.StepOf(app)
-		if err != nil || name != query {
+		query, step, err := sparkapp.StepOf(app)
+		if err != nil {
 			continue
 		}
-		key := [2]string{string(step.Kind), fmt.Sprint(step.Index)}
-		if seen, ok := latest[key]; ok && seen.step.Attempt >= step.Attempt {
+		k := key{query, step.Kind, step.Index}
+		if seen, ok := latest[k]; ok && seen.step.Attempt >= step.Attempt {
 			continue
 		}
-		latest[key] = observedStep{step: step, obs: sparkapp.Observe(app), name: app.GetName(), result: app.GetAnnotations()[sparkapp.AnnotationResult]}
+		latest[k] = observedStep{step: step, obs: sparkapp.Observe(app), name: app.GetName(), result: app.GetAnnotations()[sparkapp.AnnotationResult]}
 	}
-	for _, s := range latest {
+	out := map[string]launchedSteps{}
+	for k, s := range latest {
+		l := out[k.query]
 		switch s.step.Kind {
 		case planner.StepBatch:
-			batches = append(batches, s)
+			l.batches = append(l.batches, s)
 		case planner.StepPartial:
-			partials = append(partials, s)
+			l.partials = append(l.partials, s)
 		case planner.StepFinal:
 			f := s
-			final = &f
+			l.final = &f
 		}
+		out[k.query] = l
 	}
-	byIndex := func(steps []observedStep) {
+	byIndex := func(steps []observedStep) []observedStep {
 		sort.Slice(steps, func(a, b int) bool { return steps[a].step.Index < steps[b].step.Index })
+		return contiguous(steps)
 	}
-	byIndex(batches)
-	byIndex(partials)
-	return contiguous(batches), contiguous(partials), final
+	for query, l := range out {
+		l.batches, l.partials = byIndex(l.batches), byIndex(l.partials)
+		out[query] = l
+	}
+	return out
 }
 
 // contiguous keeps the steps with indices 0, 1, …: a step whose predecessor
@@ -101,16 +117,15 @@ func attemptOf(s observedStep, now time.Time) dispatch.Attempt {
 }
 
 // withLaunched adds the query's launched steps to its run-time view.
-func withLaunched(dq *dispatch.Query, apps []unstructured.Unstructured, now time.Time) {
-	batches, partials, final := observeSteps(dq.Name, apps)
-	for _, b := range batches {
+func withLaunched(dq *dispatch.Query, launched launchedSteps, now time.Time) {
+	for _, b := range launched.batches {
 		dq.Batches = append(dq.Batches, dispatch.Batch{From: b.step.FromTuple, To: b.step.ToTuple, Attempt: attemptOf(b, now)})
 	}
-	for _, p := range partials {
+	for _, p := range launched.partials {
 		dq.Partials = append(dq.Partials, attemptOf(p, now))
 	}
-	if final != nil {
-		a := attemptOf(*final, now)
+	if launched.final != nil {
+		a := attemptOf(*launched.final, now)
 		dq.Final = &a
 	}
 }
@@ -118,7 +133,7 @@ func withLaunched(dq *dispatch.Query, apps []unstructured.Unstructured, now time
 // dispatchQuery is the run-time view of one query: its plan, its arrivals
 // and its launched steps. ok is false when the plan does not cover the query
 // yet (it is re-planned first).
-func dispatchQuery(q *laxityv1alpha1.IntermittentQuery, pq planner.Query, doc *planner.Document, apps []unstructured.Unstructured, arrived int64, now time.Time) (dispatch.Query, bool) {
+func dispatchQuery(q *laxityv1alpha1.IntermittentQuery, pq planner.Query, doc *planner.Document, launched launchedSteps, arrived int64, now time.Time) (dispatch.Query, bool) {
 	var planned *planner.QueryPlan
 	for i := range doc.Queries {
 		if doc.Queries[i].Name == q.Name {
@@ -140,6 +155,6 @@ func dispatchQuery(q *laxityv1alpha1.IntermittentQuery, pq planner.Query, doc *p
 	if pq.PartialEvery > 0 {
 		dq.PartialEvery = max(int(math.Ceil(pq.PartialEvery*float64(planned.Batches)-1e-9)), 1)
 	}
-	withLaunched(&dq, apps, now)
+	withLaunched(&dq, launched, now)
 	return dq, true
 }

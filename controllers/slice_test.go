@@ -49,7 +49,7 @@ func TestBatchSlice(t *testing.T) {
 	// A new batch continues from the one before it; its range ends where
 	// what the slice holds does.
 	s := &recordingSlicer{taken: 60}
-	slice, to, err := batchSlice(ctx, s, "q", apps, dispatch.Step{Kind: planner.StepBatch, Index: 1, FromTuple: 100, ToTuple: 200}, origin)
+	slice, to, err := batchSlice(ctx, s, observeSteps(apps)["q"], dispatch.Step{Kind: planner.StepBatch, Index: 1, FromTuple: 100, ToTuple: 200}, origin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestBatchSlice(t *testing.T) {
 
 	// A retry reads what its failed attempt read, without asking the source.
 	s = &recordingSlicer{taken: 100}
-	slice, to, err = batchSlice(ctx, s, "q", apps, dispatch.Step{Kind: planner.StepBatch, Index: 0, Attempt: 1, FromTuple: 0, ToTuple: 100}, origin)
+	slice, to, err = batchSlice(ctx, s, observeSteps(apps)["q"], dispatch.Step{Kind: planner.StepBatch, Index: 0, Attempt: 1, FromTuple: 0, ToTuple: 100}, origin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestBatchSlice(t *testing.T) {
 		{"the failed attempt has no slice", []unstructured.Unstructured{launched(t, 0, 0, 0, 100, nil)}, dispatch.Step{Index: 0, Attempt: 1, ToTuple: 100}, "attempt 0 records no input slice"},
 		{"nothing to read", nil, dispatch.Step{Index: 0, ToTuple: 100}, "no tuples of [0, 100)"},
 	} {
-		_, _, err := batchSlice(ctx, &recordingSlicer{}, "q", tc.apps, tc.step, origin)
+		_, _, err := batchSlice(ctx, &recordingSlicer{}, observeSteps(tc.apps)["q"], tc.step, origin)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
