@@ -159,3 +159,27 @@ func TestCompare(t *testing.T) {
 		}
 	}
 }
+
+// A measured rate within the measurement's resolution of the declared one
+// is the declared rate: a re-plan assumes no faster stream.
+func TestPlanTakesARateWithinTheResolutionAsDeclared(t *testing.T) {
+	w, observed := midWindow()
+	o := observed["q"]
+	o.Measured, o.Resolution = 102, 5 // declared 100/s
+	observed["q"] = o
+	doc, assumed, err := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, 8, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(assumed) != 0 {
+		t.Errorf("assumed %v, want the declared rate", assumed)
+	}
+	if got := doc.PlannedTotal("q"); got != 120000 {
+		t.Errorf("planned total %d, want the declared 120000", got)
+	}
+	o.Resolution = 1 // now 102/s is faster than the measurement can blur
+	observed["q"] = o
+	if _, assumed, _ := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, 8, 0); assumed["q"] != 102 {
+		t.Errorf("assumed %v, want 102/s", assumed)
+	}
+}
