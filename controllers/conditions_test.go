@@ -250,6 +250,24 @@ func TestScheduleConditions(t *testing.T) {
 			kstatus: status.InProgressStatus,
 		},
 		{
+			name:  "the backend fails: AWS's message, and kstatus keeps waiting, as a retry may help",
+			state: scheduleState{doc: feasible, requested: 4, ready: 2, backendErr: errors.New("resizing the pool to 4 nodes: eks UpdateNodegroupConfig: AccessDeniedException: not authorized")},
+			want: conditionSummary{
+				"Planned": "True/PlanFound", "Feasible": "True/DeadlinesMet", "PoolReady": "False/BackendError", "Ready": "False/BackendError",
+			},
+			message: "resizing the pool to 4 nodes: eks UpdateNodegroupConfig: AccessDeniedException: not authorized",
+			kstatus: status.InProgressStatus,
+		},
+		{
+			name:  "no queries, and the backend fails releasing the pool",
+			state: scheduleState{noQueries: true, backendErr: errors.New("reading the pool size: eks DescribeNodegroup: ResourceNotFoundException: No node group found")},
+			want: conditionSummary{
+				"Planned": "False/NoQueries", "PoolReady": "False/BackendError", "Ready": "False/BackendError",
+			},
+			message: "reading the pool size: eks DescribeNodegroup: ResourceNotFoundException: No node group found",
+			kstatus: status.InProgressStatus,
+		},
+		{
 			name:  "no plan meets every deadline",
 			state: scheduleState{doc: infeasible, requested: 10, ready: 10},
 			want: conditionSummary{

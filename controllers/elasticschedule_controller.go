@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -22,6 +23,7 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/dispatch"
+	"github.com/laxity-dev/laxity/internal/emr"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/pool"
 	"github.com/laxity-dev/laxity/internal/replan"
@@ -57,6 +59,10 @@ type Options struct {
 	// second: 1 (or 0) on a cluster, more on the demo's scaled clock. The
 	// workqueue waits in real time, so requeue delays shrink to match.
 	ClockRate float64
+	// NoSparkApplications says that the cluster serves no SparkApplication
+	// kind (no spark-operator): steps run only as EMR on EKS job runs, and
+	// SparkApplications are neither watched nor listed.
+	NoSparkApplications bool
 }
 
 // realDelay is the real time to wait for d to pass on the clock.
@@ -78,12 +84,16 @@ type ElasticScheduleReconciler struct {
 	Backend func(ctx context.Context, es *laxityv1alpha1.ElasticSchedule) (pool.Backend, error)
 	// Sources gives a query's arrivals.
 	Sources *Sources
+	// JobRuns opens the EMR on EKS clients of schedules with the
+	// emrContainers backend; nil when the manager runs none.
+	JobRuns *emr.Clients
 }
 
 // +kubebuilder:rbac:groups=laxity.dev,resources=elasticschedules,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=laxity.dev,resources=elasticschedules/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=laxity.dev,resources=elasticschedules/finalizers,verbs=update
-// +kubebuilder:rbac:groups=laxity.dev,resources=intermittentqueries,verbs=get;list;watch
+// +kubebuilder:rbac:groups=laxity.dev,resources=intermittentqueries,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=laxity.dev,resources=intermittentqueries/finalizers,verbs=update
 // +kubebuilder:rbac:groups=sparkoperator.k8s.io,resources=sparkapplications,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
@@ -115,7 +125,8 @@ func (r *ElasticScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	before := es.DeepCopy()
 	result, notes, err := r.reconcile(ctx, &es)
-	if err != nil {
+	var backendErr *backendError
+	if err != nil && !errors.As(err, &backendErr) {
 		return ctrl.Result{}, err
 	}
 	// A merge patch of what changed: no conflict with a concurrent metadata
@@ -129,12 +140,25 @@ func (r *ElasticScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	for _, n := range notes {
 		r.Recorder.Eventf(&es, nil, n.kind, n.reason, n.action, "%s", n.message)
 	}
+	if backendErr != nil {
+		return ctrl.Result{}, backendErr
+	}
 	result.RequeueAfter = r.Options.realDelay(result.RequeueAfter)
 	return result, nil
 }
 
 // note is an event to emit once the status is written.
 type note struct{ kind, reason, action, message string }
+
+// backendError is a failure of the pool's backend: its target object, or
+// AWS for job runs and the node group. The pass goes on with what it knows
+// (a job run not heard of keeps holding the pool), shows the error in the
+// PoolReady and Ready conditions, and returns it once the status is written,
+// to be tried again with backoff.
+type backendError struct{ err error }
+
+func (e *backendError) Error() string { return e.err.Error() }
+func (e *backendError) Unwrap() error { return e.err }
 
 func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1alpha1.ElasticSchedule) (ctrl.Result, []note, error) {
 	now := r.Clock.Now()
@@ -144,15 +168,26 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 		return ctrl.Result{}, nil, err
 	}
 	es.Status.ObservedGeneration = es.Generation
-	if len(queries) == 0 {
-		setScheduleConditions(es, scheduleState{noQueries: true})
-		return ctrl.Result{}, notes, r.request(ctx, es, idleNodes(es), &notes)
-	}
-	apps, err := r.stepsOf(ctx, es)
+	steps, err := listSteps(ctx, r.Client, r.Options, es.Namespace, client.MatchingLabels{LabelSchedule: es.Name})
 	if err != nil {
 		return ctrl.Result{}, nil, err
 	}
-	launched := observeSteps(apps)
+	var backendErrs []error
+	if err := r.syncJobRuns(ctx, es, steps, now); err != nil {
+		backendErrs = append(backendErrs, err)
+	}
+	if queries, err = r.releaseDeleted(ctx, es, queries, steps); err != nil {
+		return ctrl.Result{}, nil, err
+	}
+	if len(queries) == 0 {
+		if err := r.request(ctx, es, idleNodes(es), &notes); err != nil {
+			backendErrs = append(backendErrs, err)
+		}
+		backendErr := joinBackendErrors(backendErrs)
+		setScheduleConditions(es, scheduleState{noQueries: true, backendErr: backendErr})
+		return ctrl.Result{}, notes, backendErr
+	}
+	launched := observeSteps(steps)
 	arrived := map[string]int64{}
 	rates := map[string]float64{}
 	sources := map[string]source.Source{}
@@ -235,18 +270,33 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	}
 	wanted := max(dispatch.RequestAt(doc.Origin, doc.Requests, now), dispatch.BehindSchedule(doc, dqs, r.Options.MaxAttempts, now))
 	if err := r.request(ctx, es, int32(wanted), &notes); err != nil {
-		return ctrl.Result{}, notes, err
+		backendErrs = append(backendErrs, err)
 	}
 	current := dispatch.Pool{Ready: int(ready)}
 	lead := time.Duration(durationOr(es.Spec.NodePool.ProvisioningLeadTime, defaultProvisioningLeadTime) * float64(time.Second))
 	current.Coming, current.ComingBy = dispatch.Coming(doc.Origin, doc.Requests, lead, now)
 	decision, launches, err := r.dispatch(ctx, es, queries, dqs, launched, sources, current, now)
-	if err != nil {
+	notes = append(notes, launches...)
+	var launchErr *backendError
+	if errors.As(err, &launchErr) {
+		backendErrs = append(backendErrs, err)
+	} else if err != nil {
 		return ctrl.Result{}, notes, err
 	}
-	notes = append(notes, launches...)
-	setScheduleConditions(es, scheduleState{doc: doc, requested: int32(wanted), ready: ready})
+	backendErr := joinBackendErrors(backendErrs)
+	setScheduleConditions(es, scheduleState{doc: doc, requested: int32(wanted), ready: ready, backendErr: backendErr})
+	if backendErr != nil {
+		return ctrl.Result{}, notes, backendErr
+	}
 	return ctrl.Result{RequeueAfter: r.requeueAfter(now, doc, decision)}, notes, nil
+}
+
+// joinBackendErrors is the pass's backend errors as one, nil for none.
+func joinBackendErrors(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return &backendError{errors.Join(errs...)}
 }
 
 // queriesOf lists the IntermittentQueries that name the schedule.
@@ -356,16 +406,6 @@ func planMessage(doc *planner.Document, reason string) string {
 	return fmt.Sprintf("Re-planned (%s): %d initial nodes, %dX batches, cost %.2f, at most %d nodes", reason, c.InitialNodes, c.BatchSizeFactor, c.Cost, c.MaxNodes)
 }
 
-// stepsOf lists the SparkApplications of a schedule.
-func (r *ElasticScheduleReconciler) stepsOf(ctx context.Context, es *laxityv1alpha1.ElasticSchedule) ([]unstructured.Unstructured, error) {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(sparkapp.GroupVersionKind.GroupVersion().WithKind(sparkapp.GroupVersionKind.Kind + "List"))
-	if err := r.List(ctx, list, client.InNamespace(es.Namespace), client.MatchingLabels{LabelSchedule: es.Name}); err != nil {
-		return nil, fmt.Errorf("listing SparkApplications: %w", err)
-	}
-	return list.Items, nil
-}
-
 // request asks the pool for n nodes.
 func (r *ElasticScheduleReconciler) request(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, n int32, notes *[]note) error {
 	backend, err := r.Backend(ctx, es)
@@ -374,11 +414,11 @@ func (r *ElasticScheduleReconciler) request(ctx context.Context, es *laxityv1alp
 	}
 	current, err := backend.Requested(ctx)
 	if err != nil {
-		return fmt.Errorf("reading the pool size: %w", err)
+		return &backendError{fmt.Errorf("reading the pool size: %w", err)}
 	}
 	if current != n {
 		if err := backend.Request(ctx, n); err != nil {
-			return fmt.Errorf("resizing the pool to %d nodes: %w", n, err)
+			return &backendError{fmt.Errorf("resizing the pool to %d nodes: %w", n, err)}
 		}
 		*notes = append(*notes, note{corev1.EventTypeNormal, "Resized", "Resize", fmt.Sprintf("Requested %d nodes (was %d)", n, current)})
 	}
@@ -474,23 +514,63 @@ func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1al
 	if err != nil {
 		return decision, nil, err
 	}
-	if err := controllerutil.SetControllerReference(q, app, r.Scheme()); err != nil {
-		return decision, nil, fmt.Errorf("owning %s: %w", app.GetName(), err)
+	// A job run whose start failed after its record was written is
+	// launched: the next pass starts it.
+	created, err := r.launch(ctx, es, q, app, now)
+	if !created {
+		return decision, nil, err
 	}
-	// The name is deterministic: a launch repeated after a crash finds the
-	// object already there instead of running the step twice.
-	if err := r.Create(ctx, app); err == nil {
-		recordLaunch(es, l.Kind)
-	} else if !apierrors.IsAlreadyExists(err) {
-		return decision, nil, fmt.Errorf("launching %s: %w", app.GetName(), err)
-	}
+	recordLaunch(es, l.Kind)
 	message := fmt.Sprintf("Launched %s on %d nodes (%s %d of %s, tuples [%d, %d), slack %s)",
 		app.GetName(), l.Nodes, l.Kind, l.Index, l.Query, step.FromTuple, step.ToTuple, l.Slack.Round(time.Second))
 	kind := "Launched"
 	if l.Attempt > 0 {
 		kind = "Retried"
 	}
-	return decision, []note{{corev1.EventTypeNormal, kind, "Launch", message}}, nil
+	return decision, []note{{corev1.EventTypeNormal, kind, "Launch", message}}, err
+}
+
+// launch creates the step app describes: as app itself, or as a job run
+// with the emrContainers backend. The name is deterministic: a launch
+// repeated after a crash finds the step already there instead of running it
+// twice, and created is false.
+func (r *ElasticScheduleReconciler) launch(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, q *laxityv1alpha1.IntermittentQuery, app *unstructured.Unstructured, now time.Time) (bool, error) {
+	if es.Spec.NodePool.Backend.EMRContainers != nil {
+		return r.launchJobRun(ctx, es, q, app, now)
+	}
+	if err := controllerutil.SetControllerReference(q, app, r.Scheme()); err != nil {
+		return false, fmt.Errorf("owning %s: %w", app.GetName(), err)
+	}
+	if err := r.Create(ctx, app); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("launching %s: %w", app.GetName(), err)
+	}
+	return true, nil
+}
+
+// releaseDeleted lets the queries being deleted go, once their unfinished
+// job runs are cancelled, and returns the others: the ones to plan.
+func (r *ElasticScheduleReconciler) releaseDeleted(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, steps []stepObject) ([]laxityv1alpha1.IntermittentQuery, error) {
+	var live []laxityv1alpha1.IntermittentQuery
+	for i := range queries {
+		q := &queries[i]
+		if q.DeletionTimestamp.IsZero() {
+			live = append(live, *q)
+			continue
+		}
+		if !controllerutil.ContainsFinalizer(q, jobRunFinalizer) {
+			continue
+		}
+		if err := r.cancelJobRuns(ctx, es, steps, q.Name); err != nil {
+			return nil, fmt.Errorf("IntermittentQuery %s: cancelling its job runs: %w", q.Name, err)
+		}
+		if err := dropJobRunFinalizer(ctx, r.Client, q); err != nil {
+			return nil, err
+		}
+	}
+	return live, nil
 }
 
 // batchSlice is the exact input of batch l of a query whose source slices
@@ -571,6 +651,11 @@ func (r *ElasticScheduleReconciler) finalize(ctx context.Context, es *laxityv1al
 	if !controllerutil.ContainsFinalizer(es, poolFinalizer) {
 		return nil
 	}
+	if es.Spec.NodePool.Backend.EMRContainers != nil {
+		if err := r.cancelAllJobRuns(ctx, es); err != nil {
+			return err
+		}
+	}
 	backend, err := r.Backend(ctx, es)
 	if err == nil {
 		err = backend.Request(ctx, 0)
@@ -641,6 +726,8 @@ type scheduleState struct {
 	invalid          error
 	doc              *planner.Document
 	requested, ready int32
+	// backendErr is the pass's backend failure, if any.
+	backendErr error
 }
 
 // setScheduleConditions computes Planned, Feasible, PoolReady, Ready and
@@ -659,7 +746,13 @@ func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) 
 	switch {
 	case s.noQueries:
 		set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionFalse, laxityv1alpha1.NoQueriesReason, "No IntermittentQuery names this schedule")
-		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionTrue, laxityv1alpha1.NoQueriesReason, "Nothing to run; the pool is at its idle size")
+		if s.backendErr != nil {
+			set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionFalse, laxityv1alpha1.BackendErrorReason, s.backendErr.Error())
+			set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.BackendErrorReason, s.backendErr.Error())
+		} else {
+			meta.RemoveStatusCondition(&es.Status.Conditions, laxityv1alpha1.ElasticSchedulePoolReadyCondition)
+			set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionTrue, laxityv1alpha1.NoQueriesReason, "Nothing to run; the pool is at its idle size")
+		}
 		stalled("", "")
 		return
 	case s.invalid != nil:
@@ -672,9 +765,12 @@ func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) 
 	set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionTrue, laxityv1alpha1.PlanFoundReason,
 		fmt.Sprintf("%d initial nodes, %dX batches, cost %.2f", c.InitialNodes, c.BatchSizeFactor, c.Cost))
 	poolReady := fmt.Sprintf("%d of %d requested nodes ready", s.ready, s.requested)
-	if s.ready >= s.requested {
+	switch {
+	case s.backendErr != nil:
+		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionFalse, laxityv1alpha1.BackendErrorReason, s.backendErr.Error())
+	case s.ready >= s.requested:
 		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionTrue, laxityv1alpha1.NodesReadyReason, poolReady)
-	} else {
+	default:
 		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionFalse, laxityv1alpha1.WaitingForNodesReason, poolReady)
 	}
 	if !c.Feasible {
@@ -686,9 +782,12 @@ func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) 
 	}
 	set(laxityv1alpha1.ElasticScheduleFeasibleCondition, metav1.ConditionTrue, laxityv1alpha1.DeadlinesMetReason, "The plan meets every deadline")
 	stalled("", "")
-	if s.ready >= s.requested {
+	switch {
+	case s.backendErr != nil:
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.BackendErrorReason, s.backendErr.Error())
+	case s.ready >= s.requested:
 		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionTrue, laxityv1alpha1.DeadlinesMetReason, "Planned and running")
-	} else {
+	default:
 		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.WaitingForNodesReason, poolReady)
 	}
 }

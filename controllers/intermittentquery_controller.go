@@ -4,17 +4,18 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/dispatch"
@@ -45,6 +46,9 @@ func (r *IntermittentQueryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if !q.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.release(ctx, &q)
+	}
 	now := r.Clock.Now()
 	before := q.DeepCopy()
 	requeue, err := r.reconcile(ctx, &q, now)
@@ -64,6 +68,35 @@ func (r *IntermittentQueryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	return ctrl.Result{RequeueAfter: r.Options.realDelay(requeue)}, nil
 }
 
+// release lets a deleted query go when no schedule is left to cancel its
+// job runs: its ElasticSchedule does that while it runs them, and cancels
+// them all when it is deleted itself.
+func (r *IntermittentQueryReconciler) release(ctx context.Context, q *laxityv1alpha1.IntermittentQuery) error {
+	if !controllerutil.ContainsFinalizer(q, jobRunFinalizer) {
+		return nil
+	}
+	var es laxityv1alpha1.ElasticSchedule
+	err := r.Get(ctx, client.ObjectKey{Namespace: q.Namespace, Name: q.Spec.ScheduleName}, &es)
+	if err == nil && es.Spec.NodePool.Backend.EMRContainers != nil {
+		return nil
+	}
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("reading the schedule: %w", err)
+	}
+	return dropJobRunFinalizer(ctx, r.Client, q)
+}
+
+// dropJobRunFinalizer lets q go once its job runs are cancelled.
+func dropJobRunFinalizer(ctx context.Context, c client.Writer, q *laxityv1alpha1.IntermittentQuery) error {
+	if !controllerutil.RemoveFinalizer(q, jobRunFinalizer) {
+		return nil
+	}
+	if err := c.Update(ctx, q); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("IntermittentQuery %s: removing the job-run finalizer: %w", q.Name, err)
+	}
+	return nil
+}
+
 func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1alpha1.IntermittentQuery, now time.Time) (time.Duration, error) {
 	q.Status.ObservedGeneration = q.Generation
 	// An input that cannot be read leaves the last count in place and shows
@@ -79,16 +112,15 @@ func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1
 	}
 	q.Status.ArrivedTuples = &arrived
 
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(sparkapp.GroupVersionKind.GroupVersion().WithKind(sparkapp.GroupVersionKind.Kind + "List"))
-	if err := r.List(ctx, list, client.InNamespace(q.Namespace), client.MatchingLabels{LabelQuery: q.Name}); err != nil {
-		return 0, fmt.Errorf("listing SparkApplications: %w", err)
+	steps, err := listSteps(ctx, r.Client, r.Options, q.Namespace, client.MatchingLabels{LabelQuery: q.Name})
+	if err != nil {
+		return 0, err
 	}
-	launched := observeSteps(list.Items)[q.Name]
+	launched := observeSteps(steps)[q.Name]
 	writeSteps(q, launched.batches, launched.partials, launched.final)
 
 	var es laxityv1alpha1.ElasticSchedule
-	err := r.Get(ctx, client.ObjectKey{Namespace: q.Namespace, Name: q.Spec.ScheduleName}, &es)
+	err = r.Get(ctx, client.ObjectKey{Namespace: q.Namespace, Name: q.Spec.ScheduleName}, &es)
 	if err != nil {
 		if client.IgnoreNotFound(err) != nil {
 			return 0, fmt.Errorf("reading the schedule: %w", err)
@@ -150,6 +182,7 @@ func writeSteps(q *laxityv1alpha1.IntermittentQuery, batches, partials []observe
 			Index: int32(b.step.Index), FromTuple: b.step.FromTuple, ToTuple: b.step.ToTuple, Nodes: b.step.Nodes,
 			SparkApplication: b.name, Attempt: int32(b.step.Attempt),
 			Start: metaTime(b.obs.Started), End: metaTime(b.obs.Ended), Outcome: b.obs.Phase, ResultLocation: b.result,
+			Message: failure(b.obs),
 		})
 		if b.obs.Phase == laxityv1alpha1.StepSucceeded {
 			processed = b.step.ToTuple
@@ -161,6 +194,7 @@ func writeSteps(q *laxityv1alpha1.IntermittentQuery, batches, partials []observe
 		q.Status.Partials = append(q.Status.Partials, laxityv1alpha1.PartialStatus{
 			Index: int32(p.step.Index), Inputs: int32(p.step.Inputs), SparkApplication: p.name, Attempt: int32(p.step.Attempt),
 			Start: metaTime(p.obs.Started), End: metaTime(p.obs.Ended), Outcome: p.obs.Phase, ResultLocation: p.result,
+			Message: failure(p.obs),
 		})
 	}
 	q.Status.Final = nil
@@ -168,8 +202,21 @@ func writeSteps(q *laxityv1alpha1.IntermittentQuery, batches, partials []observe
 		q.Status.Final = &laxityv1alpha1.FinalStatus{
 			SparkApplication: final.name, Attempt: int32(final.step.Attempt),
 			Start: metaTime(final.obs.Started), End: metaTime(final.obs.Ended), Outcome: final.obs.Phase, ResultLocation: final.result,
+			Message: failure(final.obs),
 		}
 	}
+}
+
+// failure is why a failed step failed, cut to what the status keeps.
+func failure(o sparkapp.Observation) string {
+	if o.Phase != laxityv1alpha1.StepFailed {
+		return ""
+	}
+	const most = 4096
+	if len(o.Message) <= most {
+		return o.Message
+	}
+	return strings.ToValidUTF8(o.Message[:most-3], "") + "..."
 }
 
 func metaTime(t *time.Time) *metav1.Time {
@@ -248,22 +295,25 @@ func failedOut(q *laxityv1alpha1.IntermittentQuery, maxAttempts int) string {
 	out := func(attempt int32, outcome laxityv1alpha1.StepOutcome) bool {
 		return outcome == laxityv1alpha1.StepFailed && int(attempt)+1 >= maxAttempts
 	}
-	describe := func(step, app string, attempt int32) string {
-		return fmt.Sprintf("%s failed on all %d attempts, the last as SparkApplication %s; no further attempt will be made, so the query cannot finish",
-			step, attempt+1, app)
+	describe := func(step, app string, attempt int32, message string) string {
+		s := fmt.Sprintf("%s failed on all %d attempts, the last as %s", step, attempt+1, app)
+		if message != "" {
+			s += " (" + message + ")"
+		}
+		return s + "; no further attempt will be made, so the query cannot finish"
 	}
 	for _, b := range q.Status.Batches {
 		if out(b.Attempt, b.Outcome) {
-			return describe(fmt.Sprintf("Batch %d", b.Index), b.SparkApplication, b.Attempt)
+			return describe(fmt.Sprintf("Batch %d", b.Index), b.SparkApplication, b.Attempt, b.Message)
 		}
 	}
 	for _, p := range q.Status.Partials {
 		if out(p.Attempt, p.Outcome) {
-			return describe(fmt.Sprintf("Partial merge %d", p.Index), p.SparkApplication, p.Attempt)
+			return describe(fmt.Sprintf("Partial merge %d", p.Index), p.SparkApplication, p.Attempt, p.Message)
 		}
 	}
 	if f := q.Status.Final; f != nil && out(f.Attempt, f.Outcome) {
-		return describe("The final merge", f.SparkApplication, f.Attempt)
+		return describe("The final merge", f.SparkApplication, f.Attempt, f.Message)
 	}
 	return ""
 }

@@ -5,8 +5,6 @@ import (
 	"sort"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/dispatch"
 	"github.com/laxity-dev/laxity/internal/planner"
@@ -22,7 +20,7 @@ const (
 )
 
 // observedStep is the latest attempt of one step, read back from its
-// SparkApplication.
+// SparkApplication or job-run record.
 type observedStep struct {
 	step   sparkapp.Step
 	obs    sparkapp.Observation
@@ -36,18 +34,17 @@ type launchedSteps struct {
 	final             *observedStep
 }
 
-// observeSteps reads SparkApplications once: by query, for every step, its
+// observeSteps reads the launched steps once: by query, for every step, its
 // latest attempt. Objects that are not laxity's are ignored.
-func observeSteps(apps []unstructured.Unstructured) map[string]launchedSteps {
+func observeSteps(objects []stepObject) map[string]launchedSteps {
 	type key struct {
 		query string
 		kind  planner.StepKind
 		index int
 	}
 	latest := map[key]observedStep{}
-	for i := range apps {
-		app := &apps[i]
-		query, step, err := sparkapp.StepOf(app)
+	for _, o := range objects {
+		query, step, err := sparkapp.StepOf(o.object)
 		if err != nil {
 			continue
 		}
@@ -55,7 +52,7 @@ func observeSteps(apps []unstructured.Unstructured) map[string]launchedSteps {
 		if seen, ok := latest[k]; ok && seen.step.Attempt >= step.Attempt {
 			continue
 		}
-		latest[k] = observedStep{step: step, obs: sparkapp.Observe(app), name: app.GetName(), result: app.GetAnnotations()[sparkapp.AnnotationResult]}
+		latest[k] = observedStep{step: step, obs: o.obs, name: o.object.GetName(), result: o.object.GetAnnotations()[sparkapp.AnnotationResult]}
 	}
 	out := map[string]launchedSteps{}
 	for k, s := range latest {

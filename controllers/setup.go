@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/emr"
 	"github.com/laxity-dev/laxity/internal/pool"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
 )
@@ -30,12 +32,27 @@ func Setup(_ context.Context, mgr ctrl.Manager, clk clock.PassiveClock, opts Opt
 	if err != nil {
 		return err
 	}
-	backend := func(_ context.Context, es *laxityv1alpha1.ElasticSchedule) (pool.Backend, error) {
+	jobRuns := &emr.Clients{}
+	backend := func(ctx context.Context, es *laxityv1alpha1.ElasticSchedule) (pool.Backend, error) {
+		if b := es.Spec.NodePool.Backend.EMRContainers; b != nil {
+			return jobRuns.For(ctx, emr.ConfigFrom(b))
+		}
 		return pool.New(poolOptions, es)
+	}
+	// A cluster that runs Spark only through EMR on EKS may have no
+	// spark-operator, and a watch of a kind it does not serve would keep the
+	// manager from starting.
+	_, err = mgr.GetRESTMapper().RESTMapping(sparkapp.GroupVersionKind.GroupKind(), sparkapp.GroupVersionKind.Version)
+	switch {
+	case meta.IsNoMatchError(err):
+		opts.NoSparkApplications = true
+		ctrl.Log.Info("The cluster serves no SparkApplications: steps can run only as EMR on EKS job runs", "kind", sparkapp.GroupVersionKind)
+	case err != nil:
+		return fmt.Errorf("looking up the SparkApplication kind: %w", err)
 	}
 	sources := &Sources{Reader: mgr.GetAPIReader()}
 	es := &ElasticScheduleReconciler{
-		Client: mgr.GetClient(), Clock: clk, Options: opts, Backend: backend, Sources: sources,
+		Client: mgr.GetClient(), Clock: clk, Options: opts, Backend: backend, Sources: sources, JobRuns: jobRuns,
 		Recorder: mgr.GetEventRecorder("laxity"),
 	}
 	if err := es.SetupWithManager(mgr); err != nil {
@@ -102,24 +119,27 @@ func (r *ElasticScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return out
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&laxityv1alpha1.ElasticSchedule{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&corev1.ConfigMap{}).
 		Watches(&laxityv1alpha1.IntermittentQuery{}, bySchedule, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(sparkApplication(), bySchedule).
-		Watches(&corev1.Node{}, allSchedules).
-		Named("elasticschedule").
-		Complete(r)
+		Watches(&corev1.Node{}, allSchedules)
+	if !r.Options.NoSparkApplications {
+		b = b.Watches(sparkApplication(), bySchedule)
+	}
+	return b.Named("elasticschedule").Complete(r)
 }
 
 // SetupWithManager registers the IntermittentQuery controller, woken by the
-// query and the SparkApplications it owns.
+// query and the SparkApplications and job-run records it owns.
 func (r *IntermittentQueryReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// Status writes do not wake the query up again: only spec changes, its
-	// SparkApplications and the poll interval do.
-	return ctrl.NewControllerManagedBy(mgr).
+	// SparkApplications, its job-run records and the poll interval do.
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&laxityv1alpha1.IntermittentQuery{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(sparkApplication()).
-		Named("intermittentquery").
-		Complete(r)
+		Owns(&corev1.ConfigMap{})
+	if !r.Options.NoSparkApplications {
+		b = b.Owns(sparkApplication())
+	}
+	return b.Named("intermittentquery").Complete(r)
 }

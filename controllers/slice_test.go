@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/laxity-dev/laxity/internal/dispatch"
 	"github.com/laxity-dev/laxity/internal/planner"
@@ -29,7 +28,7 @@ func (s *recordingSlicer) Slice(_ context.Context, _ time.Time, previous map[str
 }
 
 // launched renders batch index of the test query over [from, to) with slice.
-func launched(t *testing.T, index, attempt int, from, to int64, slice map[string]string) unstructured.Unstructured {
+func launched(t *testing.T, index, attempt int, from, to int64, slice map[string]string) stepObject {
 	t.Helper()
 	q := queryObject("ns", "q", "10", time.Minute)
 	es := scheduleObject("ns", []int32{2}, time.Minute)
@@ -38,12 +37,12 @@ func launched(t *testing.T, index, attempt int, from, to int64, slice map[string
 	if err != nil {
 		t.Fatal(err)
 	}
-	return *app
+	return stepObject{object: app, obs: sparkapp.Observe(app)}
 }
 
 func TestBatchSlice(t *testing.T) {
 	first := map[string]string{"cursor": "a"}
-	apps := []unstructured.Unstructured{launched(t, 0, 0, 0, 100, first)}
+	apps := []stepObject{launched(t, 0, 0, 0, 100, first)}
 	ctx := context.Background()
 
 	// A new batch continues from the one before it; its range ends where
@@ -72,12 +71,12 @@ func TestBatchSlice(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		apps []unstructured.Unstructured
+		apps []stepObject
 		step dispatch.Step
 		want string
 	}{
-		{"the batch before has no slice", []unstructured.Unstructured{launched(t, 0, 0, 0, 100, nil)}, dispatch.Step{Index: 1, FromTuple: 100, ToTuple: 200}, "batch 0 records no input slice"},
-		{"the failed attempt has no slice", []unstructured.Unstructured{launched(t, 0, 0, 0, 100, nil)}, dispatch.Step{Index: 0, Attempt: 1, ToTuple: 100}, "attempt 0 records no input slice"},
+		{"the batch before has no slice", []stepObject{launched(t, 0, 0, 0, 100, nil)}, dispatch.Step{Index: 1, FromTuple: 100, ToTuple: 200}, "batch 0 records no input slice"},
+		{"the failed attempt has no slice", []stepObject{launched(t, 0, 0, 0, 100, nil)}, dispatch.Step{Index: 0, Attempt: 1, ToTuple: 100}, "attempt 0 records no input slice"},
 		{"nothing to read", nil, dispatch.Step{Index: 0, ToTuple: 100}, "no tuples of [0, 100)"},
 	} {
 		_, _, err := batchSlice(ctx, &recordingSlicer{}, observeSteps(tc.apps)["q"], tc.step, origin)

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/emr/emrfake"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/pool"
 	"github.com/laxity-dev/laxity/internal/simulation"
@@ -37,10 +37,24 @@ type world struct {
 	iq       *IntermittentQueryReconciler
 	nodes    *simulation.Provisioner
 	spark    *simulation.Spark
+	// aws, when set, is the EMR on EKS the schedule's steps run on instead
+	// of spark (see stories_emr_test.go).
+	aws *emrfake.Server
+	// failRun says which job runs fail instead of completing.
+	failRun func(name string) bool
+	// reconcileErrors, when set, collects the schedule's reconcile errors
+	// and its Ready condition after each, instead of failing the story on
+	// the first.
+	reconcileErrors *[]reconcileError
 	// launches records every SparkApplication the first tick it is seen.
 	launches []launch
 	// maxRunning is the most steps seen holding the pool at once.
 	maxRunning int
+}
+
+type reconcileError struct {
+	err   error
+	ready *metav1.Condition
 }
 
 type launch struct {
@@ -118,14 +132,25 @@ func (w *world) tick(ctx context.Context, now time.Time) {
 	w.clock.SetTime(now)
 	var es laxityv1alpha1.ElasticSchedule
 	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: "pool"}, &es)).To(Succeed())
-	backend, err := pool.New(poolOptions, &es)
-	Expect(err).NotTo(HaveOccurred())
-	requested, err := backend.Requested(ctx)
-	Expect(err).NotTo(HaveOccurred())
-	Expect(w.nodes.Tick(ctx, now, w.ns, es.Spec.NodePool.NodeSelector, requested)).To(Succeed())
-	Expect(w.spark.Tick(ctx, now, w.ns)).To(Succeed())
+	if w.aws != nil {
+		Expect(w.nodes.Tick(ctx, now, w.ns, es.Spec.NodePool.NodeSelector, w.aws.DesiredSize())).To(Succeed())
+		w.runJobRuns(ctx, now)
+	} else {
+		backend, err := pool.New(poolOptions, &es)
+		Expect(err).NotTo(HaveOccurred())
+		requested, err := backend.Requested(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(w.nodes.Tick(ctx, now, w.ns, es.Spec.NodePool.NodeSelector, requested)).To(Succeed())
+		Expect(w.spark.Tick(ctx, now, w.ns)).To(Succeed())
+	}
 
-	_, err = w.es.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&es)})
+	_, err := w.es.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&es)})
+	if err != nil && w.reconcileErrors != nil {
+		var after laxityv1alpha1.ElasticSchedule
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(&es), &after)).To(Succeed())
+		*w.reconcileErrors = append(*w.reconcileErrors, reconcileError{err, meta.FindStatusCondition(after.Status.Conditions, laxityv1alpha1.ElasticScheduleReadyCondition)})
+		err = nil
+	}
 	Expect(err).NotTo(HaveOccurred())
 	var queries laxityv1alpha1.IntermittentQueryList
 	Expect(k8sClient.List(ctx, &queries, client.InNamespace(w.ns))).To(Succeed())
@@ -137,9 +162,8 @@ func (w *world) tick(ctx context.Context, now time.Time) {
 }
 
 func (w *world) observe(ctx context.Context, now time.Time) {
-	apps := &unstructured.UnstructuredList{}
-	apps.SetGroupVersionKind(sparkapp.GroupVersionKind.GroupVersion().WithKind("SparkApplicationList"))
-	Expect(k8sClient.List(ctx, apps, client.InNamespace(w.ns))).To(Succeed())
+	steps, err := listSteps(ctx, k8sClient, Options{}, w.ns, nil)
+	Expect(err).NotTo(HaveOccurred())
 	ready, err := pool.ReadyNodes(ctx, k8sClient, map[string]string{"laxity.dev/pool": w.ns})
 	Expect(err).NotTo(HaveOccurred())
 	seen := map[string]bool{}
@@ -147,9 +171,9 @@ func (w *world) observe(ctx context.Context, now time.Time) {
 		seen[l.name] = true
 	}
 	running := 0
-	for i := range apps.Items {
-		app := &apps.Items[i]
-		if phase := sparkapp.Observe(app).Phase; phase == laxityv1alpha1.StepPending || phase == laxityv1alpha1.StepRunning {
+	for _, s := range steps {
+		app := s.object
+		if phase := s.obs.Phase; phase == laxityv1alpha1.StepPending || phase == laxityv1alpha1.StepRunning {
 			running++
 		}
 		if seen[app.GetName()] {

@@ -62,7 +62,11 @@ type IntermittentQuerySpec struct {
 	// sparkApplication is the spec of the SparkApplication
 	// (sparkoperator.k8s.io/v1beta2) that runs each batch and merge, kept
 	// as-is. laxity copies it into every step it launches and sets the step's
-	// arguments, executor.instances, labels and annotations.
+	// arguments, executor.instances, labels and annotations. With the
+	// emrContainers backend the same spec describes each job run:
+	// mainApplicationFile is its entry point, arguments its arguments, and
+	// mainClass, deps, image, the driver's and executor's cores and memory
+	// and sparkConf its spark-submit parameters.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
@@ -449,14 +453,14 @@ type PartialAggregation struct {
 type StepOutcome string
 
 const (
-	// StepPending means the step's SparkApplication exists but has not
-	// started running.
+	// StepPending means the step's SparkApplication (or job run) exists but
+	// has not started running.
 	StepPending StepOutcome = "Pending"
-	// StepRunning means the step's SparkApplication is running.
+	// StepRunning means the step's SparkApplication (or job run) is running.
 	StepRunning StepOutcome = "Running"
-	// StepSucceeded means the step's SparkApplication completed.
+	// StepSucceeded means the step's SparkApplication (or job run) completed.
 	StepSucceeded StepOutcome = "Succeeded"
-	// StepFailed means the step's SparkApplication failed.
+	// StepFailed means the step's SparkApplication (or job run) failed.
 	StepFailed StepOutcome = "Failed"
 )
 
@@ -535,8 +539,8 @@ type BatchStatus struct {
 	// +optional
 	Nodes int32 `json:"nodes,omitempty"`
 
-	// sparkApplication is the name of the batch's SparkApplication, such as
-	// "q1-b3" (or "q1-b3-r1" for a retry).
+	// sparkApplication is the name of the batch's SparkApplication, or of
+	// its EMR on EKS job run, such as "q1-b3" (or "q1-b3-r1" for a retry).
 	// +optional
 	SparkApplication string `json:"sparkApplication,omitempty"`
 
@@ -559,6 +563,13 @@ type BatchStatus struct {
 	// resultLocation is where the batch wrote its partial result.
 	// +optional
 	ResultLocation string `json:"resultLocation,omitempty"`
+	// message says why the step failed: the SparkApplication's
+	// status.applicationState.errorMessage, or the EMR on EKS job run's
+	// failure reason and state details (AWS's message when AWS refused to
+	// start it). Set only when the step failed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Message string `json:"message,omitempty"`
 }
 
 // PartialStatus is one launched partial merge.
@@ -571,8 +582,8 @@ type PartialStatus struct {
 	// +optional
 	Inputs int32 `json:"inputs,omitempty"`
 
-	// sparkApplication is the name of the merge's SparkApplication, such as
-	// "q1-partial-0".
+	// sparkApplication is the name of the merge's SparkApplication, or of
+	// its EMR on EKS job run, such as "q1-partial-0".
 	// +optional
 	SparkApplication string `json:"sparkApplication,omitempty"`
 
@@ -595,12 +606,19 @@ type PartialStatus struct {
 	// resultLocation is where the merge wrote its result.
 	// +optional
 	ResultLocation string `json:"resultLocation,omitempty"`
+	// message says why the step failed: the SparkApplication's
+	// status.applicationState.errorMessage, or the EMR on EKS job run's
+	// failure reason and state details (AWS's message when AWS refused to
+	// start it). Set only when the step failed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Message string `json:"message,omitempty"`
 }
 
 // FinalStatus is the final merge of a query.
 type FinalStatus struct {
 	// sparkApplication is the name of the final merge's SparkApplication,
-	// such as "q1-final".
+	// or of its EMR on EKS job run, such as "q1-final".
 	// +optional
 	SparkApplication string `json:"sparkApplication,omitempty"`
 
@@ -623,6 +641,13 @@ type FinalStatus struct {
 	// resultLocation is where the query's result was written.
 	// +optional
 	ResultLocation string `json:"resultLocation,omitempty"`
+	// message says why the step failed: the SparkApplication's
+	// status.applicationState.errorMessage, or the EMR on EKS job run's
+	// failure reason and state details (AWS's message when AWS refused to
+	// start it). Set only when the step failed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Message string `json:"message,omitempty"`
 }
 
 // +kubebuilder:object:root=true

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -102,6 +103,11 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	if err := complete(set); err != nil {
 		return nil, err
+	}
+	for _, es := range set.Schedules {
+		if simulatePool(es.Object) {
+			fmt.Fprintf(o.Out, "ElasticSchedule %s/%s: the demo runs spec.nodePool.backend.emrContainers as SparkApplications on a simulated pool\n", es.Object.Namespace, es.Object.Name)
+		}
 	}
 	for _, q := range set.Queries {
 		if simulated := simulateInput(q.Object); simulated != "" {
@@ -205,6 +211,19 @@ func simulateInput(q *laxityv1alpha1.IntermittentQuery) string {
 		return "objectStore"
 	}
 	return ""
+}
+
+// simulatePool replaces an EMR on EKS backend, which the demo cannot reach,
+// with placeholder pods on the simulated pool, and says whether it did.
+func simulatePool(es *laxityv1alpha1.ElasticSchedule) bool {
+	b := &es.Spec.NodePool.Backend
+	if b.EMRContainers == nil {
+		return false
+	}
+	*b = laxityv1alpha1.PoolBackend{Placeholder: &laxityv1alpha1.PlaceholderBackend{
+		Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+	}}
+	return true
 }
 
 // schedule is one ElasticSchedule of the run and what is seen of its pool.

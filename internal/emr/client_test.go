@@ -11,29 +11,47 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/emr"
+	"github.com/laxity-dev/laxity/internal/emr/emrfake"
 	"github.com/laxity-dev/laxity/internal/pool"
 )
+
+// newClient is a Client of the fake with its credentials and fast retries;
+// change adjusts its Config.
+func newClient(t *testing.T, f *emrfake.Server, change ...func(*emr.Config)) *emr.Client {
+	t.Helper()
+	cfg := f.Config()
+	for _, c := range change {
+		c(&cfg)
+	}
+	c, err := emr.New(context.Background(), cfg,
+		emr.WithCredentials(f.Credentials()),
+		emr.WithRetries(4, time.Millisecond))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return c
+}
 
 var _ pool.Backend = (*emr.Client)(nil)
 
 func TestConfigFrom(t *testing.T) {
 	got := emr.ConfigFrom(&laxityv1alpha1.EMRContainersBackend{
-		VirtualClusterID: testVC,
-		ExecutionRoleARN: testRole,
-		ReleaseLabel:     testRelease,
-		Region:           testRegion,
-		NodegroupName:    testNodegroup,
-		ClusterName:      testCluster,
+		VirtualClusterID: emrfake.VirtualClusterID,
+		ExecutionRoleARN: emrfake.ExecutionRoleARN,
+		ReleaseLabel:     emrfake.ReleaseLabel,
+		Region:           emrfake.Region,
+		NodegroupName:    emrfake.NodegroupName,
+		ClusterName:      emrfake.ClusterName,
 		Endpoint:         "http://127.0.0.1:4566",
 	})
 	want := emr.Config{
-		Region:           testRegion,
+		Region:           emrfake.Region,
 		Endpoint:         "http://127.0.0.1:4566",
-		VirtualClusterID: testVC,
-		ExecutionRoleARN: testRole,
-		ReleaseLabel:     testRelease,
-		ClusterName:      testCluster,
-		NodegroupName:    testNodegroup,
+		VirtualClusterID: emrfake.VirtualClusterID,
+		ExecutionRoleARN: emrfake.ExecutionRoleARN,
+		ReleaseLabel:     emrfake.ReleaseLabel,
+		ClusterName:      emrfake.ClusterName,
+		NodegroupName:    emrfake.NodegroupName,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ConfigFrom (-want +got):\n%s", diff)
@@ -42,12 +60,12 @@ func TestConfigFrom(t *testing.T) {
 
 func TestNewRejectsConfig(t *testing.T) {
 	valid := emr.Config{
-		Region:           testRegion,
-		VirtualClusterID: testVC,
-		ExecutionRoleARN: testRole,
-		ReleaseLabel:     testRelease,
-		ClusterName:      testCluster,
-		NodegroupName:    testNodegroup,
+		Region:           emrfake.Region,
+		VirtualClusterID: emrfake.VirtualClusterID,
+		ExecutionRoleARN: emrfake.ExecutionRoleARN,
+		ReleaseLabel:     emrfake.ReleaseLabel,
+		ClusterName:      emrfake.ClusterName,
+		NodegroupName:    emrfake.NodegroupName,
 	}
 	tests := []struct {
 		name    string
@@ -80,9 +98,8 @@ func TestNewRejectsConfig(t *testing.T) {
 }
 
 func TestNewRejectsRetries(t *testing.T) {
-	f := newFakeAWS(t)
-	cfg := emr.Config{Region: testRegion, Endpoint: f.url, VirtualClusterID: testVC, ExecutionRoleARN: testRole,
-		ReleaseLabel: testRelease, ClusterName: testCluster, NodegroupName: testNodegroup}
+	f := emrfake.New(t)
+	cfg := f.Config()
 	for _, opt := range []emr.Option{emr.WithRetries(0, time.Second), emr.WithRetries(3, -time.Second)} {
 		if _, err := emr.New(context.Background(), cfg, opt); err == nil {
 			t.Error("New accepted retries without an attempt or with a negative backoff")
@@ -102,8 +119,8 @@ func TestUnreachableEndpointIsRetryable(t *testing.T) {
 	if err := listener.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f := newFakeAWS(t)
-	c := f.newClient(t, func(c *emr.Config) { c.Endpoint = "http://" + addr })
+	f := emrfake.New(t)
+	c := newClient(t, f, func(c *emr.Config) { c.Endpoint = "http://" + addr })
 	_, err = c.Requested(context.Background())
 	if err == nil {
 		t.Fatal("Requested of an unreachable endpoint succeeded")

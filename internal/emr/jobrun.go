@@ -28,22 +28,22 @@ const (
 type JobRun struct {
 	// Name is the job run's name, the step's deterministic name; FindJob
 	// looks runs up by it.
-	Name string
+	Name string `json:"name"`
 	// ClientToken is StartJobRun's idempotency token, derived by the caller
 	// from the deterministic step name and attempt, e.g. "q1-b3-r1".
-	ClientToken string
+	ClientToken string `json:"clientToken"`
 	// EntryPoint is the application's jar or Python file, e.g. an s3:// URI.
-	EntryPoint string
+	EntryPoint string `json:"entryPoint"`
 	// EntryPointArguments are the application's arguments.
-	EntryPointArguments []string
+	EntryPointArguments []string `json:"entryPointArguments,omitempty"`
 	// SparkSubmitParameters are passed to spark-submit. They must not set
 	// the executor count or enable dynamic allocation: StartJob sets
 	// spark.executor.instances to Executors.
-	SparkSubmitParameters string
+	SparkSubmitParameters string `json:"sparkSubmitParameters,omitempty"`
 	// Executors is the number of Spark executors, at least 1.
-	Executors int32
+	Executors int32 `json:"executors"`
 	// Tags are the job run's AWS tags.
-	Tags map[string]string
+	Tags map[string]string `json:"tags,omitempty"`
 }
 
 // JobState is what EMR on EKS says about a job run.

@@ -11,7 +11,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/laxity-dev/laxity/internal/emr"
+	"github.com/laxity-dev/laxity/internal/emr/emrfake"
 )
+
+// fakeEpoch is when emrfake creates its first job run without a clock.
+var fakeEpoch = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 
 // batchRun is the job run of batch index of query q1, attempt 1.
 func batchRun(index int) emr.JobRun {
@@ -31,27 +35,27 @@ func batchRun(index int) emr.JobRun {
 // the run through its states.
 func TestJobLifecycle(t *testing.T) {
 	ctx := context.Background()
-	f := newFakeAWS(t)
-	c := f.newClient(t)
+	f := emrfake.New(t)
+	c := newClient(t, f)
 	run := batchRun(0)
 	id, err := c.StartJob(ctx, run)
 	if err != nil {
 		t.Fatalf("StartJob: %v", err)
 	}
 
-	wantSent := startJobRunRequest{
+	wantSent := emrfake.StartJobRunRequest{
 		Name:             "q1-b0",
 		ClientToken:      "q1-b0-r1",
-		ExecutionRoleArn: testRole,
-		ReleaseLabel:     testRelease,
-		JobDriver: jobDriver{SparkSubmitJobDriver: &sparkSubmitJobDriver{
+		ExecutionRoleArn: emrfake.ExecutionRoleARN,
+		ReleaseLabel:     emrfake.ReleaseLabel,
+		JobDriver: emrfake.JobDriver{SparkSubmitJobDriver: &emrfake.SparkSubmitJobDriver{
 			EntryPoint:            "s3://analytics/jobs/q1.py",
 			EntryPointArguments:   []string{"--from-tuple", "0", "--to-tuple", "2090000"},
 			SparkSubmitParameters: "--conf spark.executor.memory=4g --conf spark.executor.instances=4",
 		}},
 		Tags: map[string]string{"laxity.dev/query": "q1", "laxity.dev/step": "batch"},
 	}
-	if diff := cmp.Diff(wantSent, f.lastStart()); diff != "" {
+	if diff := cmp.Diff(wantSent, f.LastStart()); diff != "" {
 		t.Errorf("StartJobRun body (-want +got):\n%s", diff)
 	}
 
@@ -69,7 +73,7 @@ func TestJobLifecycle(t *testing.T) {
 				CreatedAt: &created, FinishedAt: &finished, Tags: run.Tags}},
 	}
 	for _, step := range steps {
-		f.setState(id, step.state, step.details, step.reason)
+		f.SetState(id, step.state, step.details, step.reason)
 		got, err := c.DescribeJob(ctx, id)
 		if err != nil {
 			t.Fatalf("DescribeJob in %s: %v", step.state, err)
@@ -85,13 +89,13 @@ func TestJobLifecycle(t *testing.T) {
 
 func TestDescribeFailedJob(t *testing.T) {
 	ctx := context.Background()
-	f := newFakeAWS(t)
-	c := f.newClient(t)
+	f := emrfake.New(t)
+	c := newClient(t, f)
 	id, err := c.StartJob(ctx, batchRun(0))
 	if err != nil {
 		t.Fatalf("StartJob: %v", err)
 	}
-	f.setState(id, emr.StateFailed, "Job failed with exit code 1: OutOfMemoryError", "USER_ERROR")
+	f.SetState(id, emr.StateFailed, "Job failed with exit code 1: OutOfMemoryError", "USER_ERROR")
 	got, err := c.DescribeJob(ctx, id)
 	if err != nil {
 		t.Fatalf("DescribeJob: %v", err)
@@ -114,18 +118,18 @@ func TestDescribeFailedJob(t *testing.T) {
 // between starting a step and recording it would: one run, one ID.
 func TestStartJobSameClientToken(t *testing.T) {
 	ctx := context.Background()
-	f := newFakeAWS(t)
-	c := f.newClient(t)
+	f := emrfake.New(t)
+	c := newClient(t, f)
 	first, err := c.StartJob(ctx, batchRun(3))
 	if err != nil {
 		t.Fatalf("StartJob: %v", err)
 	}
-	again, err := f.newClient(t).StartJob(ctx, batchRun(3))
+	again, err := newClient(t, f).StartJob(ctx, batchRun(3))
 	if err != nil {
 		t.Fatalf("StartJob again: %v", err)
 	}
-	if again != first || f.runCount() != 1 {
-		t.Errorf("the same client token twice gave IDs %s and %s and %d runs; want one run", first, again, f.runCount())
+	if again != first || f.RunCount() != 1 {
+		t.Errorf("the same client token twice gave IDs %s and %s and %d runs; want one run", first, again, f.RunCount())
 	}
 
 	retry := batchRun(3)
@@ -134,8 +138,8 @@ func TestStartJobSameClientToken(t *testing.T) {
 	if err != nil {
 		t.Fatalf("StartJob of attempt 2: %v", err)
 	}
-	if second == first || f.runCount() != 2 {
-		t.Errorf("a new attempt's token gave ID %s (first %s) and %d runs; want a second run", second, first, f.runCount())
+	if second == first || f.RunCount() != 2 {
+		t.Errorf("a new attempt's token gave ID %s (first %s) and %d runs; want a second run", second, first, f.RunCount())
 	}
 }
 
@@ -143,8 +147,8 @@ func TestStartJobSameClientToken(t *testing.T) {
 // through several pages, ignoring runs whose names merely start alike.
 func TestFindJobAfterRestart(t *testing.T) {
 	ctx := context.Background()
-	f := newFakeAWS(t)
-	c := f.newClient(t)
+	f := emrfake.New(t)
+	c := newClient(t, f)
 	retry := batchRun(1)
 	retry.ClientToken = "q1-b1-r2"
 	// q1-b1 runs twice; q1-b10 and q1-b11 start like it and are newer than
@@ -159,7 +163,7 @@ func TestFindJobAfterRestart(t *testing.T) {
 		ids[run.Name] = id
 	}
 
-	restarted := f.newClient(t)
+	restarted := newClient(t, f)
 	for name, want := range ids {
 		id, found, err := restarted.FindJob(ctx, name)
 		if err != nil || !found || id != want {
@@ -170,24 +174,24 @@ func TestFindJobAfterRestart(t *testing.T) {
 		t.Errorf("FindJob of a run never started = %s, %t, %v; want not found", id, found, err)
 	}
 	// q1-b1's prefix matches four runs: two of the fake's two-run pages.
-	before := f.callCount(opListJobRuns)
+	before := f.CallCount(emrfake.OpListJobRuns)
 	if _, _, err := restarted.FindJob(ctx, "q1-b1"); err != nil {
 		t.Fatalf("FindJob(q1-b1): %v", err)
 	}
-	if n := f.callCount(opListJobRuns) - before; n != 2 {
+	if n := f.CallCount(emrfake.OpListJobRuns) - before; n != 2 {
 		t.Errorf("FindJob(q1-b1) read %d ListJobRuns pages, want 2", n)
 	}
 }
 
 func TestCancelJob(t *testing.T) {
 	ctx := context.Background()
-	f := newFakeAWS(t)
-	c := f.newClient(t)
+	f := emrfake.New(t)
+	c := newClient(t, f)
 	running, err := c.StartJob(ctx, batchRun(0))
 	if err != nil {
 		t.Fatalf("StartJob: %v", err)
 	}
-	f.setState(running, emr.StateRunning, "", "")
+	f.SetState(running, emr.StateRunning, "", "")
 	if err := c.CancelJob(ctx, running); err != nil {
 		t.Fatalf("CancelJob of a running run: %v", err)
 	}
@@ -197,7 +201,7 @@ func TestCancelJob(t *testing.T) {
 	if err := c.CancelJob(ctx, running); err != nil {
 		t.Errorf("CancelJob while the cancellation is pending: %v", err)
 	}
-	f.setState(running, emr.StateCancelled, "", "")
+	f.SetState(running, emr.StateCancelled, "", "")
 	if err := c.CancelJob(ctx, running); err != nil {
 		t.Errorf("CancelJob of a cancelled run: %v", err)
 	}
@@ -206,7 +210,7 @@ func TestCancelJob(t *testing.T) {
 	if err != nil {
 		t.Fatalf("StartJob: %v", err)
 	}
-	f.setState(completed, emr.StateCompleted, "", "")
+	f.SetState(completed, emr.StateCompleted, "", "")
 	if err := c.CancelJob(ctx, completed); err != nil {
 		t.Errorf("CancelJob of a completed run: %v", err)
 	}
@@ -223,10 +227,10 @@ func TestCancelJob(t *testing.T) {
 // run.
 func TestThrottledCallsAreRetried(t *testing.T) {
 	ctx := context.Background()
-	f := newFakeAWS(t)
-	c := f.newClient(t)
-	for _, op := range []string{opStartJobRun, opDescribeJobRun, opListJobRuns, opCancelJobRun} {
-		f.fail(op, 3, http.StatusTooManyRequests, "ThrottlingException", "Rate exceeded")
+	f := emrfake.New(t)
+	c := newClient(t, f)
+	for _, op := range []string{emrfake.OpStartJobRun, emrfake.OpDescribeJobRun, emrfake.OpListJobRuns, emrfake.OpCancelJobRun} {
+		f.Fail(op, 3, http.StatusTooManyRequests, "ThrottlingException", "Rate exceeded")
 	}
 	id, err := c.StartJob(ctx, batchRun(0))
 	if err != nil {
@@ -241,22 +245,22 @@ func TestThrottledCallsAreRetried(t *testing.T) {
 	if err := c.CancelJob(ctx, id); err != nil {
 		t.Errorf("CancelJob: %v", err)
 	}
-	for _, op := range []string{opStartJobRun, opDescribeJobRun, opListJobRuns, opCancelJobRun} {
-		if n := f.callCount(op); n != 4 {
+	for _, op := range []string{emrfake.OpStartJobRun, emrfake.OpDescribeJobRun, emrfake.OpListJobRuns, emrfake.OpCancelJobRun} {
+		if n := f.CallCount(op); n != 4 {
 			t.Errorf("%s calls = %d, want 3 throttled and 1 answered", op, n)
 		}
 	}
-	if f.runCount() != 1 {
-		t.Errorf("%d job runs, want 1", f.runCount())
+	if f.RunCount() != 1 {
+		t.Errorf("%d job runs, want 1", f.RunCount())
 	}
 }
 
 // TestThrottlingOutlastsRetries throttles more often than the client
 // tries: the error says so, with AWS's words, and is retryable.
 func TestThrottlingOutlastsRetries(t *testing.T) {
-	f := newFakeAWS(t)
-	c := f.newClient(t)
-	f.fail(opStartJobRun, 10, http.StatusTooManyRequests, "ThrottlingException", "Rate exceeded")
+	f := emrfake.New(t)
+	c := newClient(t, f)
+	f.Fail(emrfake.OpStartJobRun, 10, http.StatusTooManyRequests, "ThrottlingException", "Rate exceeded")
 	_, err := c.StartJob(context.Background(), batchRun(0))
 	const want = "starting job run q1-b0: emr-containers StartJobRun: ThrottlingException: Rate exceeded (gave up after 4 attempts)"
 	if err == nil || err.Error() != want {
@@ -265,7 +269,7 @@ func TestThrottlingOutlastsRetries(t *testing.T) {
 	if !emr.IsRetryable(err) || emr.IsInvalid(err) {
 		t.Errorf("IsRetryable, IsInvalid = %t, %t; want true, false", emr.IsRetryable(err), emr.IsInvalid(err))
 	}
-	if n := f.callCount(opStartJobRun); n != 4 {
+	if n := f.CallCount(emrfake.OpStartJobRun); n != 4 {
 		t.Errorf("StartJobRun calls = %d, want 4", n)
 	}
 }
@@ -273,8 +277,8 @@ func TestThrottlingOutlastsRetries(t *testing.T) {
 // TestValidationError starts a run AWS refuses: AWS's message reaches the
 // caller at once, without retries, as an invalid request.
 func TestValidationError(t *testing.T) {
-	f := newFakeAWS(t)
-	c := f.newClient(t, func(c *emr.Config) { c.ReleaseLabel = "emr-latest" })
+	f := emrfake.New(t)
+	c := newClient(t, f, func(c *emr.Config) { c.ReleaseLabel = "emr-latest" })
 	_, err := c.StartJob(context.Background(), batchRun(0))
 	const want = "starting job run q1-b0: emr-containers StartJobRun: ValidationException: Release label emr-latest is not valid."
 	if err == nil || err.Error() != want {
@@ -283,12 +287,12 @@ func TestValidationError(t *testing.T) {
 	if !emr.IsInvalid(err) || emr.IsRetryable(err) {
 		t.Errorf("IsInvalid, IsRetryable = %t, %t; want true, false", emr.IsInvalid(err), emr.IsRetryable(err))
 	}
-	if n := f.callCount(opStartJobRun); n != 1 {
+	if n := f.CallCount(emrfake.OpStartJobRun); n != 1 {
 		t.Errorf("StartJobRun calls = %d, want 1", n)
 	}
 
-	f.fail(opStartJobRun, 1, http.StatusBadRequest, "ValidationException", "Entry point s3://analytics/jobs/q1.py is not accessible.")
-	_, err = f.newClient(t).StartJob(context.Background(), batchRun(0))
+	f.Fail(emrfake.OpStartJobRun, 1, http.StatusBadRequest, "ValidationException", "Entry point s3://analytics/jobs/q1.py is not accessible.")
+	_, err = newClient(t, f).StartJob(context.Background(), batchRun(0))
 	if err == nil || !emr.IsInvalid(err) || !strings.HasSuffix(err.Error(), "ValidationException: Entry point s3://analytics/jobs/q1.py is not accessible.") {
 		t.Errorf("StartJob = %v, want an invalid ValidationException with AWS's message", err)
 	}
@@ -319,8 +323,8 @@ func TestStartJobSparkSubmitParameters(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeAWS(t)
-			c := f.newClient(t)
+			f := emrfake.New(t)
+			c := newClient(t, f)
 			run := batchRun(0)
 			run.SparkSubmitParameters = tc.params
 			_, err := c.StartJob(context.Background(), run)
@@ -328,7 +332,7 @@ func TestStartJobSparkSubmitParameters(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !emr.IsInvalid(err) {
 					t.Fatalf("StartJob = %v, want an invalid request error containing %q", err, tc.wantErr)
 				}
-				if n := f.callCount(opStartJobRun); n != 0 {
+				if n := f.CallCount(emrfake.OpStartJobRun); n != 0 {
 					t.Errorf("a rejected run sent %d StartJobRun calls", n)
 				}
 				return
@@ -336,7 +340,7 @@ func TestStartJobSparkSubmitParameters(t *testing.T) {
 			if err != nil {
 				t.Fatalf("StartJob: %v", err)
 			}
-			if got := f.lastStart().JobDriver.SparkSubmitJobDriver.SparkSubmitParameters; got != tc.want {
+			if got := f.LastStart().JobDriver.SparkSubmitJobDriver.SparkSubmitParameters; got != tc.want {
 				t.Errorf("sparkSubmitParameters = %q, want %q", got, tc.want)
 			}
 		})
@@ -344,8 +348,8 @@ func TestStartJobSparkSubmitParameters(t *testing.T) {
 }
 
 func TestStartJobRejectsIncompleteRun(t *testing.T) {
-	f := newFakeAWS(t)
-	c := f.newClient(t)
+	f := emrfake.New(t)
+	c := newClient(t, f)
 	tests := []struct {
 		change  func(*emr.JobRun)
 		wantErr string
@@ -362,7 +366,7 @@ func TestStartJobRejectsIncompleteRun(t *testing.T) {
 			t.Errorf("StartJob = %v, want an invalid request error %q", err, tc.wantErr)
 		}
 	}
-	if n := f.callCount(opStartJobRun); n != 0 {
+	if n := f.CallCount(emrfake.OpStartJobRun); n != 0 {
 		t.Errorf("rejected runs sent %d StartJobRun calls", n)
 	}
 }

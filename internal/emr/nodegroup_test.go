@@ -9,14 +9,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/laxity-dev/laxity/internal/emr"
+	"github.com/laxity-dev/laxity/internal/emr/emrfake"
 )
 
 // TestRequest resizes the node group: to its current size without a write,
 // then to a new size with its bounds left as they are.
 func TestRequest(t *testing.T) {
 	ctx := context.Background()
-	f := newFakeAWS(t)
-	c := f.newClient(t)
+	f := emrfake.New(t)
+	c := newClient(t, f)
 
 	if got, err := c.Requested(ctx); err != nil || got != 2 {
 		t.Fatalf("Requested = %d, %v; want 2", got, err)
@@ -24,15 +25,15 @@ func TestRequest(t *testing.T) {
 	if err := c.Request(ctx, 2); err != nil {
 		t.Fatalf("Request(2) at desired size 2: %v", err)
 	}
-	if n := f.callCount(opUpdateNodegroupConfig); n != 0 {
+	if n := f.CallCount(emrfake.OpUpdateNodegroupConfig); n != 0 {
 		t.Fatalf("Request at the current size sent %d UpdateNodegroupConfig calls, want none", n)
 	}
 
 	if err := c.Request(ctx, 14); err != nil {
 		t.Fatalf("Request(14): %v", err)
 	}
-	got := f.lastUpdate().ScalingConfig
-	want := &scalingConfig{MinSize: aws.Int32(0), MaxSize: aws.Int32(20), DesiredSize: aws.Int32(14)}
+	got := f.LastUpdate().ScalingConfig
+	want := &emrfake.ScalingConfig{MinSize: aws.Int32(0), MaxSize: aws.Int32(20), DesiredSize: aws.Int32(14)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("UpdateNodegroupConfig scalingConfig (-want +got):\n%s", diff)
 	}
@@ -43,9 +44,9 @@ func TestRequest(t *testing.T) {
 
 func TestRequestOutsideBounds(t *testing.T) {
 	ctx := context.Background()
-	f := newFakeAWS(t)
-	f.setMinSize(1)
-	c := f.newClient(t)
+	f := emrfake.New(t)
+	f.SetMinSize(1)
+	c := newClient(t, f)
 	tests := []struct {
 		n       int32
 		wantErr string
@@ -63,10 +64,10 @@ func TestRequestOutsideBounds(t *testing.T) {
 			t.Errorf("Request(%d): IsInvalid, IsRetryable = %t, %t; want true, false", tc.n, emr.IsInvalid(err), emr.IsRetryable(err))
 		}
 	}
-	if n := f.callCount(opUpdateNodegroupConfig); n != 0 {
+	if n := f.CallCount(emrfake.OpUpdateNodegroupConfig); n != 0 {
 		t.Errorf("out-of-bounds requests sent %d UpdateNodegroupConfig calls, want none", n)
 	}
-	if got := f.desiredSize(); got != 2 {
+	if got := f.DesiredSize(); got != 2 {
 		t.Errorf("desired size = %d after rejected requests, want 2", got)
 	}
 }
@@ -76,8 +77,8 @@ func TestRequestOutsideBounds(t *testing.T) {
 // retried by the SDK itself, since an update takes minutes.
 func TestRequestWhileUpdating(t *testing.T) {
 	ctx := context.Background()
-	f := newFakeAWS(t)
-	c := f.newClient(t)
+	f := emrfake.New(t)
+	c := newClient(t, f)
 	if err := c.Request(ctx, 4); err != nil {
 		t.Fatalf("Request(4): %v", err)
 	}
@@ -91,7 +92,7 @@ func TestRequestWhileUpdating(t *testing.T) {
 	if !emr.IsRetryable(err) || emr.IsInvalid(err) {
 		t.Errorf("IsRetryable, IsInvalid = %t, %t; want true, false", emr.IsRetryable(err), emr.IsInvalid(err))
 	}
-	if n := f.callCount(opUpdateNodegroupConfig); n != 2 {
+	if n := f.CallCount(emrfake.OpUpdateNodegroupConfig); n != 2 {
 		t.Errorf("UpdateNodegroupConfig calls = %d, want 2 (the SDK must not retry ResourceInUseException)", n)
 	}
 	// The size being applied is already the desired one: nothing to write.
@@ -99,38 +100,38 @@ func TestRequestWhileUpdating(t *testing.T) {
 		t.Errorf("Request(4) during its own update: %v", err)
 	}
 
-	f.finishUpdate()
+	f.FinishUpdate()
 	if err := c.Request(ctx, 10); err != nil {
 		t.Fatalf("Request(10) after the update finished: %v", err)
 	}
-	if got := f.desiredSize(); got != 10 {
+	if got := f.DesiredSize(); got != 10 {
 		t.Errorf("desired size = %d, want 10", got)
 	}
 }
 
 func TestNodegroupRetriedAfter5xx(t *testing.T) {
 	ctx := context.Background()
-	f := newFakeAWS(t)
-	c := f.newClient(t)
-	f.fail(opDescribeNodegroup, 2, http.StatusInternalServerError, "ServerException", "internal failure")
-	f.fail(opUpdateNodegroupConfig, 1, http.StatusTooManyRequests, "TooManyRequestsException", "Rate exceeded")
+	f := emrfake.New(t)
+	c := newClient(t, f)
+	f.Fail(emrfake.OpDescribeNodegroup, 2, http.StatusInternalServerError, "ServerException", "internal failure")
+	f.Fail(emrfake.OpUpdateNodegroupConfig, 1, http.StatusTooManyRequests, "TooManyRequestsException", "Rate exceeded")
 	if err := c.Request(ctx, 6); err != nil {
 		t.Fatalf("Request(6) through 5xx and 429 responses: %v", err)
 	}
-	if got := f.desiredSize(); got != 6 {
+	if got := f.DesiredSize(); got != 6 {
 		t.Errorf("desired size = %d, want 6", got)
 	}
-	if n := f.callCount(opDescribeNodegroup); n != 3 {
+	if n := f.CallCount(emrfake.OpDescribeNodegroup); n != 3 {
 		t.Errorf("DescribeNodegroup calls = %d, want 3", n)
 	}
-	if n := f.callCount(opUpdateNodegroupConfig); n != 2 {
+	if n := f.CallCount(emrfake.OpUpdateNodegroupConfig); n != 2 {
 		t.Errorf("UpdateNodegroupConfig calls = %d, want 2", n)
 	}
 }
 
 func TestUnknownNodegroupIsInvalid(t *testing.T) {
-	f := newFakeAWS(t)
-	c := f.newClient(t, func(c *emr.Config) { c.NodegroupName = "gone" })
+	f := emrfake.New(t)
+	c := newClient(t, f, func(c *emr.Config) { c.NodegroupName = "gone" })
 	_, err := c.Requested(context.Background())
 	const want = "reading EKS node group gone: eks DescribeNodegroup: ResourceNotFoundException: No node group found for name: gone."
 	if err == nil || err.Error() != want {

@@ -160,7 +160,7 @@ func New(opts Options, schedule *laxityv1alpha1.ElasticSchedule) (Backend, error
 	case b.Placeholder != nil:
 		return newPlaceholderBackend(opts, schedule)
 	case b.EMRContainers != nil:
-		return nil, fmt.Errorf("spec.nodePool.backend.emrContainers: the EMR on EKS backend is not implemented yet: %w", errors.ErrUnsupported)
+		return nil, fmt.Errorf("spec.nodePool.backend.emrContainers: the EKS node group is resized through package emr, not this one: %w", errors.ErrUnsupported)
 	default:
 		return nil, fmt.Errorf("spec.nodePool.backend: %w: none of scale, placeholder or emrContainers is set", ErrInvalidBackend)
 	}

@@ -133,7 +133,7 @@ type Spark struct {
 	Startup time.Duration
 	// Duration is how long an application runs, usually from the query's
 	// cost model.
-	Duration func(ctx context.Context, app *unstructured.Unstructured) (time.Duration, error)
+	Duration func(ctx context.Context, app metav1.Object) (time.Duration, error)
 	// Fail reports whether an application fails instead of completing.
 	Fail func(app *unstructured.Unstructured) bool
 	// Writes counts the state changes Tick has written, for callers that
@@ -225,8 +225,8 @@ func (s *Spark) advance(ctx context.Context, app *unstructured.Unstructured, now
 // ModelledDuration is a Spark.Duration that runs each step for exactly its
 // query's cost model (as costModel reads it from the query) on the step's
 // nodes.
-func ModelledDuration(c client.Reader, costModel func(*laxityv1alpha1.IntermittentQuery) (costmodel.Model, error)) func(ctx context.Context, app *unstructured.Unstructured) (time.Duration, error) {
-	return func(ctx context.Context, app *unstructured.Unstructured) (time.Duration, error) {
+func ModelledDuration(c client.Reader, costModel func(*laxityv1alpha1.IntermittentQuery) (costmodel.Model, error)) func(ctx context.Context, app metav1.Object) (time.Duration, error) {
+	return func(ctx context.Context, app metav1.Object) (time.Duration, error) {
 		query, step, err := sparkapp.StepOf(app)
 		if err != nil {
 			return 0, err

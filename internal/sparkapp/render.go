@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -71,9 +72,9 @@ const (
 	AnnotationResult = "laxity.dev/result"
 )
 
-// annotationPrefix starts every annotation laxity sets; the ones not in
-// contractAnnotations are a batch's slice (Step.Slice).
-const annotationPrefix = "laxity.dev/"
+// KeyPrefix starts every label and annotation laxity sets; the annotations
+// not in contractAnnotations are a batch's slice (Step.Slice).
+const KeyPrefix = "laxity.dev/"
 
 var contractAnnotations = map[string]bool{
 	AnnotationBatchIndex: true, AnnotationFromTuple: true, AnnotationToTuple: true, AnnotationInputs: true,
@@ -92,10 +93,10 @@ var sliceKey = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // SliceOf is the slice of the batch app runs (Step.Slice), read back from
 // its annotations; nil when it has none.
-func SliceOf(app *unstructured.Unstructured) map[string]string {
+func SliceOf(app metav1.Object) map[string]string {
 	var slice map[string]string
 	for k, v := range app.GetAnnotations() {
-		if key, ok := strings.CutPrefix(k, annotationPrefix); ok && !contractAnnotations[k] {
+		if key, ok := strings.CutPrefix(k, KeyPrefix); ok && !contractAnnotations[k] {
 			if slice == nil {
 				slice = map[string]string{}
 			}
@@ -275,7 +276,7 @@ func checkStep(q *v1alpha1.IntermittentQuery, es *v1alpha1.ElasticSchedule, s St
 			return fail("a batch has no merge inputs, got %d and %d locations", s.Inputs, len(s.InputLocations))
 		}
 		for key := range s.Slice {
-			if !sliceKey.MatchString(key) || len(key) > 63 || reservedSliceKeys[key] || contractAnnotations[annotationPrefix+key] {
+			if !sliceKey.MatchString(key) || len(key) > 63 || reservedSliceKeys[key] || contractAnnotations[KeyPrefix+key] {
 				return fail("batch input key %q must be a lower-case name of at most 63 characters that laxity's contract does not use", key)
 			}
 		}
@@ -310,7 +311,7 @@ func annotations(s Step, result string) map[string]string {
 		a[AnnotationFromTuple] = strconv.FormatInt(s.FromTuple, 10)
 		a[AnnotationToTuple] = strconv.FormatInt(s.ToTuple, 10)
 		for k, v := range s.Slice {
-			a[annotationPrefix+k] = v
+			a[KeyPrefix+k] = v
 		}
 	} else {
 		a[AnnotationInputs] = strconv.Itoa(s.Inputs)

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/laxity-dev/laxity/internal/planner"
@@ -19,18 +21,27 @@ import (
 // InputLocations nor ReadyNodes, which the object keeps only in its spec.
 // The step's result location is the laxity.dev/result annotation.
 //
-// It is an error when app is not a SparkApplication, a label or annotation
-// is missing or malformed, or app's name is not the name Render gives that
-// step, so that an object laxity did not create is never taken for a step.
-func StepOf(app *unstructured.Unstructured) (string, Step, error) {
+// app may also be another object that carries a step's name, labels and
+// annotations, as the record of an EMR on EKS job run does; an unstructured
+// object must be a SparkApplication.
+//
+// It is an error when app is an unstructured object of another kind, a
+// label or annotation is missing or malformed, or app's name is not the
+// name Render gives that step, so that an object laxity did not create is
+// never taken for a step.
+func StepOf(app metav1.Object) (string, Step, error) {
 	if app == nil {
-		return "", Step{}, errors.New("reading a step: no SparkApplication")
+		return "", Step{}, errors.New("reading a step: no object")
+	}
+	kind := GroupVersionKind.Kind
+	if _, ok := app.(*unstructured.Unstructured); !ok {
+		kind = reflect.Indirect(reflect.ValueOf(app)).Type().Name()
 	}
 	fail := func(format string, args ...any) (string, Step, error) {
-		return "", Step{}, fmt.Errorf("reading the step of SparkApplication %s/%s: %s", app.GetNamespace(), app.GetName(), fmt.Sprintf(format, args...))
+		return "", Step{}, fmt.Errorf("reading the step of %s %s/%s: %s", kind, app.GetNamespace(), app.GetName(), fmt.Sprintf(format, args...))
 	}
-	if gvk := app.GroupVersionKind(); gvk != GroupVersionKind {
-		return fail("it is a %s, not a %s", gvk, GroupVersionKind)
+	if u, ok := app.(*unstructured.Unstructured); ok && u.GroupVersionKind() != GroupVersionKind {
+		return fail("it is a %s, not a %s", u.GroupVersionKind(), GroupVersionKind)
 	}
 	labels, annotations := app.GetLabels(), app.GetAnnotations()
 	query := labels[LabelQuery]
