@@ -213,6 +213,9 @@ func (r *ElasticScheduleReconciler) syncJobRuns(ctx context.Context, es *laxityv
 		if !ok || jobRunFinished(record) {
 			continue
 		}
+		if _, _, err := sparkapp.StepOf(record); err != nil {
+			continue // labelled like a record, but not one laxity wrote
+		}
 		if runs == nil {
 			var err error
 			if runs, err = r.jobRunClient(ctx, es); err != nil {
@@ -243,6 +246,9 @@ func jobRunFinished(record *corev1.ConfigMap) bool {
 // be tried again.
 func (r *ElasticScheduleReconciler) syncJobRun(ctx context.Context, runs *emr.Client, record *corev1.ConfigMap, now time.Time) error {
 	before := record.DeepCopy()
+	if record.Data == nil {
+		record.Data = map[string]string{}
+	}
 	id := record.Data[recordJobRunID]
 	var err error
 	if id == "" {
@@ -292,7 +298,7 @@ func setRecordTime(record *corev1.ConfigMap, key string, t *time.Time) {
 
 // cancelJobRuns cancels q's unfinished job runs among steps. A record
 // without a run ID may still have started one before a crash: the run is
-// looked up by its name.
+// looked up by its name and client token.
 func (r *ElasticScheduleReconciler) cancelJobRuns(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, steps []stepObject, query string) error {
 	for _, s := range steps {
 		record, ok := s.object.(*corev1.ConfigMap)
@@ -305,7 +311,11 @@ func (r *ElasticScheduleReconciler) cancelJobRuns(ctx context.Context, es *laxit
 		}
 		id, found := record.Data[recordJobRunID], true
 		if id == "" {
-			if id, found, err = runs.FindJob(ctx, record.Name); err != nil {
+			var run emr.JobRun
+			if json.Unmarshal([]byte(record.Data[recordRequest]), &run) != nil {
+				continue // an unreadable request was never sent
+			}
+			if id, found, err = runs.FindJob(ctx, run.Name, run.ClientToken); err != nil {
 				return err
 			}
 		}

@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/emr"
+	"github.com/laxity-dev/laxity/internal/emr/emrfake"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
 )
 
@@ -120,5 +124,53 @@ func TestFailureKeepsTheStatusSmall(t *testing.T) {
 	}
 	if got := failure(sparkapp.Observation{Phase: laxityv1alpha1.StepRunning, Message: "x"}); got != "" {
 		t.Errorf("a running step has failure %q", got)
+	}
+}
+
+// A start whose answer was lost (the operator crashed before recording the
+// run's ID) is found by its name and token and cancelled; a run of the same
+// name that is not the record's, such as another namespace's, is left be.
+func TestCancelJobRunsFindsARunWhoseIDWasNotRecorded(t *testing.T) {
+	ctx := context.Background()
+	aws := emrfake.New(t)
+	jobRuns := &emr.Clients{Options: []emr.Option{emr.WithCredentials(aws.Credentials()), emr.WithRetries(1, 0)}}
+	runs, err := jobRuns.For(ctx, aws.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := emr.JobRun{Name: "q1-b0", ClientToken: "ours", EntryPoint: "s3://jobs/q1.jar", Executors: 2}
+	theirs := ours
+	theirs.ClientToken = "theirs"
+	oursID, err := runs.StartJob(ctx, ours)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirsID, err := runs.StartJob(ctx, theirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	request, err := json.Marshal(ours)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record := &corev1.ConfigMap{Data: map[string]string{recordRequest: string(request)}}
+	record.Name, record.Labels = "q1-b0", map[string]string{LabelQuery: "q1"}
+	other := &corev1.ConfigMap{Data: map[string]string{recordRequest: string(request)}}
+	other.Name, other.Labels = "q2-b0", map[string]string{LabelQuery: "q2"}
+
+	r := &ElasticScheduleReconciler{JobRuns: jobRuns}
+	if err := r.cancelJobRuns(ctx, emrSchedule("ns", []int32{2}, time.Minute, aws), []stepObject{{object: record}, {object: other}}, "q1"); err != nil {
+		t.Fatalf("cancelJobRuns: %v", err)
+	}
+	states := map[string]string{}
+	for _, run := range aws.Runs() {
+		states[run.ID] = run.State
+	}
+	want := map[string]string{oursID: emr.StateCancelPending, theirsID: emr.StatePending}
+	if diff := cmp.Diff(want, states); diff != "" {
+		t.Errorf("job runs (-want +got):\n%s", diff)
+	}
+	if n := aws.CallCount(emrfake.OpCancelJobRun); n != 1 {
+		t.Errorf("%d CancelJobRun calls, want 1: the other query's record is not this query's", n)
 	}
 }

@@ -110,11 +110,8 @@ var _ = Describe("A schedule running three queries as EMR on EKS job runs", Orde
 		aws.Fail(emrfake.OpStartJobRun, 2, http.StatusTooManyRequests, "ThrottlingException", "Rate exceeded")
 		aws.Fail(emrfake.OpUpdateNodegroupConfig, 1, http.StatusTooManyRequests, "ThrottlingException", "Rate exceeded")
 		w.schedule = emrSchedule(w.ns, []int32{2, 4, 8}, lead, aws)
-		w.create(ctx, w.schedule,
-			queryObject(w.ns, "alpha", "50", 90*time.Second),
-			queryObject(w.ns, "bravo", "40", 3*time.Minute),
-			queryObject(w.ns, "charlie", "30", 5*time.Minute),
-		)
+		w.create(ctx, w.schedule)
+		w.create(ctx, threeQueries(w.ns)...)
 		w.run(ctx, 30*time.Minute, 5*time.Second)
 		w.report(ctx)
 		stored, err := loadPlan(ctx, k8sClient, w.schedule)
@@ -165,10 +162,9 @@ var _ = Describe("A schedule running three queries as EMR on EKS job runs", Orde
 	})
 
 	It("launches the job runs in least-laxity order, each batch after its tuples arrived", func(ctx SpecContext) {
-		// alpha has the earliest deadline and the most work, charlie the
-		// latest and the least: their slack ranks alpha, bravo, charlie
-		// throughout. So no batch may start while a batch of a query ranked
-		// before it had all its tuples and waited. (The plan's own order can
+		// threeQueries' slack ranks alpha, bravo, charlie throughout. So no
+		// batch may start while a batch of a query ranked before it had all
+		// its tuples and waited. (The plan's own order can
 		// differ by a tick: it starts a batch the instant it fills up, the
 		// story looks every 5 s.)
 		rank := []string{"alpha", "bravo", "charlie"}
@@ -247,6 +243,18 @@ var _ = Describe("A schedule running three queries as EMR on EKS job runs", Orde
 			Expect(b.SparkApplication).To(Equal(fmt.Sprintf("alpha-b%d", b.Index)), "the job run's name")
 		}
 		Expect(q.Finalizers).To(ContainElement(jobRunFinalizer))
+	})
+
+	It("calls AWS little: one poll per pass of the one run in flight, one node group read per pass", func() {
+		passes := int(w.clock.Now().Sub(origin)/(5*time.Second)) + 1 // the first at origin
+		calls := map[string]int{}
+		for _, op := range []string{emrfake.OpStartJobRun, emrfake.OpDescribeJobRun, emrfake.OpListJobRuns, emrfake.OpCancelJobRun, emrfake.OpDescribeNodegroup, emrfake.OpUpdateNodegroupConfig} {
+			calls[op] = aws.CallCount(op)
+		}
+		fmt.Fprintf(GinkgoWriter, "%d passes, %d job runs, AWS calls %v\n", passes, len(aws.Runs()), calls)
+		Expect(calls[emrfake.OpDescribeJobRun]).To(BeNumerically("<=", passes+len(aws.Runs())), "a run is read once a pass, and once more when started")
+		Expect(calls[emrfake.OpDescribeNodegroup]).To(BeNumerically("<=", passes+len(aws.Updates())))
+		Expect(calls[emrfake.OpListJobRuns]).To(BeZero(), "no run is looked up by name when every start was answered")
 	})
 })
 

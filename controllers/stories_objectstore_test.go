@@ -125,6 +125,7 @@ var _ = Describe("A query reading files from object storage", Ordered, func() {
 			var keys, lateKeys []string
 			Expect(json.Unmarshal([]byte(step.Slice["objectstore-keys"]), &keys)).To(Succeed(), apps.Items[i].GetName())
 			Expect(json.Unmarshal([]byte(step.Slice["objectstore-late"]), &lateKeys)).To(Succeed())
+			Expect(apps.Items[i].GetAnnotations()).To(HaveKeyWithValue("laxity.dev/late", fmt.Sprint(500*len(lateKeys))), "the late events' count")
 			Expect(int64(500*len(keys))).To(Equal(step.ToTuple-step.FromTuple), "%s reads as many tuples as its range", apps.Items[i].GetName())
 			for _, k := range keys {
 				read[k]++

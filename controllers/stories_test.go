@@ -120,6 +120,16 @@ func queryObject(ns, name string, rate string, deadline time.Duration) *laxityv1
 	}
 }
 
+// threeQueries are alpha, bravo and charlie: the tighter the deadline, the
+// higher the rate, so their slack ranks them in that order throughout.
+func threeQueries(ns string) []client.Object {
+	return []client.Object{
+		queryObject(ns, "alpha", "50", 90*time.Second),
+		queryObject(ns, "bravo", "40", 3*time.Minute),
+		queryObject(ns, "charlie", "30", 5*time.Minute),
+	}
+}
+
 func (w *world) create(ctx context.Context, objs ...client.Object) {
 	for _, o := range objs {
 		Expect(k8sClient.Create(ctx, o)).To(Succeed())
@@ -270,11 +280,8 @@ var _ = Describe("A schedule running three queries", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
 		w = newWorld(ctx, "story1", lead)
 		w.schedule = scheduleObject(w.ns, []int32{2, 4, 8}, lead)
-		w.create(ctx, w.schedule,
-			queryObject(w.ns, "alpha", "50", 90*time.Second),
-			queryObject(w.ns, "bravo", "40", 3*time.Minute),
-			queryObject(w.ns, "charlie", "30", 5*time.Minute),
-		)
+		w.create(ctx, w.schedule)
+		w.create(ctx, threeQueries(w.ns)...)
 		w.run(ctx, 30*time.Minute, 5*time.Second)
 		w.report(ctx)
 	})

@@ -226,11 +226,12 @@ func (c *Client) DescribeJob(ctx context.Context, id string) (JobState, error) {
 	}, nil
 }
 
-// FindJob looks up the job run named name on the virtual cluster, so that a
-// restarted operator finds the runs it started. When several runs have the
-// name, it returns the newest.
-func (c *Client) FindJob(ctx context.Context, name string) (id string, found bool, err error) {
-	var newest *types.JobRun
+// FindJob looks up the job run named name that was started with
+// clientToken, so that a restarted operator finds a run whose StartJobRun
+// answer it never got. The token tells laxity's run from others of the same
+// name on the virtual cluster, such as another namespace's step or an
+// earlier query of the same name.
+func (c *Client) FindJob(ctx context.Context, name, clientToken string) (id string, found bool, err error) {
 	pages := emrcontainers.NewListJobRunsPaginator(c.emr, &emrcontainers.ListJobRunsInput{
 		VirtualClusterId: aws.String(c.cfg.VirtualClusterID),
 		Name:             aws.String(name),
@@ -244,29 +245,12 @@ func (c *Client) FindJob(ctx context.Context, name string) (id string, found boo
 			run := &page.JobRuns[i]
 			// The name filter is the service's; only an exact match counts,
 			// whatever matching it applies.
-			if aws.ToString(run.Name) == name && aws.ToString(run.Id) != "" && newer(run, newest) {
-				newest = run
+			if aws.ToString(run.Name) == name && aws.ToString(run.ClientToken) == clientToken && aws.ToString(run.Id) != "" {
+				return *run.Id, true, nil
 			}
 		}
 	}
-	if newest == nil {
-		return "", false, nil
-	}
-	return *newest.Id, true, nil
-}
-
-// newer says whether run was created after than (any run is newer than nil).
-// Equal creation times fall back to the ID, so that the choice does not
-// depend on the order of the listing.
-func newer(run, than *types.JobRun) bool {
-	if than == nil {
-		return true
-	}
-	a, b := aws.ToTime(run.CreatedAt), aws.ToTime(than.CreatedAt)
-	if !a.Equal(b) {
-		return a.After(b)
-	}
-	return aws.ToString(run.Id) > aws.ToString(than.Id)
+	return "", false, nil
 }
 
 // CancelJob cancels the job run with the given ID. A run that has already

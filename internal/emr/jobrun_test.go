@@ -143,8 +143,9 @@ func TestStartJobSameClientToken(t *testing.T) {
 	}
 }
 
-// TestFindJobAfterRestart finds runs by name with a client built afresh,
-// through several pages, ignoring runs whose names merely start alike.
+// TestFindJobAfterRestart finds runs by name and client token with a
+// client built afresh, through several pages, ignoring runs whose names
+// merely start alike and a run of the same name with another token.
 func TestFindJobAfterRestart(t *testing.T) {
 	ctx := context.Background()
 	f := emrfake.New(t)
@@ -160,22 +161,25 @@ func TestFindJobAfterRestart(t *testing.T) {
 		if err != nil {
 			t.Fatalf("StartJob %s: %v", run.ClientToken, err)
 		}
-		ids[run.Name] = id
+		ids[run.ClientToken] = id
 	}
 
 	restarted := newClient(t, f)
-	for name, want := range ids {
-		id, found, err := restarted.FindJob(ctx, name)
-		if err != nil || !found || id != want {
-			t.Errorf("FindJob(%s) = %s, %t, %v; want %s, true", name, id, found, err, want)
+	for _, run := range runs {
+		id, found, err := restarted.FindJob(ctx, run.Name, run.ClientToken)
+		if want := ids[run.ClientToken]; err != nil || !found || id != want {
+			t.Errorf("FindJob(%s, %s) = %s, %t, %v; want %s, true", run.Name, run.ClientToken, id, found, err, want)
 		}
 	}
-	if id, found, err := restarted.FindJob(ctx, "q1-b5"); err != nil || found {
+	if id, found, err := restarted.FindJob(ctx, "q1-b5", batchRun(5).ClientToken); err != nil || found {
 		t.Errorf("FindJob of a run never started = %s, %t, %v; want not found", id, found, err)
+	}
+	if id, found, err := restarted.FindJob(ctx, "q1-b1", "another-namespace-q1-b1"); err != nil || found {
+		t.Errorf("FindJob with another token = %s, %t, %v; want not found", id, found, err)
 	}
 	// q1-b1's prefix matches four runs: two of the fake's two-run pages.
 	before := f.CallCount(emrfake.OpListJobRuns)
-	if _, _, err := restarted.FindJob(ctx, "q1-b1"); err != nil {
+	if _, _, err := restarted.FindJob(ctx, "q1-b1", "no-such-token"); err != nil {
 		t.Fatalf("FindJob(q1-b1): %v", err)
 	}
 	if n := f.CallCount(emrfake.OpListJobRuns) - before; n != 2 {
@@ -239,7 +243,7 @@ func TestThrottledCallsAreRetried(t *testing.T) {
 	if _, err := c.DescribeJob(ctx, id); err != nil {
 		t.Errorf("DescribeJob: %v", err)
 	}
-	if got, found, err := c.FindJob(ctx, "q1-b0"); err != nil || !found || got != id {
+	if got, found, err := c.FindJob(ctx, "q1-b0", batchRun(0).ClientToken); err != nil || !found || got != id {
 		t.Errorf("FindJob = %s, %t, %v; want %s", got, found, err, id)
 	}
 	if err := c.CancelJob(ctx, id); err != nil {

@@ -21,8 +21,11 @@ const (
 	sliceCut     = "objectstore-cut"
 	sliceObjects = "objectstore-objects"
 	sliceLate    = "objectstore-late"
-	sliceKeys    = "objectstore-keys"
-	sliceWindow  = "objectstore-window"
+	// sliceLateTuples is source-neutral: laxity.dev/late, the number of late
+	// events a batch holds.
+	sliceLateTuples = "late"
+	sliceKeys       = "objectstore-keys"
+	sliceWindow     = "objectstore-window"
 )
 
 // maxListedKeys is the most objects whose keys a slice lists; the job of a
@@ -65,7 +68,7 @@ func (s *Source) Slice(ctx context.Context, now time.Time, previous map[string]s
 	}
 	keys, late := []string{}, []string{}
 	through := prev.through
-	var fresh int64
+	var fresh, lateTuples int64
 	for _, o := range objects {
 		if o.arrival.After(cut) {
 			continue
@@ -77,6 +80,7 @@ func (s *Source) Slice(ctx context.Context, now time.Time, previous map[string]s
 				if taken, err = s.add(taken, o.tuples); err != nil {
 					return nil, 0, err
 				}
+				lateTuples += o.tuples
 			}
 			continue
 		}
@@ -94,14 +98,15 @@ func (s *Source) Slice(ctx context.Context, now time.Time, previous map[string]s
 		through = &o.position
 	}
 	slice = map[string]string{
-		sliceBucket:  s.bucket,
-		slicePrefix:  s.prefix,
-		sliceAfter:   cursorString(prev.through),
-		sliceThrough: cursorString(through),
-		sliceCut:     formatInstant(cut),
-		sliceObjects: strconv.Itoa(len(keys)),
-		sliceLate:    jsonStrings(late),
-		sliceWindow:  formatInstant(s.windowStart) + "/" + formatInstant(s.windowEnd),
+		sliceBucket:     s.bucket,
+		slicePrefix:     s.prefix,
+		sliceAfter:      cursorString(prev.through),
+		sliceThrough:    cursorString(through),
+		sliceCut:        formatInstant(cut),
+		sliceObjects:    strconv.Itoa(len(keys)),
+		sliceLate:       jsonStrings(late),
+		sliceLateTuples: strconv.FormatInt(lateTuples, 10),
+		sliceWindow:     formatInstant(s.windowStart) + "/" + formatInstant(s.windowEnd),
 	}
 	if len(keys) <= maxListedKeys {
 		slice[sliceKeys] = jsonStrings(keys)

@@ -84,6 +84,7 @@ func TestSlice(t *testing.T) {
 		"objectstore-through": cursor(2*time.Minute, "b"),
 		"objectstore-cut":     "2026-12-01T00:09:00Z",
 		"objectstore-objects": "2",
+		"late":                "0",
 		"objectstore-late":    "[]",
 		"objectstore-keys":    fmt.Sprintf("[%q,%q]", key(time.Minute, "a"), key(2*time.Minute, "b")),
 	}
@@ -103,6 +104,7 @@ func TestSlice(t *testing.T) {
 		"objectstore-through": cursor(3*time.Minute, "c"),
 		"objectstore-cut":     "2026-12-01T00:14:00Z",
 		"objectstore-objects": "3",
+		"late":                "2",
 		"objectstore-late":    fmt.Sprintf("[%q,%q]", key(90*time.Second, "e"), key(2*time.Minute, "a2")),
 		"objectstore-keys":    fmt.Sprintf("[%q,%q,%q]", key(90*time.Second, "e"), key(2*time.Minute, "a2"), key(3*time.Minute, "c")),
 	}
@@ -120,6 +122,7 @@ func TestSlice(t *testing.T) {
 		"objectstore-through": cursor(4*time.Minute, "d"),
 		"objectstore-cut":     "2026-12-01T00:24:00.5Z",
 		"objectstore-objects": "1",
+		"late":                "0",
 		"objectstore-late":    "[]",
 		"objectstore-keys":    fmt.Sprintf("[%q]", key(4*time.Minute, "d")),
 	}
@@ -136,6 +139,7 @@ func TestSlice(t *testing.T) {
 		"objectstore-through": cursor(4*time.Minute, "d"),
 		"objectstore-cut":     "2026-12-01T01:59:00Z",
 		"objectstore-objects": "0",
+		"late":                "0",
 		"objectstore-late":    "[]",
 		"objectstore-keys":    "[]",
 	}

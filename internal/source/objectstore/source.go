@@ -44,6 +44,9 @@
 //   - objectstore-objects: how many objects the batch reads.
 //   - objectstore-late: a JSON array of the keys of the batch's late
 //     objects (below), in position order, [] when none.
+//   - late: the tuples (events) of those late objects, 0 when none; as an
+//     annotation laxity.dev/late, the count every source that can tell
+//     gives.
 //   - objectstore-keys: a JSON array of every key the batch reads, in
 //     position order, when it reads at most 1000 objects; absent otherwise.
 //   - objectstore-window: the window, <start>/<end> in RFC 3339 UTC with
