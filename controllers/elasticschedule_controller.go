@@ -173,15 +173,16 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 		return ctrl.Result{}, nil, err
 	}
 	var backendErrs []error
-	if err := r.syncJobRuns(ctx, es, steps, now); err != nil {
-		backendErrs = append(backendErrs, err)
+	if err := keepBackendError(r.syncJobRuns(ctx, es, steps, now), &backendErrs); err != nil {
+		return ctrl.Result{}, nil, err
 	}
-	if queries, err = r.releaseDeleted(ctx, es, queries, steps); err != nil {
+	queries, err = r.releaseDeleted(ctx, es, queries, steps)
+	if err := keepBackendError(err, &backendErrs); err != nil {
 		return ctrl.Result{}, nil, err
 	}
 	if len(queries) == 0 {
-		if err := r.request(ctx, es, idleNodes(es), &notes); err != nil {
-			backendErrs = append(backendErrs, err)
+		if err := keepBackendError(r.request(ctx, es, idleNodes(es), &notes), &backendErrs); err != nil {
+			return ctrl.Result{}, nil, err
 		}
 		backendErr := joinBackendErrors(backendErrs)
 		setScheduleConditions(es, scheduleState{noQueries: true, backendErr: backendErr})
@@ -269,18 +270,15 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 		withSources(dqs, sources, es)
 	}
 	wanted := max(dispatch.RequestAt(doc.Origin, doc.Requests, now), dispatch.BehindSchedule(doc, dqs, r.Options.MaxAttempts, now))
-	if err := r.request(ctx, es, int32(wanted), &notes); err != nil {
-		backendErrs = append(backendErrs, err)
+	if err := keepBackendError(r.request(ctx, es, int32(wanted), &notes), &backendErrs); err != nil {
+		return ctrl.Result{}, notes, err
 	}
 	current := dispatch.Pool{Ready: int(ready)}
 	lead := time.Duration(durationOr(es.Spec.NodePool.ProvisioningLeadTime, defaultProvisioningLeadTime) * float64(time.Second))
 	current.Coming, current.ComingBy = dispatch.Coming(doc.Origin, doc.Requests, lead, now)
 	decision, launches, err := r.dispatch(ctx, es, queries, dqs, launched, sources, current, now)
 	notes = append(notes, launches...)
-	var launchErr *backendError
-	if errors.As(err, &launchErr) {
-		backendErrs = append(backendErrs, err)
-	} else if err != nil {
+	if err := keepBackendError(err, &backendErrs); err != nil {
 		return ctrl.Result{}, notes, err
 	}
 	backendErr := joinBackendErrors(backendErrs)
@@ -289,6 +287,17 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 		return ctrl.Result{}, notes, backendErr
 	}
 	return ctrl.Result{RequeueAfter: r.requeueAfter(now, doc, decision)}, notes, nil
+}
+
+// keepBackendError adds err to errs when it is a backend error, for the
+// pass to go on, and returns any other error.
+func keepBackendError(err error, errs *[]error) error {
+	var backend *backendError
+	if errors.As(err, &backend) {
+		*errs = append(*errs, err)
+		return nil
+	}
+	return err
 }
 
 // joinBackendErrors is the pass's backend errors as one, nil for none.
@@ -410,7 +419,7 @@ func planMessage(doc *planner.Document, reason string) string {
 func (r *ElasticScheduleReconciler) request(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, n int32, notes *[]note) error {
 	backend, err := r.Backend(ctx, es)
 	if err != nil {
-		return fmt.Errorf("spec.nodePool.backend: %w", err)
+		return &backendError{fmt.Errorf("spec.nodePool.backend: %w", err)}
 	}
 	current, err := backend.Requested(ctx)
 	if err != nil {
@@ -551,9 +560,14 @@ func (r *ElasticScheduleReconciler) launch(ctx context.Context, es *laxityv1alph
 }
 
 // releaseDeleted lets the queries being deleted go, once their unfinished
-// job runs are cancelled, and returns the others: the ones to plan.
+// job runs are cancelled, and returns the others: the ones to plan. A
+// cancellation AWS fails keeps its query (and finalizer) for the next pass,
+// as a backend error; the other queries go on.
 func (r *ElasticScheduleReconciler) releaseDeleted(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, steps []stepObject) ([]laxityv1alpha1.IntermittentQuery, error) {
-	var live []laxityv1alpha1.IntermittentQuery
+	var (
+		live      []laxityv1alpha1.IntermittentQuery
+		cancelErr []error
+	)
 	for i := range queries {
 		q := &queries[i]
 		if q.DeletionTimestamp.IsZero() {
@@ -564,13 +578,14 @@ func (r *ElasticScheduleReconciler) releaseDeleted(ctx context.Context, es *laxi
 			continue
 		}
 		if err := r.cancelJobRuns(ctx, es, steps, q.Name); err != nil {
-			return nil, fmt.Errorf("IntermittentQuery %s: cancelling its job runs: %w", q.Name, err)
+			cancelErr = append(cancelErr, fmt.Errorf("IntermittentQuery %s: cancelling its job runs: %w", q.Name, err))
+			continue
 		}
 		if err := dropJobRunFinalizer(ctx, r.Client, q); err != nil {
 			return nil, err
 		}
 	}
-	return live, nil
+	return live, joinBackendErrors(cancelErr)
 }
 
 // batchSlice is the exact input of batch l of a query whose source slices

@@ -169,7 +169,7 @@ func (r *ElasticScheduleReconciler) jobRunClient(ctx context.Context, es *laxity
 func (r *ElasticScheduleReconciler) launchJobRun(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, q *laxityv1alpha1.IntermittentQuery, app *unstructured.Unstructured, now time.Time) (bool, error) {
 	runs, err := r.jobRunClient(ctx, es)
 	if err != nil {
-		return false, err
+		return false, &backendError{err}
 	}
 	run, err := emr.JobRunOf(app, clientToken(q, app.GetName()))
 	if err != nil {

@@ -289,6 +289,9 @@ var _ = Describe("EMR on EKS job runs that fail, are throttled and are cancelled
 			for _, run := range aws.Runs() {
 				if strings.HasPrefix(run.Name, "echo-") && run.State == emr.StateRunning {
 					echoID, echoDeleted = run.ID, now
+					// The first cancellation is throttled past the client's
+					// retries: echo stays until the next pass cancels it.
+					aws.Fail(emrfake.OpCancelJobRun, emr.DefaultMaxAttempts, http.StatusTooManyRequests, "ThrottlingException", "Rate exceeded")
 					var q laxityv1alpha1.IntermittentQuery
 					Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: "echo"}, &q)).To(Succeed())
 					Expect(k8sClient.Delete(ctx, &q)).To(Succeed())
@@ -299,7 +302,7 @@ var _ = Describe("EMR on EKS job runs that fail, are throttled and are cancelled
 	})
 
 	It("retries a start throttled past the client's retries on the next pass, with the same token: one run", func(ctx SpecContext) {
-		Expect(errs).To(HaveLen(1))
+		Expect(errs).To(HaveLen(2), "the throttled start, then the throttled cancellation")
 		const throttled = "StartJobRun: ThrottlingException: Rate exceeded (gave up after 4 attempts)"
 		Expect(errs[0].err.Error()).To(ContainSubstring(throttled))
 		// Meanwhile the schedule said so, with AWS's message.
@@ -331,7 +334,9 @@ var _ = Describe("EMR on EKS job runs that fail, are throttled and are cancelled
 
 	It("cancels a deleted query's running job run and lets the query go", func(ctx SpecContext) {
 		Expect(echoID).NotTo(BeEmpty(), "echo ran a job")
-		Expect(aws.CallCount(emrfake.OpCancelJobRun)).To(Equal(1))
+		Expect(aws.CallCount(emrfake.OpCancelJobRun)).To(Equal(emr.DefaultMaxAttempts+1), "one cancellation, on the pass after the throttled one")
+		Expect(errs[1].err.Error()).To(ContainSubstring("IntermittentQuery echo: cancelling its job runs: cancelling job run %s: emr-containers CancelJobRun: ThrottlingException", echoID))
+		Expect(errs[1].ready.Reason).To(Equal(laxityv1alpha1.BackendErrorReason))
 		for _, run := range aws.Runs() {
 			if run.ID == echoID {
 				Expect(run.State).To(Equal(emr.StateCancelled))

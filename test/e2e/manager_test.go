@@ -55,29 +55,32 @@ var _ = BeforeSuite(func() {
 	out, err := build.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), string(out))
 
+	testEnv, k8sClient, kubeconfig = controlPlane(
+		filepath.Join(root, "config", "crd", "bases"),
+		filepath.Join(root, "config", "thirdparty", "sparkoperator.k8s.io_sparkapplications.yaml"),
+		filepath.Join(root, "config", "thirdparty", "cluster.x-k8s.io_machinedeployments.yaml"),
+	)
+})
+
+// controlPlane starts a kube-apiserver and etcd with the CRDs at crds, and
+// returns them, a client and a kubeconfig file for the binary.
+func controlPlane(crds ...string) (*envtest.Environment, client.Client, string) {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(laxityv1alpha1.AddToScheme(scheme))
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths: []string{
-			filepath.Join(root, "config", "crd", "bases"),
-			filepath.Join(root, "config", "thirdparty", "sparkoperator.k8s.io_sparkapplications.yaml"),
-			filepath.Join(root, "config", "thirdparty", "cluster.x-k8s.io_machinedeployments.yaml"),
-		},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                scheme,
-	}
-	cfg, err := testEnv.Start()
+	env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true, Scheme: scheme}
+	cfg, err := env.Start()
 	Expect(err).NotTo(HaveOccurred())
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
-	user, err := testEnv.ControlPlane.AddUser(envtest.User{Name: "laxity-e2e", Groups: []string{"system:masters"}}, nil)
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "laxity-e2e", Groups: []string{"system:masters"}}, nil)
 	Expect(err).NotTo(HaveOccurred())
 	config, err := user.KubeConfig()
 	Expect(err).NotTo(HaveOccurred())
-	kubeconfig = filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+	kubeconfig := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
 	Expect(os.WriteFile(kubeconfig, config, 0o600)).To(Succeed())
-})
+	return env, c, kubeconfig
+}
 
 var _ = AfterSuite(func() {
 	if testEnv != nil {
