@@ -143,3 +143,16 @@ func clampNoise(v float64) float64 {
 	}
 	return v
 }
+
+// CheckBounds reports a coefficient above limit, naming it as the API does.
+func (l Linear) CheckBounds(limit float64) error {
+	for _, c := range []struct {
+		name  string
+		value float64
+	}{{"overheadSeconds", l.Overhead}, {"serial", l.Serial}, {"parallel", l.Parallel}} {
+		if c.value > limit {
+			return fmt.Errorf("%s is %g; at most %g is supported", c.name, c.value, limit)
+		}
+	}
+	return nil
+}

@@ -128,23 +128,48 @@ func unitBatchSize(cost costModel, total, unit int64, smallest int, cmax float64
 			maxK = int64(byOverhead)
 		}
 	}
-	for k := maxK; k >= 1; k-- {
+	// Every x below xNeeded fails the budget on the per-batch overheads
+	// alone (ceil(N/x)*overhead + N*perTuple > budget), so the k that give
+	// such sizes are skipped without being tried: x(k) < ceil(N/k)+unit, so
+	// every k with N/k + unit + 1 <= xNeeded has one. The margin keeps
+	// rounding from skipping a k that would pass.
+	if o := cost.batchOverhead; o > 0 {
+		perTuple := cost.batchSerial + cost.batchParallel/float64(smallest)
+		n := float64(total)
+		xNeeded := n * o / (2*o + n*perTuple) * (1 - 1e-6)
+		if slack := xNeeded - float64(unit) - 1; slack > 0 {
+			if skip := math.Floor(n/slack) + 1; skip < float64(maxK) {
+				maxK = int64(skip)
+			}
+		}
+	}
+	// The test depends on x alone, so only the largest k of each distinct x
+	// is tried: from x, the next larger size comes at k = ceil(N/x) - 1.
+	// The search ends long before the cap; it only bounds the loop.
+	const maxTries = 1 << 20
+	for k, tries := maxK, 0; k >= 1 && tries < maxTries; tries++ {
 		x = ceilDiv(ceilDiv(total, k), unit) * unit
 		if float64(ceilDiv(total, x))*cost.batch(smallest, x) <= budget {
 			break
 		}
+		k = (total - 1) / x
 	}
 	return min(max(x, unit), limit), limit, nil
 }
 
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
+// batchSize is min(factor*unitSize, limit), without overflowing.
+func batchSize(unitSize, limit int64, factor int) int64 {
+	if factor < 1 || unitSize > limit/int64(factor) {
+		return limit
+	}
+	return min(unitSize*int64(factor), limit)
+}
+
 // newLayout cuts query qi into batches of min(factor*X, cap) tuples.
 func newLayout(qi int, q Query, arr arrivals, cost costModel, unitSize, limit int64, factor int) layout {
-	size := unitSize * int64(factor)
-	if size > limit || size/int64(factor) != unitSize {
-		size = limit
-	}
+	size := batchSize(unitSize, limit, factor)
 	l := layout{query: qi, name: q.Name, deadline: q.Deadline, cost: cost, total: arr.total(), size: size}
 	for from := int64(0); from < l.total; from += size {
 		to := min(from+size, l.total)

@@ -31,3 +31,40 @@ func BenchmarkSearchGenerated1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSearchQueries plans generated workloads of 1,000 to 10,000
+// queries over 24 hours: the search should grow close to linearly with the
+// number of queries.
+func BenchmarkSearchQueries(b *testing.B) {
+	for _, n := range []int{1000, 2000, 5000, 10000} {
+		w := generatedWorkload(n, 1)
+		b.Run(fmt.Sprintf("queries=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Plan(w); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSearchWindow plans the three-queries sample with every window
+// stretched to a day, a week and a month at the sample's rates.
+func BenchmarkSearchWindow(b *testing.B) {
+	base := goldenWorkload(b, "three-queries-events")
+	for _, c := range []struct {
+		name    string
+		seconds float64
+	}{{"day", 86400}, {"week", 7 * 86400}, {"month", 30 * 86400}} {
+		w := stretchedWorkload(base, c.seconds)
+		b.Run("window="+c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Plan(w); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/laxity-dev/laxity/internal/costmodel"
 )
 
 // prepared is a validated workload with what every candidate shares.
@@ -253,11 +255,23 @@ func (p *prepared) maxRateFactor(o *outcome) float64 {
 
 // replay runs the chosen plan's batch sizes on its node timeline with every
 // rate multiplied by rho.
+//
+// A factor whose batches would exceed the work bound counts as not held, so
+// that the search for ρ stays within the bound the plan itself met.
 func (p *prepared) replay(o *outcome, initial int, rho float64) bool {
 	ls := make([]layout, len(p.w.Queries))
+	arrs := make([]arrivals, len(p.w.Queries))
+	work := 0.0
+	for i, q := range p.w.Queries {
+		arrs[i] = newArrivals(q, rho)
+		work += float64(ceilDiv(arrs[i].total(), o.sim.layouts[i].size)) + 1
+	}
+	if work > float64(p.w.Planning.maxSteps()) {
+		return false
+	}
 	for i, q := range p.w.Queries {
 		planned := &o.sim.layouts[i]
-		arr := newArrivals(q, rho)
+		arr := arrs[i]
 		ls[i] = newLayout(i, q, arr, p.costs[i], planned.size, planned.size, 1)
 		if planned.partialEvery > 0 {
 			ls[i].partialEvery = planned.partialEvery
@@ -339,6 +353,11 @@ func prepare(w Workload) (*prepared, error) {
 			batchOverhead: m.Batch.Overhead, batchSerial: m.Batch.Serial, batchParallel: m.Batch.Parallel,
 			mergeOverhead: m.Merge.Overhead, mergeSerial: m.Merge.Serial, mergeParallel: m.Merge.Parallel,
 		}
+		if n := arr.cum[len(arr.cum)-1]; n > MaxTuples {
+			return nil, &InvalidError{Schedule: w.Name, Query: q.Name, Err: fmt.Errorf(
+				"spec.input: %s tuples arrive in the window; at most %s are supported: lower spec.input.ratePerSecond or spec.input.totalTuples, or shorten spec.window",
+				countWords(n), countWords(MaxTuples))}
+		}
 		total := arr.total()
 		if total < 1 {
 			return nil, &InvalidError{Schedule: w.Name, Query: q.Name, Err: errors.New("spec.input: no tuples arrive in the window")}
@@ -353,7 +372,53 @@ func prepare(w Workload) (*prepared, error) {
 		p.limit = append(p.limit, limit)
 		p.windowStart = append(p.windowStart, q.WindowStart)
 	}
+	if err := p.checkWork(); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// stepsAt is how many steps (batches and merges) query i is cut into at
+// factor, and how many of them are batches, computed without cutting it.
+func (p *prepared) stepsAt(i int, total int64, factor int) (steps, batches float64) {
+	size := batchSize(p.unitSize[i], p.limit[i], factor)
+	k := ceilDiv(total, size)
+	steps = float64(k) + 1
+	if phi := p.w.Queries[i].PartialEvery; phi > 0 {
+		every := max(int64(math.Ceil(phi*float64(k)-1e-9)), 1)
+		steps += float64((k - 1) / every)
+	}
+	return steps, float64(k)
+}
+
+// checkWork is the work bound: the smallest batch-size factor cuts the most
+// steps, and every candidate simulates them, so their total decides the
+// time and memory of the search.
+func (p *prepared) checkWork() error {
+	factor := p.w.Planning.BatchSizeFactors[0]
+	for _, f := range p.w.Planning.BatchSizeFactors {
+		factor = min(factor, f)
+	}
+	limit := float64(p.w.Planning.maxSteps())
+	total, largest, largestSteps := 0.0, 0, 0.0
+	for i := range p.w.Queries {
+		steps, batches := p.stepsAt(i, p.arrivals[i].total(), factor)
+		total += steps
+		if steps > largestSteps {
+			largest, largestSteps = i, steps
+		}
+		if steps > limit {
+			return &InvalidError{Schedule: p.w.Name, Query: p.w.Queries[i].Name, Err: fmt.Errorf(
+				"this window needs %s batches at %dX (%s steps with the merges); at most %s steps are supported: raise spec.planning.batchSizeFactors, shorten spec.window, or lower spec.input.ratePerSecond",
+				countWords(batches), factor, countWords(steps), countWords(limit))}
+		}
+	}
+	if total > limit {
+		return &InvalidError{Schedule: p.w.Name, Query: p.w.Queries[largest].Name, Err: fmt.Errorf(
+			"the schedule's %d queries need %s steps (batches and merges) together at %dX, this one %s; at most %s are supported: raise spec.planning.batchSizeFactors, shorten spec.window, or lower spec.input.ratePerSecond of the largest queries",
+			len(p.w.Queries), countWords(total), factor, countWords(largestSteps), countWords(limit))}
+	}
+	return nil
 }
 
 func validatePool(w Workload) error {
@@ -365,20 +430,37 @@ func validatePool(w Workload) error {
 		if s < 1 || i > 0 && s <= pool.Sizes[i-1] {
 			return fmt.Errorf("spec.nodePool.sizes: must be positive and strictly ascending, got %v", pool.Sizes)
 		}
+		if s > MaxNodes {
+			return fmt.Errorf("spec.nodePool.sizes: at most %d nodes are supported, got %d", MaxNodes, s)
+		}
+	}
+	for _, d := range []struct {
+		field string
+		value float64
+	}{
+		{"spec.nodePool.billingMinimum", pool.BillingMinimum},
+		{"spec.nodePool.provisioningLeadTime", pool.ProvisioningLeadTime},
+		{"spec.nodePool.releaseAfterIdle", pool.ReleaseAfterIdle},
+	} {
+		if err := checkDuration(d.field, d.value, MaxDuration); err != nil {
+			return err
+		}
 	}
 	switch {
-	case pool.IdleNodes < 0:
-		return fmt.Errorf("spec.nodePool.idleNodes: must not be negative, got %d", pool.IdleNodes)
+	case pool.IdleNodes < 0 || pool.IdleNodes > MaxNodes:
+		return fmt.Errorf("spec.nodePool.idleNodes: must be between 0 and %d, got %d", MaxNodes, pool.IdleNodes)
 	case !(pool.PricePerNodeHour > 0) || math.IsInf(pool.PricePerNodeHour, 0):
 		return fmt.Errorf("spec.nodePool.pricePerNodeHour: must be a positive number, got %g", pool.PricePerNodeHour)
-	case pool.BillingMinimum < 0 || pool.ProvisioningLeadTime < 0 || pool.ReleaseAfterIdle < 0:
-		return errors.New("spec.nodePool: billingMinimum, provisioningLeadTime and releaseAfterIdle must not be negative")
+	case pool.PricePerNodeHour > MaxPricePerNodeHour:
+		return fmt.Errorf("spec.nodePool.pricePerNodeHour: at most %g is supported, got %g", float64(MaxPricePerNodeHour), pool.PricePerNodeHour)
+	case planning.MaxSteps < 0:
+		return fmt.Errorf("planning work bound (maxSteps): must not be negative, got %d", planning.MaxSteps)
 	case len(planning.BatchSizeFactors) == 0:
 		return errors.New("spec.planning.batchSizeFactors: at least one factor is required")
 	case planning.BacktrackStep < 1:
 		return fmt.Errorf("spec.planning.backtrackStep: must be at least 1, got %d", planning.BacktrackStep)
-	case !(planning.MaxBatchDuration > 0):
-		return fmt.Errorf("spec.planning.maxBatchDuration: must be positive, got %gs", planning.MaxBatchDuration)
+	case !(planning.MaxBatchDuration > 0 && planning.MaxBatchDuration <= MaxDuration):
+		return fmt.Errorf("spec.planning.maxBatchDuration: must be positive and at most %s, got %s", human(MaxDuration), human(planning.MaxBatchDuration))
 	case planning.Policy != LeastLaxity && planning.Policy != EarliestDeadline:
 		return fmt.Errorf("spec.planning.policy: must be %s or %s, got %q", LeastLaxity, EarliestDeadline, planning.Policy)
 	}
@@ -391,15 +473,27 @@ func validatePool(w Workload) error {
 }
 
 func validateQuery(q Query) error {
+	for _, c := range []struct {
+		field string
+		value float64
+	}{{"spec.window.start", q.WindowStart}, {"spec.window.end", q.WindowEnd}, {"spec.deadline", q.Deadline}} {
+		if !finiteIn(c.value, -maxCoordinate, maxCoordinate) {
+			return fmt.Errorf("%s: %s from the plan origin is out of range", c.field, human(c.value))
+		}
+	}
 	switch {
 	case !(q.WindowEnd > q.WindowStart):
 		return errors.New("spec.window.end: must be after spec.window.start")
 	case !(q.Deadline > q.WindowEnd):
 		return errors.New("spec.deadline: must be after spec.window.end")
-	case q.Granularity < 1:
-		return fmt.Errorf("spec.input.granularity: must be at least 1, got %d", q.Granularity)
-	case q.AllowedLateness < 0:
-		return errors.New("spec.input.allowedLateness: must not be negative")
+	case q.WindowEnd-q.WindowStart > MaxWindow:
+		return fmt.Errorf("spec.window: lasts %s; at most %s (366 days) is supported", human(q.WindowEnd-q.WindowStart), human(MaxWindow))
+	case q.Deadline-q.WindowEnd > MaxWindow:
+		return fmt.Errorf("spec.deadline: is %s after spec.window.end; at most %s (366 days) is supported", human(q.Deadline-q.WindowEnd), human(MaxWindow))
+	case q.Granularity < 1 || q.Granularity > MaxTuples:
+		return fmt.Errorf("spec.input.granularity: must be between 1 and %g, got %d", float64(MaxTuples), q.Granularity)
+	case !finiteIn(q.AllowedLateness, 0, MaxDuration):
+		return fmt.Errorf("spec.input.allowedLateness: must be between 0s and %s, got %s", human(MaxDuration), human(q.AllowedLateness))
 	case !(q.PartialEvery >= 0 && q.PartialEvery <= 1):
 		return fmt.Errorf("spec.partialAggregation.every: must be in (0, 1], got %g", q.PartialEvery)
 	case len(q.Rates) == 0:
@@ -414,15 +508,20 @@ func validateQuery(q Query) error {
 		if r.Offset >= q.WindowEnd-q.WindowStart {
 			return fmt.Errorf("spec.input.profile[%d].after: must be inside the window", i)
 		}
-		if !(r.TuplesPerSecond >= 0) || math.IsInf(r.TuplesPerSecond, 0) {
-			return fmt.Errorf("spec.input.profile[%d].ratePerSecond: must be a non-negative number", i)
+		if !finiteIn(r.TuplesPerSecond, 0, MaxRatePerSecond) {
+			return fmt.Errorf("spec.input.profile[%d].ratePerSecond: must be a number between 0 and %g, got %g", i, float64(MaxRatePerSecond), r.TuplesPerSecond)
 		}
 	}
-	if err := q.Cost.Batch.Validate(); err != nil {
-		return fmt.Errorf("spec.costModel.batch: %w", err)
-	}
-	if err := q.Cost.Merge.Validate(); err != nil {
-		return fmt.Errorf("spec.costModel.merge: %w", err)
+	for _, part := range []struct {
+		field string
+		model costmodel.Linear
+	}{{"spec.costModel.batch", q.Cost.Batch}, {"spec.costModel.merge", q.Cost.Merge}} {
+		if err := part.model.Validate(); err != nil {
+			return fmt.Errorf("%s: %w", part.field, err)
+		}
+		if err := part.model.CheckBounds(MaxCoefficient); err != nil {
+			return fmt.Errorf("%s: %w", part.field, err)
+		}
 	}
 	return nil
 }

@@ -67,6 +67,11 @@ type Planning struct {
 	// RuntimeMargin is the fraction added to every modelled batch and merge
 	// duration, as headroom for nodes slower than the cost model.
 	RuntimeMargin float64
+	// MaxSteps bounds the work of one search: the batches and merges the
+	// smallest batch-size factor may cut the workload into, summed over the
+	// queries. A larger workload is rejected before the search starts. Zero
+	// means DefaultMaxSteps.
+	MaxSteps int
 }
 
 // Query is one recurring query over one window of its stream.

@@ -1,8 +1,12 @@
 package planner
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
 
 	"github.com/laxity-dev/laxity/internal/costmodel"
 )
@@ -89,4 +93,38 @@ func generatedWorkload(n int, seed uint64) Workload {
 		})
 	}
 	return w
+}
+
+// goldenWorkload reads a stored workload of testdata/golden.
+func goldenWorkload(tb testing.TB, name string) Workload {
+	tb.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "golden", name+".workload.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var w Workload
+	if err := json.Unmarshal(raw, &w); err != nil {
+		tb.Fatal(err)
+	}
+	return w
+}
+
+// stretchedWorkload is w with every window lasting seconds at the same rates:
+// the rate profile's offsets and the time between the window end and the
+// deadline stretch in proportion.
+func stretchedWorkload(w Workload, seconds float64) Workload {
+	out := w
+	out.Queries = make([]Query, len(w.Queries))
+	for i, q := range w.Queries {
+		f := seconds / (q.WindowEnd - q.WindowStart)
+		q.Rates = append([]RateSegment(nil), q.Rates...)
+		for j := range q.Rates {
+			q.Rates[j].Offset *= f
+		}
+		slack := q.Deadline - q.WindowEnd
+		q.WindowEnd = q.WindowStart + seconds
+		q.Deadline = q.WindowEnd + slack*f
+		out.Queries[i] = q
+	}
+	return out
 }
