@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -16,6 +17,8 @@ type prepared struct {
 	// unitSize and limit are each query's 1X batch size and Cmax cap.
 	unitSize, limit []int64
 	windowStart     []float64
+	// budget ends the search when the caller's context does.
+	budget *budget
 }
 
 // outcome is one simulated candidate.
@@ -32,11 +35,26 @@ type outcome struct {
 // size — and returns its plan document. A workload no candidate can meet
 // still gets a document, with Chosen.Feasible false and the query that is
 // late first. Errors report invalid workloads and name the query and field.
-func Plan(w Workload) (Document, error) {
+func Plan(w Workload) (Document, error) { return PlanContext(context.Background(), w) }
+
+// PlanContext is Plan within ctx: it looks at ctx before every candidate and
+// every few thousand simulated events, and when ctx is done gives up with an
+// error wrapping ErrSearchBudget (and ctx's error). Until then it is Plan:
+// the result does not depend on how long the search takes.
+func PlanContext(ctx context.Context, w Workload) (doc Document, err error) {
 	p, err := prepare(w)
 	if err != nil {
 		return Document{}, err
 	}
+	p.budget = &budget{ctx: ctx}
+	defer recoverBudget(&err)
+	p.budget.check()
+	return p.plan()
+}
+
+// plan is the search of Plan on a prepared workload.
+func (p *prepared) plan() (Document, error) {
+	w := p.w
 	doc := Document{Schedule: w.Name, Origin: w.Origin}
 	factors := make([]factorLayouts, len(w.Planning.BatchSizeFactors))
 	for i, f := range w.Planning.BatchSizeFactors {
@@ -45,6 +63,7 @@ func Plan(w Workload) (Document, error) {
 	var best *outcome
 	for size := range w.Pool.Sizes {
 		for _, f := range factors {
+			p.budget.check()
 			o := p.candidate(size, f)
 			doc.Candidates = append(doc.Candidates, o.Candidate)
 			if o.Feasible && (best == nil || o.better(best)) {
@@ -58,6 +77,14 @@ func Plan(w Workload) (Document, error) {
 	}
 	p.fill(&doc, best, failure)
 	return doc, nil
+}
+
+// newSim is a simulation of layouts on the workload's pool under the
+// search's budget.
+func (p *prepared) newSim(ls []layout) *sim {
+	s := newSim(ls, p.w.Pool.Sizes, p.w.Planning.Policy)
+	s.budget = p.budget
+	return s
 }
 
 // better orders feasible candidates.
@@ -94,7 +121,7 @@ type factorLayouts struct {
 
 func (p *prepared) factorLayouts(factor int) factorLayouts {
 	ls := p.layouts(factor, p.w.Pool.Sizes)
-	probe := newSim(ls, p.w.Pool.Sizes, p.w.Planning.Policy)
+	probe := p.newSim(ls)
 	hopeless := probe.run(nodePolicy{fixed: len(p.w.Pool.Sizes) - 1}, stopOnNegativeSlack) != nil
 	return factorLayouts{factor: factor, layouts: ls, hopeless: hopeless}
 }
@@ -113,7 +140,7 @@ func (p *prepared) layouts(factor int, sizes []int) []layout {
 // candidate simulates one (initial size, factor) cell: GenSchedule, then the
 // segment re-planning and idle release of section 3.2.
 func (p *prepared) candidate(initial int, f factorLayouts) *outcome {
-	s := newSim(f.layouts, p.w.Pool.Sizes, p.w.Planning.Policy)
+	s := p.newSim(f.layouts)
 	o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[initial], BatchSizeFactor: f.factor}, sim: s}
 	if f.hopeless || !s.genSchedule(0, initial, p.w.Planning.BacktrackStep) {
 		return o
@@ -146,9 +173,9 @@ func (p *prepared) closest(factors []factorLayouts) (*outcome, *Failure) {
 		// The slack test says which query fails first when every query
 		// finishes in time but only by rounding; the full run says by how
 		// much the first late query misses otherwise.
-		probe := newSim(f.layouts, p.w.Pool.Sizes, p.w.Planning.Policy)
+		probe := p.newSim(f.layouts)
 		fail := probe.run(nodePolicy{fixed: largest}, stopOnNegativeSlack)
-		s := newSim(f.layouts, p.w.Pool.Sizes, p.w.Planning.Policy)
+		s := p.newSim(f.layouts)
 		s.run(nodePolicy{fixed: largest}, runToEnd)
 		o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[largest], BatchSizeFactor: f.factor}, sim: s}
 		p.price(o, largest)
@@ -229,7 +256,10 @@ func (p *prepared) maxRateFactor(o *outcome) float64 {
 		}
 	}
 	const maxPercent = 100 * 100
-	holds := func(percent int) bool { return p.replay(o, initial, float64(percent)/100) }
+	holds := func(percent int) bool {
+		p.budget.check()
+		return p.replay(o, initial, float64(percent)/100)
+	}
 	good, bad := 100, 0
 	for step := 1; bad == 0; step *= 2 {
 		next := good + step
@@ -290,7 +320,7 @@ func (p *prepared) replay(o *outcome, initial int, rho float64) bool {
 		}
 		return idx
 	}
-	s := newSim(ls, sizes, p.w.Planning.Policy)
+	s := p.newSim(ls)
 	return s.run(nodePolicy{at: nodesAt}, stopWhenLate) == nil
 }
 

@@ -45,6 +45,8 @@ type sim struct {
 	// into it.
 	active []int
 	joined int
+	// budget ends the run when the search's context does; nil never does.
+	budget *budget
 }
 
 // newSim starts a simulation at t = 0 over layouts, which it only reads:
@@ -173,6 +175,7 @@ const (
 func (s *sim) run(nodes nodePolicy, stop stopRule) *failure {
 	now := s.now()
 	for {
+		s.budget.tick()
 		for s.joined < len(s.byFirstReady) && s.layouts[s.byFirstReady[s.joined]].ready[0] <= now+eps {
 			// A query chosen before it joined may be done already.
 			if q := s.byFirstReady[s.joined]; s.next[q] < s.layouts[q].batches() {
@@ -259,6 +262,7 @@ func (s *sim) genSchedule(floor, initial, step int) bool {
 	restart := floor
 	var firstPass []entry
 	for {
+		s.budget.tick()
 		s.truncate(restart)
 		fail := s.run(nodePolicy{fixed: size}, stopOnNegativeSlack)
 		if fail == nil {
@@ -306,6 +310,7 @@ func (s *sim) gapBetween(from, to int, failStart float64) bool {
 // the initial size; a re-plan that finds no schedule keeps the original.
 func (s *sim) replanSegments(initial, step int) {
 	for j := 1; j < len(s.entries); j++ {
+		s.budget.tick()
 		e := s.entries[j]
 		if e.nodes <= initial || e.start <= s.entries[j-1].end+eps {
 			continue

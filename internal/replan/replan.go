@@ -24,6 +24,7 @@
 package replan
 
 import (
+	"context"
 	"time"
 
 	"github.com/laxity-dev/laxity/internal/planner"
@@ -134,17 +135,23 @@ func Compare(o Observed, declared, assumed, factor float64, r Rates) Verdict {
 //
 // The document's SearchSeconds is left for the caller, who has a clock.
 func Plan(w planner.Workload, observed map[string]Observed, r Rates, ready int, busy float64) (planner.Document, map[string]float64, error) {
+	return PlanContext(context.Background(), w, observed, r, ready, busy)
+}
+
+// PlanContext is Plan within ctx, as planner.PlanContext: when ctx ends
+// before the search does, the error wraps planner.ErrSearchBudget.
+func PlanContext(ctx context.Context, w planner.Workload, observed map[string]Observed, r Rates, ready int, busy float64) (planner.Document, map[string]float64, error) {
 	ahead, lead := max(busy, 0), w.Pool.ProvisioningLeadTime
-	doc, assumed, err := planFrom(w, observed, r, ahead)
+	doc, assumed, err := planFrom(ctx, w, observed, r, ahead)
 	if err != nil || ahead >= lead || Executable(&doc, ready, lead-ahead) {
 		return doc, assumed, err
 	}
-	return planFrom(w, observed, r, lead)
+	return planFrom(ctx, w, observed, r, lead)
 }
 
 // planFrom plans with the origin ahead seconds after w's origin (now), from
 // arrivals and launches observed at now.
-func planFrom(w planner.Workload, observed map[string]Observed, r Rates, ahead float64) (planner.Document, map[string]float64, error) {
+func planFrom(ctx context.Context, w planner.Workload, observed map[string]Observed, r Rates, ahead float64) (planner.Document, map[string]float64, error) {
 	if ahead > 0 {
 		w = WithOrigin(w, w.Origin.Add(time.Duration(ahead*float64(time.Second))))
 	}
@@ -172,7 +179,7 @@ func planFrom(w planner.Workload, observed map[string]Observed, r Rates, ahead f
 		}
 		*pq, rebased[pq.Name] = Remaining(*pq, elapsed, o.Arrived, o.Done, declared, r.Pessimistic, smallest)
 	}
-	doc, err := planner.Plan(w)
+	doc, err := planner.PlanContext(ctx, w)
 	if err != nil {
 		return doc, nil, err
 	}

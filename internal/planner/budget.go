@@ -1,0 +1,62 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ErrSearchBudget is wrapped by the error PlanContext returns when its
+// context ends before the search does: the plan would take longer than the
+// caller allows.
+var ErrSearchBudget = errors.New("the plan search ran out of its time budget")
+
+// checkEvery is how many simulated events pass between two looks at the
+// context.
+const checkEvery = 4096
+
+// budget lets a search give up when its context ends. A nil budget never
+// does, so simulations run outside a search (SimulateFixed) need none.
+type budget struct {
+	ctx   context.Context
+	ticks int
+}
+
+// abort unwinds a search whose context ended; PlanContext recovers it.
+type abort struct{ err error }
+
+// check looks at the context now.
+func (b *budget) check() {
+	if b == nil || b.ctx == nil {
+		return
+	}
+	if err := b.ctx.Err(); err != nil {
+		panic(abort{err})
+	}
+}
+
+// tick counts one simulated event and looks at the context every
+// checkEvery events.
+func (b *budget) tick() {
+	if b == nil {
+		return
+	}
+	b.ticks++
+	if b.ticks >= checkEvery {
+		b.ticks = 0
+		b.check()
+	}
+}
+
+// recoverBudget turns an abort into the error of PlanContext.
+func recoverBudget(err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	a, ok := r.(abort)
+	if !ok {
+		panic(r)
+	}
+	*err = fmt.Errorf("%w (%w)", ErrSearchBudget, a.err)
+}
