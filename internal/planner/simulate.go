@@ -1,6 +1,9 @@
 package planner
 
-import "sort"
+import (
+	"math"
+	"sort"
+)
 
 // eps absorbs floating-point noise when comparing times.
 const eps = 1e-9
@@ -40,11 +43,25 @@ type sim struct {
 	byFirstReady []int
 	entries      []entry
 	next         []int
-	// active holds the unfinished queries whose first batch was ready by the
-	// current simulation time; joined is how far byFirstReady has been taken
-	// into it.
-	active []int
-	joined int
+	// The unfinished queries whose first batch was ready by the current
+	// simulation time ("joined"; joined is how far byFirstReady has been
+	// taken) are in ready when their next batch is ready, keyed by
+	// readyKey on pool size index readySize, and in pending otherwise,
+	// keyed by the next batch's readiness.
+	ready, pending queue
+	readySize      int
+	joined         int
+	// position is each query's index in byFirstReady.
+	position []int
+	// tolerance bounds the rounding between a ready query's key and its
+	// slack: maxAbs is the largest |deadline| plus the largest remaining
+	// work of any query.
+	maxAbs float64
+	// exact is scratch for the queries whose exact keys are compared.
+	exact []queued
+	// taken is the query choose picked, held out of takenFrom.
+	taken     queued
+	takenFrom *queue
 	// budget ends the run when the search's context does; nil never does.
 	budget *budget
 }
@@ -60,7 +77,54 @@ func newSim(layouts []layout, sizes []int, policy Policy) *sim {
 	sort.SliceStable(s.byFirstReady, func(a, b int) bool {
 		return s.layouts[s.byFirstReady[a]].ready[0] < s.layouts[s.byFirstReady[b]].ready[0]
 	})
+	s.position = make([]int, len(layouts))
+	for i, q := range s.byFirstReady {
+		s.position[q] = i
+	}
+	deadline, work := 0.0, 0.0
+	for i := range layouts {
+		l := &layouts[i]
+		deadline = max(deadline, math.Abs(l.deadline))
+		if len(l.perTuple) > 0 {
+			work = max(work, math.Abs(l.remaining(0, 0)))
+		}
+	}
+	s.maxAbs = deadline + work
 	return s
+}
+
+// readyKey is the part of a ready query's priority that does not change
+// with the simulation time: its slack is deadline - now - remaining work
+// (LLF), so it orders by deadline - remaining work up to rounding; EDF
+// orders by the deadline itself.
+func (s *sim) readyKey(q, size int) float64 {
+	l := &s.layouts[q]
+	if s.policy == EarliestDeadline {
+		return l.deadline
+	}
+	return l.deadline - l.remaining(s.next[q], size)
+}
+
+// enqueue puts joined, unfinished query q in ready or pending at time now.
+func (s *sim) enqueue(q int, now float64) {
+	l := &s.layouts[q]
+	if brt := l.ready[s.next[q]]; brt <= now+eps {
+		s.ready.push(s.readyKey(q, s.readySize), q)
+	} else {
+		s.pending.push(brt, q)
+	}
+}
+
+// rekey orders ready for pool size index size.
+func (s *sim) rekey(size int) {
+	if size == s.readySize {
+		return
+	}
+	s.readySize = size
+	for i := range s.ready.items {
+		s.ready.items[i].key = s.readyKey(s.ready.items[i].query, size)
+	}
+	s.ready.init()
 }
 
 // now is the simulation time after the schedule so far; the simulation
@@ -91,14 +155,21 @@ func (s *sim) replace(i int, saved []entry) {
 
 func (s *sim) rebuildActive() {
 	now := s.now()
-	s.active = s.active[:0]
+	s.ready.reset()
+	s.pending.reset()
 	s.joined = 0
 	for s.joined < len(s.byFirstReady) && s.layouts[s.byFirstReady[s.joined]].ready[0] <= now+eps {
 		if q := s.byFirstReady[s.joined]; s.next[q] < s.layouts[q].batches() {
-			s.active = append(s.active, q)
+			if brt := s.layouts[q].ready[s.next[q]]; brt <= now+eps {
+				s.ready.items = append(s.ready.items, queued{s.readyKey(q, s.readySize), q})
+			} else {
+				s.pending.items = append(s.pending.items, queued{brt, q})
+			}
 		}
 		s.joined++
 	}
+	s.ready.init()
+	s.pending.init()
 }
 
 // nodePolicy gives the pool size index a step starting at a given time runs
@@ -176,20 +247,20 @@ func (s *sim) run(nodes nodePolicy, stop stopRule) *failure {
 	now := s.now()
 	for {
 		s.budget.tick()
+		s.rekey(nodes.size(now))
 		for s.joined < len(s.byFirstReady) && s.layouts[s.byFirstReady[s.joined]].ready[0] <= now+eps {
 			// A query chosen before it joined may be done already.
 			if q := s.byFirstReady[s.joined]; s.next[q] < s.layouts[q].batches() {
-				s.active = append(s.active, q)
+				s.enqueue(q, now)
 			}
 			s.joined++
 		}
-		var best candidateKey
-		found := false
-		for _, q := range s.active {
-			if key := s.candidate(q, now, nodes); !found || key.less(best) {
-				best, found = key, true
-			}
+		for s.pending.len() > 0 && s.pending.top().key <= now+eps {
+			s.enqueue(s.pending.pop().query, now)
 		}
+		best, found := s.choose(now, nodes)
+		// choose holds its pick out of the queues until it is scheduled.
+		taken := found
 		// Not-yet-joined queries can only win when nothing is ready; the
 		// earliest of them are all that can.
 		if !found || !best.ready {
@@ -199,6 +270,10 @@ func (s *sim) run(nodes nodePolicy, stop stopRule) *failure {
 					break
 				}
 				if key := s.candidate(q, now, nodes); !found || key.less(best) {
+					if taken {
+						s.putBack()
+						taken = false
+					}
 					best, found = key, true
 				}
 			}
@@ -207,14 +282,65 @@ func (s *sim) run(nodes nodePolicy, stop stopRule) *failure {
 			return nil
 		}
 		if stop == stopOnNegativeSlack && best.slack < -eps {
+			if taken {
+				s.putBack()
+			}
 			return &failure{query: best.query, slack: best.slack, start: best.start}
 		}
 		now = s.schedule(best.query, best.start, nodes.size(best.start))
+		if q := best.query; s.position[q] < s.joined && s.next[q] < s.layouts[q].batches() {
+			s.rekey(nodes.size(now))
+			s.enqueue(q, now)
+		}
 		if l := &s.layouts[best.query]; stop == stopWhenLate && s.next[best.query] == l.batches() && now > l.deadline+eps {
 			return &failure{query: best.query, slack: l.deadline - now, start: best.start}
 		}
 	}
 }
+
+// choose is the joined query Algorithm 2, line 11 picks at time now: the
+// least candidateKey. Ready queries come first; their keys differ from
+// their slack only by rounding, so every query within tolerance of the
+// least key is compared exactly, as the linear scan did. Otherwise the
+// pending queries with the earliest next readiness are compared.
+func (s *sim) choose(now float64, nodes nodePolicy) (candidateKey, bool) {
+	var from *queue
+	var within func(queued) bool
+	switch {
+	case s.ready.len() > 0:
+		from = &s.ready
+		limit := s.ready.top().key + 1e-12*(s.maxAbs+math.Abs(now))
+		within = func(it queued) bool { return it.key <= limit }
+	case s.pending.len() > 0:
+		from = &s.pending
+		first := s.pending.top().key
+		within = func(it queued) bool { return it.key == first }
+	default:
+		return candidateKey{}, false
+	}
+	s.exact = s.exact[:0]
+	for from.len() > 0 && within(from.top()) {
+		s.exact = append(s.exact, from.pop())
+	}
+	var best candidateKey
+	chosen := 0
+	for i, it := range s.exact {
+		if key := s.candidate(it.query, now, nodes); i == 0 || key.less(best) {
+			best, chosen = key, i
+		}
+	}
+	for i, it := range s.exact {
+		if i != chosen {
+			from.push(it.key, it.query)
+		}
+	}
+	s.taken, s.takenFrom = s.exact[chosen], from
+	return best, true
+}
+
+// putBack returns the query choose took to its queue: it was not
+// scheduled after all.
+func (s *sim) putBack() { s.takenFrom.push(s.taken.key, s.taken.query) }
 
 // schedule appends query q's next batch starting at start on size index
 // nodes, with the merges that follow it, and returns the new simulation time.
@@ -233,19 +359,7 @@ func (s *sim) schedule(q int, start float64, nodes int) float64 {
 	}
 	s.entries = append(s.entries, e)
 	s.next[q]++
-	if s.next[q] == l.batches() {
-		s.dropActive(q)
-	}
 	return e.end
-}
-
-func (s *sim) dropActive(q int) {
-	for i, a := range s.active {
-		if a == q {
-			s.active = append(s.active[:i], s.active[i+1:]...)
-			return
-		}
-	}
 }
 
 // genSchedule is GenSchedule (Algorithm 1) for the schedule from entry floor
