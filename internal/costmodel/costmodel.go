@@ -93,6 +93,19 @@ type Sample struct {
 // unknowns is the number of coefficients Fit solves for.
 const unknowns = 3
 
+// The largest sample values Fit accepts, the same the API enforces on
+// cost-model samples: beyond them a least-squares fit loses the precision
+// to tell the coefficients apart.
+const (
+	// MaxSampleNodes bounds a sample's node count.
+	MaxSampleNodes = 100000
+	// MaxSampleWork bounds a sample's work: tuples for a batch, merge inputs
+	// for a merge.
+	MaxSampleWork = 1e15
+	// MaxSampleSeconds bounds a sample's measured duration.
+	MaxSampleSeconds = 1e7
+)
+
 // Fit finds the Linear model that minimises the squared error over samples,
 // the seed's regression (linear in work and in 1/nodes). It fails when there
 // are fewer samples than unknowns, when the samples cannot tell the
@@ -107,12 +120,12 @@ func Fit(samples []Sample) (Linear, error) {
 	b := mat.NewVecDense(len(samples), nil)
 	for i, s := range samples {
 		switch {
-		case s.Nodes < 1:
-			return Linear{}, fmt.Errorf("sample %d: nodes must be at least 1, got %d", i, s.Nodes)
-		case s.Work < 0 || math.IsNaN(s.Work) || math.IsInf(s.Work, 0):
-			return Linear{}, fmt.Errorf("sample %d: work must be a non-negative number, got %g", i, s.Work)
-		case s.Seconds < 0 || math.IsNaN(s.Seconds) || math.IsInf(s.Seconds, 0):
-			return Linear{}, fmt.Errorf("sample %d: seconds must be a non-negative number, got %g", i, s.Seconds)
+		case s.Nodes < 1 || s.Nodes > MaxSampleNodes:
+			return Linear{}, fmt.Errorf("sample %d: nodes must be between 1 and %d, got %d", i, MaxSampleNodes, s.Nodes)
+		case !(s.Work >= 0 && s.Work <= MaxSampleWork):
+			return Linear{}, fmt.Errorf("sample %d: work must be a number between 0 and %g, got %g", i, float64(MaxSampleWork), s.Work)
+		case !(s.Seconds >= 0 && s.Seconds <= MaxSampleSeconds):
+			return Linear{}, fmt.Errorf("sample %d: seconds must be a number between 0 and %g, got %g", i, float64(MaxSampleSeconds), s.Seconds)
 		}
 		a.Set(i, 0, 1)
 		a.Set(i, 1, s.Work)

@@ -86,9 +86,14 @@ func TestFitRejects(t *testing.T) {
 		{"too few", good[:2], "2 samples cannot fit 3 coefficients"},
 		{"one node count", []Sample{{2, 1e6, 10}, {2, 2e6, 20}, {2, 3e6, 30}}, "vary both the work and the node count"},
 		{"negative serial", []Sample{{2, 1e6, 20}, {2, 4e6, 40}, {4, 4e6, 15}, {10, 8e6, 12}}, "negative"},
-		{"zero nodes", append([]Sample{{0, 1, 1}}, good...), "sample 0: nodes must be at least 1"},
+		{"zero nodes", append([]Sample{{0, 1, 1}}, good...), "sample 0: nodes must be between 1 and 100000"},
+		{"too many nodes", append([]Sample{{100001, 1, 1}}, good...), "sample 0: nodes must be between 1 and 100000"},
 		{"NaN seconds", append([]Sample{{2, 1, math.NaN()}}, good...), "sample 0: seconds"},
+		{"infinite seconds", append([]Sample{{2, 1, math.Inf(1)}}, good...), "sample 0: seconds"},
+		{"seconds beyond the bound", append([]Sample{{2, 1, 1.5e7}}, good...), "sample 0: seconds must be a number between 0 and 1e+07"},
 		{"negative work", append([]Sample{{2, -1, 1}}, good...), "sample 0: work"},
+		{"NaN work", append([]Sample{{2, math.NaN(), 1}}, good...), "sample 0: work"},
+		{"work beyond the bound", append([]Sample{{2, 2e15, 1}}, good...), "sample 0: work must be a number between 0 and 1e+15"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,4 +121,34 @@ func TestValidate(t *testing.T) {
 			t.Errorf("Validate(%+v) = %v, want %q", tc.l, err, tc.want)
 		}
 	}
+}
+
+func TestCheckBounds(t *testing.T) {
+	if err := (Linear{Overhead: 1e6, Serial: 1e6, Parallel: 1e6}).CheckBounds(1e6); err != nil {
+		t.Errorf("coefficients at the bound: %v", err)
+	}
+	err := (Linear{Overhead: 1, Serial: 2e6}).CheckBounds(1e6)
+	if err == nil || !strings.Contains(err.Error(), "serial is 2e+06; at most 1e+06") {
+		t.Errorf("serial beyond the bound: got %v", err)
+	}
+}
+
+// FuzzFit: whatever the samples, Fit either fails or returns a model whose
+// coefficients are finite and non-negative.
+func FuzzFit(f *testing.F) {
+	f.Add(2, 1e6, 10.0, 4, 4e6, 20.0, 10, 8e6, 12.0)
+	f.Add(1, 1e15, 1e7, 100000, 1e15, 1e7, 1, 0.0, 0.0)
+	f.Add(1, 1e15, 1e-9, 100000, 1.0, 1e7, 50000, 5e14, 3.0)
+	f.Add(3, 1.0, 1e7, 7, 1e15, 0.0, 100000, 1e-300, 1e7)
+	f.Fuzz(func(t *testing.T, n1 int, w1, s1 float64, n2 int, w2, s2 float64, n3 int, w3, s3 float64) {
+		fit, err := Fit([]Sample{{n1, w1, s1}, {n2, w2, s2}, {n3, w3, s3}, {n1, w2, s3}})
+		if err != nil {
+			return
+		}
+		for _, c := range []float64{fit.Overhead, fit.Serial, fit.Parallel} {
+			if !(c >= 0) || math.IsInf(c, 0) {
+				t.Fatalf("Fit returned %+v without an error", fit)
+			}
+		}
+	})
 }
