@@ -136,7 +136,7 @@ func TestBounds(t *testing.T) {
 		{"a year at sample rates", func(b *boundsParams) { b.window = 8784 * 3600 }, "at most 150,000 steps are supported: raise spec.planning.batchSizeFactors"},
 		{"pool at the bound", func(b *boundsParams) { b.largest = MaxNodes }, ""},
 		{"pool beyond", func(b *boundsParams) { b.largest = MaxNodes + 1 }, "spec.nodePool.sizes: at most 100000"},
-		{"many queries together", func(b *boundsParams) { b.queries, b.window, b.rate = 30, 7 * 86400, 2000 }, "the schedule's 30 queries need"},
+		{"many queries together", func(b *boundsParams) { b.queries, b.window, b.rate = 30, 7*86400, 2000 }, "the schedule's 30 queries need"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
