@@ -85,31 +85,30 @@ var decimalPattern = regexp.MustCompile(`^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE
 // cannot fail.
 var hugeExponent = regexp.MustCompile(`[eE][+]?[0-9]{3,}`)
 
-// ErrDecimal is wrapped by every error of ParseDecimal.
-var ErrDecimal = errors.New("invalid decimal")
-
 // ParseDecimal parses one of the API's decimal strings, such as "9500" or
-// "2e-8", for the named field, with the checks of the CRDs: the syntax of
-// the CRD rule, a finite non-negative value, at most limit. Callers that
-// need a positive value check for 0 themselves. The error names the field
-// and wraps ErrDecimal.
+// "2e-8", for the named field, with the checks of the CRDs' rules: their
+// syntax, a finite non-negative value, at most limit. Callers that need a
+// positive value check for 0 themselves. The error names the field.
 func ParseDecimal(field, s string, limit float64) (float64, error) {
 	if s == "" {
-		return 0, fmt.Errorf("%s: %w: required", field, ErrDecimal)
+		return 0, fmt.Errorf("%s: required", field)
 	}
 	if !decimalPattern.MatchString(s) {
-		return 0, fmt.Errorf("%s: %w: %q is not a non-negative decimal number such as 2.5 or 2e-8", field, ErrDecimal, s)
+		if v, err := strconv.ParseFloat(s, 64); err == nil && (math.IsNaN(v) || math.IsInf(v, 0) || v < 0) {
+			return 0, fmt.Errorf("%s: must be a finite non-negative number, got %q", field, s)
+		}
+		return 0, fmt.Errorf("%s: %q is not a number: want a non-negative decimal such as 2.5 or 2e-8", field, s)
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	switch {
 	case errors.Is(err, strconv.ErrRange) || hugeExponent.MatchString(s):
-		return 0, fmt.Errorf("%s: %w: %q is out of range (at most %g)", field, ErrDecimal, s, limit)
+		return 0, fmt.Errorf("%s: %q is out of range: at most %g", field, s, limit)
 	case err != nil:
-		return 0, fmt.Errorf("%s: %w: %q is not a number", field, ErrDecimal, s)
+		return 0, fmt.Errorf("%s: %q is not a number", field, s)
 	case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
-		return 0, fmt.Errorf("%s: %w: must be a finite non-negative number, got %q", field, ErrDecimal, s)
+		return 0, fmt.Errorf("%s: must be a finite non-negative number, got %q", field, s)
 	case v > limit:
-		return 0, fmt.Errorf("%s: %w: %q is more than %g", field, ErrDecimal, s, limit)
+		return 0, fmt.Errorf("%s: %q is more than %g, the most the API accepts", field, s, limit)
 	}
 	return v, nil
 }
