@@ -232,8 +232,8 @@ func locate(data []byte, t reflect.Type, path string, whole error) *DecodeFailur
 		// A leaf such as metav1.Duration or metav1.Time.
 	case t.Kind() == reflect.Struct:
 		var fields map[string]json.RawMessage
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &fields); err != nil {
-			return &DecodeFailure{Field: path, Message: err.Error()}
+		if kjson.UnmarshalCaseSensitivePreserveInts(data, &fields) != nil {
+			return &DecodeFailure{Field: path, Message: leafMessage(whole)}
 		}
 		for _, f := range jsonFields(t) {
 			raw, ok := fields[f.name]
@@ -246,8 +246,8 @@ func locate(data []byte, t reflect.Type, path string, whole error) *DecodeFailur
 		}
 	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8:
 		var items []json.RawMessage
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &items); err != nil {
-			return &DecodeFailure{Field: path, Message: err.Error()}
+		if kjson.UnmarshalCaseSensitivePreserveInts(data, &items) != nil {
+			return &DecodeFailure{Field: path, Message: leafMessage(whole)}
 		}
 		for i, raw := range items {
 			if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, reflect.New(t.Elem()).Interface()); err != nil {
@@ -256,8 +256,8 @@ func locate(data []byte, t reflect.Type, path string, whole error) *DecodeFailur
 		}
 	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String:
 		var items map[string]json.RawMessage
-		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &items); err != nil {
-			return &DecodeFailure{Field: path, Message: err.Error()}
+		if kjson.UnmarshalCaseSensitivePreserveInts(data, &items) != nil {
+			return &DecodeFailure{Field: path, Message: leafMessage(whole)}
 		}
 		for _, k := range slices.Sorted(maps.Keys(items)) {
 			raw := items[k]
