@@ -247,4 +247,3 @@ func TestDecodeListWithOneBadItem(t *testing.T) {
 		t.Errorf("Decode(object): %+v", es)
 	}
 }
-
