@@ -41,13 +41,13 @@ const goodQuery = `{"apiVersion":"laxity.dev/v1alpha1","kind":"IntermittentQuery
 "merge":{"overheadSeconds":"8","serialSecondsPerInput":"0.05","parallelSecondsPerInput":"0.4"}}},
 "status":{"arrivedTuples":12,"batchSize":100}}`
 
-// edit replaces old by new in doc, once.
-func edit(t *testing.T, doc, old, new string) string {
+// edit replaces from by to in doc, once.
+func edit(t *testing.T, doc, from, to string) string {
 	t.Helper()
-	if strings.Count(doc, old) != 1 {
-		t.Fatalf("%q is not in the document exactly once", old)
+	if strings.Count(doc, from) != 1 {
+		t.Fatalf("%q is not in the document exactly once", from)
 	}
-	return strings.Replace(doc, old, new, 1)
+	return strings.Replace(doc, from, to, 1)
 }
 
 func TestDecodeGoodObjects(t *testing.T) {
