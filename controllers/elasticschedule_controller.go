@@ -113,6 +113,9 @@ func (r *ElasticScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if err := es.DecodeError(); err != nil {
+		return ctrl.Result{}, reportUndecodable(ctx, r.Client, r.Recorder, &es, "ElasticSchedule", es.Status.Conditions, err)
+	}
 	if !es.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, &es)
 	}
@@ -314,13 +317,7 @@ func queriesOf(ctx context.Context, c client.Reader, es *laxityv1alpha1.ElasticS
 	if err := c.List(ctx, &list, client.InNamespace(es.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing queries: %w", err)
 	}
-	var out []laxityv1alpha1.IntermittentQuery
-	for _, q := range list.Items {
-		if q.Spec.ScheduleName == es.Name {
-			out = append(out, q)
-		}
-	}
-	return out, nil
+	return decodableQueries(ctx, es.Name, list.Items), nil
 }
 
 // replanReason says why the plan in force no longer holds, or "".

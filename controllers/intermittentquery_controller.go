@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,6 +32,8 @@ type IntermittentQueryReconciler struct {
 	Clock   clock.PassiveClock
 	Options Options
 	Sources *Sources
+	// Recorder records the query's events; nil records none.
+	Recorder events.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=laxity.dev,resources=intermittentqueries,verbs=get;list;watch
@@ -45,6 +48,9 @@ func (r *IntermittentQueryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 			r.Sources.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if err := q.DecodeError(); err != nil {
+		return ctrl.Result{}, reportUndecodable(ctx, r.Client, r.Recorder, &q, "IntermittentQuery", q.Status.Conditions, err)
 	}
 	if !q.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.release(ctx, &q)

@@ -58,7 +58,7 @@ func Setup(_ context.Context, mgr ctrl.Manager, clk clock.PassiveClock, opts Opt
 	if err := es.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ElasticSchedule controller: %w", err)
 	}
-	iq := &IntermittentQueryReconciler{Client: mgr.GetClient(), Clock: clk, Options: opts, Sources: sources}
+	iq := &IntermittentQueryReconciler{Client: mgr.GetClient(), Clock: clk, Options: opts, Sources: sources, Recorder: mgr.GetEventRecorder("laxity")}
 	if err := iq.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the IntermittentQuery controller: %w", err)
 	}

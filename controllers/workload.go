@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -91,7 +90,7 @@ func poolOf(spec laxityv1alpha1.NodePool) (planner.Pool, error) {
 	if spec.ReleaseAfterIdle != nil {
 		pool.ReleaseAfterIdle = spec.ReleaseAfterIdle.Seconds()
 	}
-	price, err := decimal("spec.nodePool.pricePerNodeHour", spec.PricePerNodeHour)
+	price, err := decimal("spec.nodePool.pricePerNodeHour", spec.PricePerNodeHour, laxityv1alpha1.MaxPricePerNodeHour)
 	pool.PricePerNodeHour = price
 	return pool, err
 }
@@ -150,7 +149,7 @@ func queryOf(q *laxityv1alpha1.IntermittentQuery, origin time.Time) (planner.Que
 		return out, err
 	}
 	if pa := spec.PartialAggregation; pa != nil {
-		if out.PartialEvery, err = decimal("spec.partialAggregation.every", pa.Every); err != nil {
+		if out.PartialEvery, err = decimal("spec.partialAggregation.every", pa.Every, 1); err != nil {
 			return out, err
 		}
 	}
@@ -160,14 +159,14 @@ func queryOf(q *laxityv1alpha1.IntermittentQuery, origin time.Time) (planner.Que
 func ratesOf(in laxityv1alpha1.Input, window float64) ([]planner.RateSegment, error) {
 	switch {
 	case in.RatePerSecond != "":
-		r, err := decimal("spec.input.ratePerSecond", in.RatePerSecond)
+		r, err := decimal("spec.input.ratePerSecond", in.RatePerSecond, laxityv1alpha1.MaxRatePerSecond)
 		return []planner.RateSegment{{TuplesPerSecond: r}}, err
 	case in.TotalTuples != nil:
 		return []planner.RateSegment{{TuplesPerSecond: float64(*in.TotalTuples) / window}}, nil
 	case len(in.Profile) > 0:
 		segments := make([]planner.RateSegment, 0, len(in.Profile))
 		for i, seg := range in.Profile {
-			r, err := decimal(fmt.Sprintf("spec.input.profile[%d].ratePerSecond", i), seg.RatePerSecond)
+			r, err := decimal(fmt.Sprintf("spec.input.profile[%d].ratePerSecond", i), seg.RatePerSecond, laxityv1alpha1.MaxRatePerSecond)
 			if err != nil {
 				return nil, err
 			}
@@ -206,7 +205,7 @@ func fit(field string, n int, sample func(i int) (nodes int32, work int64, secon
 	samples := make([]costmodel.Sample, 0, n)
 	for i := range n {
 		nodes, work, s := sample(i)
-		seconds, err := decimal(fmt.Sprintf("%s.samples[%d].seconds", field, i), s)
+		seconds, err := decimal(fmt.Sprintf("%s.samples[%d].seconds", field, i), s, laxityv1alpha1.MaxSampleSeconds)
 		if err != nil {
 			return costmodel.Linear{}, err
 		}
@@ -222,13 +221,13 @@ func fit(field string, n int, sample func(i int) (nodes int32, work int64, secon
 func coefficients(field, overhead, serial, parallel, serialName, parallelName string) (costmodel.Linear, error) {
 	var l costmodel.Linear
 	var err error
-	if l.Overhead, err = decimal(field+".overheadSeconds", overhead); err != nil {
+	if l.Overhead, err = decimal(field+".overheadSeconds", overhead, laxityv1alpha1.MaxCoefficientSeconds); err != nil {
 		return l, err
 	}
-	if l.Serial, err = decimal(field+"."+serialName, serial); err != nil {
+	if l.Serial, err = decimal(field+"."+serialName, serial, laxityv1alpha1.MaxCoefficientSeconds); err != nil {
 		return l, err
 	}
-	if l.Parallel, err = decimal(field+"."+parallelName, parallel); err != nil {
+	if l.Parallel, err = decimal(field+"."+parallelName, parallel, laxityv1alpha1.MaxCoefficientSeconds); err != nil {
 		return l, err
 	}
 	if err := l.Validate(); err != nil {
@@ -237,19 +236,12 @@ func coefficients(field, overhead, serial, parallel, serialName, parallelName st
 	return l, nil
 }
 
-// decimal parses one of the API's decimal strings.
-func decimal(field, s string) (float64, error) {
-	if s == "" {
-		return 0, fmt.Errorf("%s: required", field)
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	switch {
-	case errors.Is(err, strconv.ErrRange):
-		return 0, fmt.Errorf("%s: %q is out of range", field, s)
-	case err != nil:
-		return 0, fmt.Errorf("%s: %q is not a number", field, s)
-	}
-	return v, nil
+// decimal parses one of the API's decimal strings with the CRDs' checks
+// (laxityv1alpha1.ParseDecimal, which the offline validator's CRD rules
+// mirror): a finite non-negative number of at most limit, or an error
+// naming the field.
+func decimal(field, s string, limit float64) (float64, error) {
+	return laxityv1alpha1.ParseDecimal(field, s, limit)
 }
 
 func durationOr(d *metav1.Duration, fallback time.Duration) float64 {

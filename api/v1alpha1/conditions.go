@@ -144,3 +144,10 @@ const (
 	// succeeded and its result is available.
 	FinalMergeSucceededReason = "FinalMergeSucceeded"
 )
+
+// UndecodableReason surfaces, with Ready False and Stalled True, when the
+// stored object does not fit laxity's types, for example a duration beyond
+// what Go can hold in an object stored before the CRD bounded it; the
+// message names the field and quotes the decoding error. laxity does
+// nothing else with the object until the field is corrected.
+const UndecodableReason = "Undecodable"

@@ -50,6 +50,7 @@ type NodePool struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:Minimum=1
+	// +kubebuilder:validation:items:Maximum=100000
 	// +kubebuilder:validation:XValidation:rule="self.isSorted()",message="spec.nodePool.sizes must be in ascending order"
 	// +kubebuilder:validation:XValidation:rule="self.all(x, self.exists_one(y, y == x))",message="spec.nodePool.sizes must not contain duplicates"
 	Sizes []int32 `json:"sizes"`
@@ -59,6 +60,7 @@ type NodePool struct {
 	// When unset it defaults to the smallest entry of sizes.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
 	IdleNodes *int32 `json:"idleNodes,omitempty"`
 
 	// pricePerNodeHour is the price of one node for one hour, as a positive
@@ -67,7 +69,7 @@ type NodePool struct {
 	// minimum of billingMinimum per acquired node.
 	// +required
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && double(self) > 0.0",message="spec.nodePool.pricePerNodeHour must be a positive decimal number such as 0.25"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && !self.matches('[eE][+]?[0-9]{3,}') && double(self) > 0.0 && double(self) <= 1e6",message="spec.nodePool.pricePerNodeHour must be a positive decimal number of at most 1e6 such as 0.25"
 	PricePerNodeHour string `json:"pricePerNodeHour"`
 
 	// billingMinimum is the least time billed for every node acquired, as a
@@ -77,7 +79,7 @@ type NodePool struct {
 	// +kubebuilder:default="60s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",message="spec.nodePool.billingMinimum must be a non-negative duration such as 60s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') && !self.matches('(^|[^.0-9])([0-9]{5,}([.][0-9]*)?h|[0-9]{7,}([.][0-9]*)?m([^s]|$)|[0-9]{9,}([.][0-9]*)?s|[0-9]{12,}([.][0-9]*)?ms|[0-9]{15,}([.][0-9]*)?us|[0-9]{18,}([.][0-9]*)?ns)') && duration(self) <= duration('720h')",message="spec.nodePool.billingMinimum must be a non-negative duration of at most 720h (30 days) such as 60s"
 	BillingMinimum *metav1.Duration `json:"billingMinimum,omitempty"`
 
 	// provisioningLeadTime is how long a requested node takes to become
@@ -87,7 +89,7 @@ type NodePool struct {
 	// +kubebuilder:default="6m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",message="spec.nodePool.provisioningLeadTime must be a non-negative duration such as 6m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') && !self.matches('(^|[^.0-9])([0-9]{5,}([.][0-9]*)?h|[0-9]{7,}([.][0-9]*)?m([^s]|$)|[0-9]{9,}([.][0-9]*)?s|[0-9]{12,}([.][0-9]*)?ms|[0-9]{15,}([.][0-9]*)?us|[0-9]{18,}([.][0-9]*)?ns)') && duration(self) <= duration('720h')",message="spec.nodePool.provisioningLeadTime must be a non-negative duration of at most 720h (30 days) such as 6m"
 	ProvisioningLeadTime *metav1.Duration `json:"provisioningLeadTime,omitempty"`
 
 	// releaseAfterIdle is the least time nodes would otherwise sit idle for
@@ -96,7 +98,7 @@ type NodePool struct {
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",message="spec.nodePool.releaseAfterIdle must be a non-negative duration such as 12m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') && !self.matches('(^|[^.0-9])([0-9]{5,}([.][0-9]*)?h|[0-9]{7,}([.][0-9]*)?m([^s]|$)|[0-9]{9,}([.][0-9]*)?s|[0-9]{12,}([.][0-9]*)?ms|[0-9]{15,}([.][0-9]*)?us|[0-9]{18,}([.][0-9]*)?ns)') && duration(self) <= duration('720h')",message="spec.nodePool.releaseAfterIdle must be a non-negative duration of at most 720h (30 days) such as 12m"
 	ReleaseAfterIdle *metav1.Duration `json:"releaseAfterIdle,omitempty"`
 
 	// executorsPerNode is the number of Spark executors run on each ready
@@ -105,6 +107,7 @@ type NodePool struct {
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
 	ExecutorsPerNode int32 `json:"executorsPerNode,omitempty"`
 
 	// nodeSelector selects the pool's nodes by label, for example
@@ -272,6 +275,7 @@ type Planning struct {
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:Minimum=1
+	// +kubebuilder:validation:items:Maximum=100000
 	BatchSizeFactors []int32 `json:"batchSizeFactors,omitempty"`
 
 	// backtrackStep is how many scheduled batches a failed simulation moves
@@ -280,6 +284,7 @@ type Planning struct {
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
 	BacktrackStep int32 `json:"backtrackStep,omitempty"`
 
 	// maxBatchDuration caps the batch size: no batch may be modelled to take
@@ -289,7 +294,7 @@ type Planning struct {
 	// +kubebuilder:default="10m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') && duration(self) > duration('0s')",message="spec.planning.maxBatchDuration must be a positive duration such as 10m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') && !self.matches('(^|[^.0-9])([0-9]{5,}([.][0-9]*)?h|[0-9]{7,}([.][0-9]*)?m([^s]|$)|[0-9]{9,}([.][0-9]*)?s|[0-9]{12,}([.][0-9]*)?ms|[0-9]{15,}([.][0-9]*)?us|[0-9]{18,}([.][0-9]*)?ns)') && duration(self) > duration('0s') && duration(self) <= duration('720h')",message="spec.planning.maxBatchDuration must be a positive duration of at most 720h (30 days) such as 10m"
 	MaxBatchDuration metav1.Duration `json:"maxBatchDuration,omitzero"`
 
 	// policy chooses among ready batches: LeastLaxity (the query with the
@@ -312,7 +317,7 @@ type Planning struct {
 	// +kubebuilder:default="3m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') && duration(self) > duration('0s')",message="spec.planning.rateWindow must be a positive duration such as 3m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') && !self.matches('(^|[^.0-9])([0-9]{5,}([.][0-9]*)?h|[0-9]{7,}([.][0-9]*)?m([^s]|$)|[0-9]{9,}([.][0-9]*)?s|[0-9]{12,}([.][0-9]*)?ms|[0-9]{15,}([.][0-9]*)?us|[0-9]{18,}([.][0-9]*)?ns)') && duration(self) > duration('0s') && duration(self) <= duration('720h')",message="spec.planning.rateWindow must be a positive duration of at most 720h (30 days) such as 3m"
 	RateWindow metav1.Duration `json:"rateWindow,omitzero"`
 
 	// rateTolerancePercent is by how many percent a measured rate may exceed
@@ -502,6 +507,7 @@ type NodeRequest struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 40 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label of at most 40 characters (lower-case letters, digits and '-', starting with a letter and ending with a letter or digit): the names laxity derives from it, such as <name>-plan and <name>-placeholder, must be DNS-1035 labels of at most 63 characters"
 // +kubebuilder:resource:shortName=es,categories=laxity
 // +kubebuilder:printcolumn:name="Cost",type=string,JSONPath=`.status.chosen.cost`,description="Simulated cost of the chosen plan"
 // +kubebuilder:printcolumn:name="Max Nodes",type=integer,JSONPath=`.status.chosen.maxNodes`,description="Peak node count of the chosen plan"
@@ -527,6 +533,11 @@ type ElasticSchedule struct {
 	// status is the chosen plan and the observed state of the pool.
 	// +optional
 	Status ElasticScheduleStatus `json:"status,omitzero"`
+
+	// Undecodable is set, by decoding, when the stored object does not fit
+	// the Go types (see DecodeError); the spec is then empty. It is never
+	// encoded.
+	Undecodable *DecodeFailure `json:"-"`
 }
 
 // +kubebuilder:object:root=true

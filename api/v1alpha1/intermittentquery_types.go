@@ -25,12 +25,14 @@ import (
 // window of a stream, the deadline for the query's result, how tuples arrive
 // and how long processing them takes.
 // +kubebuilder:validation:XValidation:rule="self.deadline > self.window.end",message="spec.deadline must be after spec.window.end",fieldPath=".deadline"
+// +kubebuilder:validation:XValidation:rule="self.deadline.getFullYear() - self.window.end.getFullYear() <= 1 && self.deadline - self.window.end <= duration('8784h')",message="spec.deadline must be at most 8784h (366 days) after spec.window.end",fieldPath=".deadline"
 type IntermittentQuerySpec struct {
 	// scheduleName is the name of the ElasticSchedule, in the same namespace,
 	// whose pool runs this query's batches and merges.
 	// +required
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="spec.scheduleName must be a DNS-1035 label (lower-case letters, digits and '-', starting with a letter and ending with a letter or digit), as every ElasticSchedule name is"
 	ScheduleName string `json:"scheduleName"`
 
 	// window is the period of the stream the query covers: tuples arriving
@@ -76,6 +78,7 @@ type IntermittentQuerySpec struct {
 
 // Window is the period of the stream a query covers.
 // +kubebuilder:validation:XValidation:rule="self.end > self.start",message="spec.window.end must be after spec.window.start",fieldPath=".end"
+// +kubebuilder:validation:XValidation:rule="self.end.getFullYear() - self.start.getFullYear() <= 1 && self.end - self.start <= duration('8784h')",message="spec.window.end must be at most 8784h (366 days) after spec.window.start: a window spans at most 366 days",fieldPath=".end"
 type Window struct {
 	// start is the RFC 3339 instant the window opens, such as
 	// "2026-12-01T00:00:00Z".
@@ -98,13 +101,14 @@ type Input struct {
 	// whole window, as a positive decimal string such as "9500".
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && double(self) > 0.0",message="spec.input.ratePerSecond must be a positive decimal number such as 9500"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && !self.matches('[eE][+]?[0-9]{3,}') && double(self) > 0.0 && double(self) <= 1e12",message="spec.input.ratePerSecond must be a positive decimal number of at most 1e12 such as 9500"
 	RatePerSecond string `json:"ratePerSecond,omitempty"`
 
 	// totalTuples is the number of tuples arriving over the window, at a
 	// uniform rate (at least 1).
 	// +optional
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000000000000
 	TotalTuples *int64 `json:"totalTuples,omitempty"`
 
 	// profile is a piecewise-constant arrival rate: each segment holds from
@@ -118,9 +122,9 @@ type Input struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
-	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || !self[0].after.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') || duration(self[0].after) == duration('0s')",message="spec.input.profile[0].after must be 0s: the profile starts at spec.window.start"
-	// +kubebuilder:validation:XValidation:rule="self.all(i, s, i == 0 || !self[i - 1].after.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') || !s.after.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') || duration(self[i - 1].after) < duration(s.after))",message="spec.input.profile offsets (after) must be strictly increasing"
-	// +kubebuilder:validation:XValidation:rule="self.exists(s, !s.ratePerSecond.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') || double(s.ratePerSecond) > 0.0)",message="spec.input.profile must have at least one segment with a positive ratePerSecond"
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || !(self[0].after.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') && !self[0].after.matches('(^|[^.0-9])([0-9]{5,}([.][0-9]*)?h|[0-9]{7,}([.][0-9]*)?m([^s]|$)|[0-9]{9,}([.][0-9]*)?s|[0-9]{12,}([.][0-9]*)?ms|[0-9]{15,}([.][0-9]*)?us|[0-9]{18,}([.][0-9]*)?ns)')) || duration(self[0].after) == duration('0s')",message="spec.input.profile[0].after must be 0s: the profile starts at spec.window.start"
+	// +kubebuilder:validation:XValidation:rule="self.all(i, s, i == 0 || !(self[i - 1].after.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') && !self[i - 1].after.matches('(^|[^.0-9])([0-9]{5,}([.][0-9]*)?h|[0-9]{7,}([.][0-9]*)?m([^s]|$)|[0-9]{9,}([.][0-9]*)?s|[0-9]{12,}([.][0-9]*)?ms|[0-9]{15,}([.][0-9]*)?us|[0-9]{18,}([.][0-9]*)?ns)')) || !(s.after.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') && !s.after.matches('(^|[^.0-9])([0-9]{5,}([.][0-9]*)?h|[0-9]{7,}([.][0-9]*)?m([^s]|$)|[0-9]{9,}([.][0-9]*)?s|[0-9]{12,}([.][0-9]*)?ms|[0-9]{15,}([.][0-9]*)?us|[0-9]{18,}([.][0-9]*)?ns)')) || duration(self[i - 1].after) < duration(s.after))",message="spec.input.profile offsets (after) must be strictly increasing"
+	// +kubebuilder:validation:XValidation:rule="self.exists(s, !(s.ratePerSecond.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && !s.ratePerSecond.matches('[eE][+]?[0-9]{3,}')) || double(s.ratePerSecond) > 0.0)",message="spec.input.profile must have at least one segment with a positive ratePerSecond"
 	Profile []RateSegment `json:"profile,omitempty"`
 
 	// actualProfile, when set, makes the synthetic input source deliver
@@ -166,6 +170,7 @@ type Input struct {
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000000000000
 	Granularity int64 `json:"granularity,omitempty"`
 
 	// allowedLateness is how long after window.end late tuples still count;
@@ -175,7 +180,7 @@ type Input struct {
 	// +kubebuilder:default="0s"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",message="spec.input.allowedLateness must be a non-negative duration such as 30s"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') && !self.matches('(^|[^.0-9])([0-9]{5,}([.][0-9]*)?h|[0-9]{7,}([.][0-9]*)?m([^s]|$)|[0-9]{9,}([.][0-9]*)?s|[0-9]{12,}([.][0-9]*)?ms|[0-9]{15,}([.][0-9]*)?us|[0-9]{18,}([.][0-9]*)?ns)') && duration(self) <= duration('720h')",message="spec.input.allowedLateness must be a non-negative duration of at most 720h (30 days) such as 30s"
 	AllowedLateness metav1.Duration `json:"allowedLateness,omitzero"`
 }
 
@@ -248,11 +253,13 @@ type ObjectStoreInput struct {
 	// tuplesPerObject is the number of tuples in every object.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000000000000
 	TuplesPerObject *int64 `json:"tuplesPerObject,omitempty"`
 
 	// bytesPerTuple estimates an object's tuples from its size, rounded up.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000000000000
 	BytesPerTuple *int64 `json:"bytesPerTuple,omitempty"`
 
 	// keyTimeLayout, when set, is the Go time layout of the instant every
@@ -273,7 +280,7 @@ type ObjectStoreInput struct {
 	// +kubebuilder:default="1m"
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",message="spec.input.objectStore.settle must be a non-negative duration such as 1m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') && !self.matches('(^|[^.0-9])([0-9]{5,}([.][0-9]*)?h|[0-9]{7,}([.][0-9]*)?m([^s]|$)|[0-9]{9,}([.][0-9]*)?s|[0-9]{12,}([.][0-9]*)?ms|[0-9]{15,}([.][0-9]*)?us|[0-9]{18,}([.][0-9]*)?ns)') && duration(self) <= duration('720h')",message="spec.input.objectStore.settle must be a non-negative duration of at most 720h (30 days) such as 1m"
 	Settle metav1.Duration `json:"settle,omitzero"`
 }
 
@@ -293,7 +300,7 @@ type RateSegment struct {
 	// +required
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$')",message="spec.input.profile[].after must be a non-negative duration such as 50m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') && !self.matches('(^|[^.0-9])([0-9]{5,}([.][0-9]*)?h|[0-9]{7,}([.][0-9]*)?m([^s]|$)|[0-9]{9,}([.][0-9]*)?s|[0-9]{12,}([.][0-9]*)?ms|[0-9]{15,}([.][0-9]*)?us|[0-9]{18,}([.][0-9]*)?ns)') && duration(self) <= duration('8784h')",message="spec.input.profile[].after must be a non-negative duration of at most 8784h (366 days) such as 50m"
 	After metav1.Duration `json:"after"`
 
 	// ratePerSecond is the arrival rate during the segment in tuples per
@@ -301,7 +308,7 @@ type RateSegment struct {
 	// in the stream).
 	// +required
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="spec.input.profile[].ratePerSecond must be a non-negative decimal number such as 19000"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && !self.matches('[eE][+]?[0-9]{3,}') && double(self) <= 1e12",message="spec.input.profile[].ratePerSecond must be a non-negative decimal number of at most 1e12 such as 19000"
 	RatePerSecond string `json:"ratePerSecond"`
 }
 
@@ -331,21 +338,21 @@ type BatchCostModel struct {
 	// non-negative decimal string such as "25".
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="spec.costModel.batch.overheadSeconds must be a non-negative decimal number such as 25"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && !self.matches('[eE][+]?[0-9]{3,}') && double(self) <= 1e6",message="spec.costModel.batch.overheadSeconds must be a non-negative decimal number of at most 1e6 such as 25"
 	OverheadSeconds string `json:"overheadSeconds,omitempty"`
 
 	// serialSecondsPerTuple is the time per tuple that does not parallelise,
 	// in seconds, a non-negative decimal string such as "2e-8".
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="spec.costModel.batch.serialSecondsPerTuple must be a non-negative decimal number such as 2e-8"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && !self.matches('[eE][+]?[0-9]{3,}') && double(self) <= 1e6",message="spec.costModel.batch.serialSecondsPerTuple must be a non-negative decimal number of at most 1e6 such as 2e-8"
 	SerialSecondsPerTuple string `json:"serialSecondsPerTuple,omitempty"`
 
 	// parallelSecondsPerTuple is the time per tuple spread over the nodes, in
 	// node-seconds, a non-negative decimal string such as "2e-5".
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="spec.costModel.batch.parallelSecondsPerTuple must be a non-negative decimal number such as 2e-5"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && !self.matches('[eE][+]?[0-9]{3,}') && double(self) <= 1e6",message="spec.costModel.batch.parallelSecondsPerTuple must be a non-negative decimal number of at most 1e6 such as 2e-5"
 	ParallelSecondsPerTuple string `json:"parallelSecondsPerTuple,omitempty"`
 
 	// samples are measured batch runs to fit the three coefficients from (at
@@ -362,18 +369,20 @@ type BatchSample struct {
 	// nodes is the number of pool nodes the batch ran on (at least 1).
 	// +required
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
 	Nodes int32 `json:"nodes"`
 
 	// tuples is the number of tuples the batch processed (at least 1).
 	// +required
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000000000000
 	Tuples int64 `json:"tuples"`
 
 	// seconds is how long the batch took, a non-negative decimal string such
 	// as "37.9".
 	// +required
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="spec.costModel.batch.samples[].seconds must be a non-negative decimal number such as 37.9"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && !self.matches('[eE][+]?[0-9]{3,}') && double(self) <= 1e7",message="spec.costModel.batch.samples[].seconds must be a non-negative decimal number of at most 1e7 such as 37.9"
 	Seconds string `json:"seconds"`
 }
 
@@ -387,7 +396,7 @@ type MergeCostModel struct {
 	// non-negative decimal string such as "8".
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="spec.costModel.merge.overheadSeconds must be a non-negative decimal number such as 8"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && !self.matches('[eE][+]?[0-9]{3,}') && double(self) <= 1e6",message="spec.costModel.merge.overheadSeconds must be a non-negative decimal number of at most 1e6 such as 8"
 	OverheadSeconds string `json:"overheadSeconds,omitempty"`
 
 	// serialSecondsPerInput is the time per merged intermediate result that
@@ -395,7 +404,7 @@ type MergeCostModel struct {
 	// "0.05".
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="spec.costModel.merge.serialSecondsPerInput must be a non-negative decimal number such as 0.05"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && !self.matches('[eE][+]?[0-9]{3,}') && double(self) <= 1e6",message="spec.costModel.merge.serialSecondsPerInput must be a non-negative decimal number of at most 1e6 such as 0.05"
 	SerialSecondsPerInput string `json:"serialSecondsPerInput,omitempty"`
 
 	// parallelSecondsPerInput is the time per merged intermediate result
@@ -403,7 +412,7 @@ type MergeCostModel struct {
 	// such as "0.4".
 	// +optional
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="spec.costModel.merge.parallelSecondsPerInput must be a non-negative decimal number such as 0.4"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && !self.matches('[eE][+]?[0-9]{3,}') && double(self) <= 1e6",message="spec.costModel.merge.parallelSecondsPerInput must be a non-negative decimal number of at most 1e6 such as 0.4"
 	ParallelSecondsPerInput string `json:"parallelSecondsPerInput,omitempty"`
 
 	// samples are measured merge runs to fit the three coefficients from (at
@@ -420,19 +429,21 @@ type MergeSample struct {
 	// nodes is the number of pool nodes the merge ran on (at least 1).
 	// +required
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
 	Nodes int32 `json:"nodes"`
 
 	// inputs is the number of intermediate results the merge combined (at
 	// least 1).
 	// +required
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
 	Inputs int64 `json:"inputs"`
 
 	// seconds is how long the merge took, a non-negative decimal string such
 	// as "17.2".
 	// +required
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$')",message="spec.costModel.merge.samples[].seconds must be a non-negative decimal number such as 17.2"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && !self.matches('[eE][+]?[0-9]{3,}') && double(self) <= 1e7",message="spec.costModel.merge.samples[].seconds must be a non-negative decimal number of at most 1e7 such as 17.2"
 	Seconds string `json:"seconds"`
 }
 
@@ -444,7 +455,7 @@ type PartialAggregation struct {
 	// the batches.
 	// +required
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && double(self) > 0.0 && double(self) <= 1.0",message="spec.partialAggregation.every must be a decimal number in (0, 1] such as 0.25"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && !self.matches('[eE][+]?[0-9]{3,}') && double(self) > 0.0 && double(self) <= 1.0",message="spec.partialAggregation.every must be a decimal number in (0, 1] such as 0.25"
 	Every string `json:"every"`
 }
 
@@ -652,6 +663,7 @@ type FinalStatus struct {
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 40 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label of at most 40 characters (lower-case letters, digits and '-', starting with a letter and ending with a letter or digit): the names laxity derives from it, such as the SparkApplication <name>-partial-<k>-r<attempt>, must be DNS-1035 labels of at most 63 characters"
 // +kubebuilder:resource:shortName=iq,categories=laxity
 // +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.scheduleName`,description="ElasticSchedule running the query"
 // +kubebuilder:printcolumn:name="Deadline",type=string,format=date-time,JSONPath=`.spec.deadline`,description="When the final result is due"
@@ -679,6 +691,11 @@ type IntermittentQuery struct {
 	// status is the query's observed progress.
 	// +optional
 	Status IntermittentQueryStatus `json:"status,omitzero"`
+
+	// Undecodable is set, by decoding, when the stored object does not fit
+	// the Go types (see DecodeError); the spec is then empty. It is never
+	// encoded.
+	Undecodable *DecodeFailure `json:"-"`
 }
 
 // +kubebuilder:object:root=true

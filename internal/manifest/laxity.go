@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kjson "sigs.k8s.io/json"
 
 	"github.com/laxity-dev/laxity/api/v1alpha1"
@@ -123,11 +124,11 @@ func newSet(objs []Object) (*Set, error) {
 		switch o.GroupVersionKind {
 		case elasticScheduleGVK:
 			es := &v1alpha1.ElasticSchedule{}
-			err = decodeStrict(o.Content, es)
+			err = decodeStrict(o.Content, es, &strictObject[v1alpha1.ElasticScheduleSpec, v1alpha1.ElasticScheduleStatus]{})
 			typed[i] = ElasticSchedule{Source: o.Source, Object: es}
 		case intermittentQueryGVK:
 			iq := &v1alpha1.IntermittentQuery{}
-			err = decodeStrict(o.Content, iq)
+			err = decodeStrict(o.Content, iq, &strictObject[v1alpha1.IntermittentQuerySpec, v1alpha1.IntermittentQueryStatus]{})
 			typed[i] = IntermittentQuery{Source: o.Source, Object: iq}
 		default:
 			err = fmt.Errorf("%w: %s", errUnsupportedVersion, o.GroupVersionKind.GroupVersion())
@@ -155,14 +156,38 @@ func newSet(objs []Object) (*Set, error) {
 
 var errUnsupportedVersion = errors.New("unsupported apiVersion")
 
+// decodable is a laxity object: it decodes tolerantly and says whether it
+// did (see v1alpha1.DecodeFailure).
+type decodable interface {
+	DecodeError() error
+}
+
+// strictObject has the layout of ElasticSchedule and IntermittentQuery
+// without their tolerant UnmarshalJSON, so that a strict decoder sees every
+// field.
+type strictObject[Spec, Status any] struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitzero"`
+	Spec              Spec   `json:"spec"`
+	Status            Status `json:"status,omitzero"`
+}
+
 // decodeStrict decodes content into obj as the operator's client does
-// (JSON, case-sensitive), failing on unknown and duplicate fields.
-func decodeStrict(content map[string]any, obj any) error {
+// (JSON, case-sensitive), failing when a field does not fit the Go types
+// (naming the field), and, through strict (a strictObject of obj's spec and
+// status), on unknown and duplicate fields.
+func decodeStrict(content map[string]any, obj decodable, strict any) error {
 	data, err := json.Marshal(content)
 	if err != nil {
 		return fmt.Errorf("encoding %T: %w", obj, err)
 	}
-	strictErrs, err := kjson.UnmarshalStrict(data, obj, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, obj); err != nil {
+		return fmt.Errorf("decoding %T: %w", obj, err)
+	}
+	if err := obj.DecodeError(); err != nil {
+		return err
+	}
+	strictErrs, err := kjson.UnmarshalStrict(data, strict, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
 	if err != nil {
 		return fmt.Errorf("decoding %T: %w", obj, err)
 	}

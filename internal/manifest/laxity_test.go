@@ -143,7 +143,10 @@ func TestLoadAPIInvalid(t *testing.T) {
 			found := false
 			for _, e := range list {
 				var fe *field.Error
-				if errors.As(e, &fe) && fe.Field == wantField && strings.Contains(e.Error(), wantMessage) {
+				// A rule on the whole object (such as the one on
+				// metadata.name) is reported on the root, its message
+				// starting with the field.
+				if errors.As(e, &fe) && (fe.Field == wantField || isRoot(fe.Field) && strings.HasPrefix(fe.Detail, wantField+" ")) && strings.Contains(e.Error(), wantMessage) {
 					found = true
 				}
 				if !strings.HasPrefix(e.Error(), f+": document 1: ") {
@@ -156,6 +159,9 @@ func TestLoadAPIInvalid(t *testing.T) {
 		})
 	}
 }
+
+// isRoot reports whether a field.Error's Field is the whole object.
+func isRoot(f string) bool { return f == "" || f == "<nil>" }
 
 // readInvalidHeader reads the "# field:" and "# message:" comments that
 // start a file of the invalid table.
@@ -308,14 +314,55 @@ func TestReadErrors(t *testing.T) {
 }
 
 func TestDecodeStrict(t *testing.T) {
+	strictES := func() any {
+		return &strictObject[v1alpha1.ElasticScheduleSpec, v1alpha1.ElasticScheduleStatus]{}
+	}
 	es := &v1alpha1.ElasticSchedule{}
-	err := decodeStrict(map[string]any{"spec": map[string]any{"nodePool": map[string]any{"sizez": []any{}}}}, es)
+	err := decodeStrict(map[string]any{"spec": map[string]any{"nodePool": map[string]any{"sizez": []any{}}}}, es, strictES())
 	if err == nil || !strings.Contains(err.Error(), `unknown field "spec.nodePool.sizez"`) {
 		t.Errorf("decodeStrict: got %v, want an unknown field error", err)
 	}
-	err = decodeStrict(map[string]any{"spec": map[string]any{"nodePool": map[string]any{"sizes": "x"}}}, es)
-	if err == nil || !strings.Contains(err.Error(), "decoding *v1alpha1.ElasticSchedule") {
-		t.Errorf("decodeStrict: got %v, want a type error", err)
+	err = decodeStrict(map[string]any{"spec": map[string]any{"nodePool": map[string]any{"sizes": "x"}}}, es, strictES())
+	if err == nil || !strings.HasPrefix(err.Error(), "spec.nodePool.sizes: cannot be decoded") {
+		t.Errorf("decodeStrict: got %v, want a type error on spec.nodePool.sizes", err)
+	}
+}
+
+// TestNewSetUndecodable: a value that passes the CRD (as one stored before
+// its bounds did) but does not fit the Go types is an error naming the
+// object and the field, not a panic or a silently empty spec.
+func TestNewSetUndecodable(t *testing.T) {
+	for _, tt := range []struct {
+		name, kind, field string
+		content           map[string]any
+	}{
+		{"duration overflow", "ElasticSchedule", "spec.nodePool.provisioningLeadTime", map[string]any{
+			"spec": map[string]any{"nodePool": map[string]any{"provisioningLeadTime": "3000000h"}},
+		}},
+		{"int32 overflow", "ElasticSchedule", "spec.nodePool.sizes[1]", map[string]any{
+			"spec": map[string]any{"nodePool": map[string]any{"sizes": []any{int64(2), int64(3000000000)}}},
+		}},
+		{"settle overflow", "IntermittentQuery", "spec.input.objectStore.settle", map[string]any{
+			"spec": map[string]any{"input": map[string]any{"objectStore": map[string]any{"settle": "9999999999h"}}},
+		}},
+		{"time", "IntermittentQuery", "spec.deadline", map[string]any{
+			"spec": map[string]any{"deadline": "tomorrow"},
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			content := tt.content
+			content["apiVersion"] = "laxity.dev/v1alpha1"
+			content["kind"] = tt.kind
+			content["metadata"] = map[string]any{"name": "bad", "namespace": "analytics"}
+			gvk := v1alpha1.GroupVersion.WithKind(tt.kind)
+			_, err := newSet([]Object{{Source: Source{File: "bad.yaml", Document: 1}, GroupVersionKind: gvk, Namespace: "analytics", Name: "bad", Content: content}})
+			if err == nil {
+				t.Fatal("newSet: accepted an undecodable object")
+			}
+			if msg := err.Error(); !strings.Contains(msg, tt.field+": cannot be decoded") || !strings.Contains(msg, "analytics/bad") {
+				t.Errorf("newSet: %v, want an error naming analytics/bad and %s", err, tt.field)
+			}
+		})
 	}
 }
 

@@ -183,6 +183,13 @@ var _ = Describe("Manifests the API server rejects", func() {
 			Expect(errors.As(err, &status)).To(BeTrue())
 			if details := status.Status().Details; details != nil {
 				for _, cause := range details.Causes {
+					// A rule on the whole object (such as the one on
+					// metadata.name) is reported on the root, its message
+					// naming the field.
+					if (cause.Field == "" || cause.Field == "<nil>") && strings.Contains(cause.Message, ": "+c.field+" ") {
+						fields = append(fields, c.field)
+						continue
+					}
 					fields = append(fields, cause.Field)
 				}
 			}
