@@ -288,6 +288,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 			reason = ReplanStepFailed
 		}
 	}
+	var nodesLost string // why the pool lost nodes in this pass, for PoolReady
 	if reason == "" {
 		need := max(dispatch.Holding(dqs), dispatch.BehindSchedule(&stored.doc, dqs, r.Options.MaxAttempts, now))
 		expected := dispatch.ExpectedReady(stored.doc.Origin, stored.doc.Requests, lead, now)
@@ -297,6 +298,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 				previousReady, ready, need, expected, ready)
 			log.FromContext(ctx).Info("nodes lost", "from", previousReady, "to", ready, "need", need, "expected", expected)
 			notes = append(notes, note{corev1.EventTypeWarning, laxityv1alpha1.NodesLostReason, "Replan", message})
+			nodesLost = message
 		}
 	}
 	if reason != "" {
@@ -356,13 +358,15 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	}
 	current := dispatch.Pool{Ready: int(ready)}
 	current.Coming, current.ComingBy = dispatch.Coming(doc.Origin, doc.Requests, lead, now)
-	decision, launches, err := r.dispatch(ctx, es, queries, dqs, launched, sources, current, now)
+	decision, created, launches, err := r.dispatch(ctx, es, queries, dqs, launched, sources, current, now)
 	notes = append(notes, launches...)
 	if err := keepBackendError(err, &backendErrs); err != nil {
 		return ctrl.Result{}, notes, err
 	}
 	backendErr := joinBackendErrors(backendErrs)
-	setScheduleConditions(es, scheduleState{doc: doc, requested: int32(wanted), ready: ready, backendErr: backendErr, stuck: stuckHandling(launched, r.Options.MaxAttempts)})
+	// A retry created in this pass ends its stuck step's handling.
+	stuck := stuckHandling(launched, r.Options.MaxAttempts, created)
+	setScheduleConditions(es, scheduleState{doc: doc, requested: int32(wanted), ready: ready, backendErr: backendErr, stuck: stuck, nodesLost: nodesLost})
 	if backendErr != nil {
 		return ctrl.Result{}, notes, backendErr
 	}
@@ -576,13 +580,14 @@ func (r *ElasticScheduleReconciler) settings(es *laxityv1alpha1.ElasticSchedule)
 	return s
 }
 
-// dispatch launches the next step, if one is due.
-func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, dqs []dispatch.Query, launched map[string]launchedSteps, sources map[string]source.Source, current dispatch.Pool, now time.Time) (dispatch.Decision, []note, error) {
+// dispatch launches the next step, if one is due; created is the step it
+// created in this pass, nil when none.
+func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, dqs []dispatch.Query, launched map[string]launchedSteps, sources map[string]source.Source, current dispatch.Pool, now time.Time) (_ dispatch.Decision, created *dispatch.Step, _ []note, _ error) {
 	decision := dispatch.Decide(now, r.settings(es), dqs, current)
 	logger := log.FromContext(ctx)
 	if decision.Launch == nil {
 		logger.V(1).Info("nothing to launch", "why", decision.Why, "readyNodes", current.Ready, "exhausted", decision.Exhausted)
-		return decision, nil, nil
+		return decision, nil, nil, nil
 	}
 	l := decision.Launch
 	logger.V(1).Info("dispatch decision", "query", l.Query, "kind", l.Kind, "index", l.Index, "attempt", l.Attempt, "nodes", l.Nodes, "slack", l.Slack)
@@ -601,7 +606,7 @@ func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1al
 	if slicer, ok := sources[q.Name].(source.Slicer); ok && l.Kind == planner.StepBatch {
 		var err error
 		if step.Slice, step.ToTuple, err = batchSlice(ctx, slicer, launched[q.Name], *l, now); err != nil {
-			return decision, nil, fmt.Errorf("IntermittentQuery %s: batch %d: %w", q.Name, l.Index, err)
+			return decision, nil, nil, fmt.Errorf("IntermittentQuery %s: batch %d: %w", q.Name, l.Index, err)
 		}
 	}
 	// A name an object laxity does not own already has is never taken
@@ -616,30 +621,30 @@ func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1al
 	for taken := 0; ; taken++ {
 		app, err := sparkapp.Render(q, es, step, sparkapp.Locations{Input: q.Spec.Input.Location, ResultRoot: r.Options.ResultRoot})
 		if err != nil {
-			return decision, notes, err
+			return decision, nil, notes, err
 		}
 		if _, gone := r.cancelled.Load(es.Namespace + "/" + app.GetName()); gone {
 			// Deleted as stuck; the cache has not shown its record yet.
 			logger.Info("holding a launch: the step was cancelled as stuck and its record is not seen yet", "step", app.GetName())
-			return decision, notes, nil
+			return decision, nil, notes, nil
 		}
 		// A job run whose start failed after its record was written is
 		// launched: the next pass starts it.
-		created, squatter, err := r.launch(ctx, es, q, app, now)
+		made, squatter, err := r.launch(ctx, es, q, app, now)
 		if squatter != "" {
 			message := fmt.Sprintf("%s of IntermittentQuery %s: the name %s is taken by %s, which laxity does not own; it is left alone, and the step runs as attempt %d instead, not counted as a failure",
 				stepTitle(l.Kind, l.Index), q.Name, app.GetName(), squatter, step.Attempt+1)
 			logger.Info("step name taken", "query", q.Name, "step", app.GetName(), "takenBy", squatter, "nextAttempt", step.Attempt+1)
 			notes = append(notes, note{corev1.EventTypeWarning, laxityv1alpha1.StepNameTakenReason, "Launch", message})
 			if taken+1 >= maxNamesTaken {
-				return decision, notes, fmt.Errorf("IntermittentQuery %s: %s: %d attempt names in a row are taken by objects laxity does not own", q.Name, stepTitle(l.Kind, l.Index), maxNamesTaken)
+				return decision, nil, notes, fmt.Errorf("IntermittentQuery %s: %s: %d attempt names in a row are taken by objects laxity does not own", q.Name, stepTitle(l.Kind, l.Index), maxNamesTaken)
 			}
 			step.Attempt++
 			step.NamesTaken++
 			continue
 		}
-		if !created {
-			return decision, notes, err
+		if !made {
+			return decision, nil, notes, err
 		}
 		recordLaunch(es, l.Kind)
 		message := fmt.Sprintf("Launched %s on %d nodes (%s %d of %s, tuples [%d, %d), slack %s)",
@@ -650,7 +655,7 @@ func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1al
 		}
 		logger.Info(strings.ToLower(kind), "query", q.Name, "step", app.GetName(), "kind", l.Kind, "index", l.Index, "attempt", step.Attempt,
 			"nodes", l.Nodes, "readyNodes", current.Ready, "fromTuple", step.FromTuple, "toTuple", step.ToTuple, "slack", l.Slack.Round(time.Second))
-		return decision, append(notes, note{corev1.EventTypeNormal, kind, "Launch", message}), err
+		return decision, l, append(notes, note{corev1.EventTypeNormal, kind, "Launch", message}), err
 	}
 }
 
@@ -908,6 +913,9 @@ type scheduleState struct {
 	// stuck describes the steps cancelled as stuck and waiting for their
 	// retry, "" when there are none.
 	stuck string
+	// nodesLost says how the ready nodes fell in this pass (NodesLost),
+	// "" when they did not.
+	nodesLost string
 }
 
 // setScheduleConditions computes Planned, Feasible, PoolReady, Ready and
@@ -945,13 +953,21 @@ func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) 
 	set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionTrue, laxityv1alpha1.PlanFoundReason,
 		fmt.Sprintf("%d initial nodes, %dX batches, cost %.2f", c.InitialNodes, c.BatchSizeFactor, c.Cost))
 	poolReady := fmt.Sprintf("%d of %d requested nodes ready", s.ready, s.requested)
+	// Nodes lost stay the reason the pool is not ready until it is again:
+	// the condition keeps saying so on the passes that wait for them.
+	waiting, waitingMessage := laxityv1alpha1.WaitingForNodesReason, poolReady
+	if prev := meta.FindStatusCondition(es.Status.Conditions, laxityv1alpha1.ElasticSchedulePoolReadyCondition); s.nodesLost != "" {
+		waiting, waitingMessage = laxityv1alpha1.NodesLostReason, s.nodesLost+"; "+poolReady
+	} else if prev != nil && prev.Status == metav1.ConditionFalse && prev.Reason == laxityv1alpha1.NodesLostReason {
+		waiting, waitingMessage = laxityv1alpha1.NodesLostReason, "Ready nodes were lost and are requested again: "+poolReady
+	}
 	switch {
 	case s.backendErr != nil:
 		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionFalse, laxityv1alpha1.BackendErrorReason, s.backendErr.Error())
 	case s.ready >= s.requested:
 		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionTrue, laxityv1alpha1.NodesReadyReason, poolReady)
 	default:
-		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionFalse, laxityv1alpha1.WaitingForNodesReason, poolReady)
+		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionFalse, waiting, waitingMessage)
 	}
 	if !c.Feasible {
 		infeasible := fmt.Sprintf("%s would be %.0fs late even on %d nodes", c.Failure.Query, c.Failure.LateSeconds, c.InitialNodes)
@@ -970,6 +986,6 @@ func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) 
 	case s.ready >= s.requested:
 		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionTrue, laxityv1alpha1.DeadlinesMetReason, "Planned and running")
 	default:
-		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.WaitingForNodesReason, poolReady)
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, waiting, waitingMessage)
 	}
 }

@@ -196,14 +196,17 @@ func queryNamed(queries []laxityv1alpha1.IntermittentQuery, name string) *laxity
 
 // stuckHandling describes the steps cancelled as stuck whose retry has not
 // been launched yet (their latest attempt is the cancelled one) and that
-// have tries left; "" when there are none. The schedule is not Ready
-// meanwhile.
-func stuckHandling(launched map[string]launchedSteps, maxAttempts int) string {
+// have tries left, leaving out the one whose retry was just created;
+// "" when there are none. The schedule is not Ready meanwhile.
+func stuckHandling(launched map[string]launchedSteps, maxAttempts int, retried *dispatch.Step) string {
 	var out []string
-	for _, l := range launched {
+	for query, l := range launched {
 		for _, s := range l.all() {
 			if s.stuck == "" || s.obs.Phase != laxityv1alpha1.StepFailed {
 				continue
+			}
+			if retried != nil && retried.Query == query && retried.Kind == s.step.Kind && retried.Index == s.step.Index {
+				continue // its retry was created in this pass
 			}
 			if dispatch.FailedOut(dispatch.Attempt{State: dispatch.Failed, Number: s.step.Attempt, NamesTaken: s.step.NamesTaken}, maxAttempts) {
 				continue // reported as failed out by its query
