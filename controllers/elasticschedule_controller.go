@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,12 +16,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/dispatch"
@@ -42,6 +46,21 @@ const (
 	ReplanRateExceeded = "RateExceeded"
 	ReplanRateFellBack = "RateFellBack"
 	ReplanStepFailed   = "StepFailed"
+	// ReplanNodesLost: ready nodes fell below what the running or due step
+	// needs and what the plan expects ready (dispatch.NodesLost); the new
+	// plan starts from the nodes really there.
+	ReplanNodesLost = "NodesLost"
+)
+
+// Defaults of the stuck-step bound (Options.StuckFactor, StuckMinExtra).
+// Three times the modelled duration leaves room for the run-to-run spread
+// of Spark jobs (stragglers, a slow executor, garbage collection), which is
+// well within 3x for the steps cost models are fitted on; two minutes more
+// than modelled covers what the cost model does not see in a short step:
+// pulling the image, scheduling the driver and executors, JVM start-up.
+const (
+	DefaultStuckFactor   = 3.0
+	DefaultStuckMinExtra = 2 * time.Minute
 )
 
 // Options are the run-time settings shared by both reconcilers.
@@ -63,6 +82,26 @@ type Options struct {
 	// kind (no spark-operator): steps run only as EMR on EKS job runs, and
 	// SparkApplications are neither watched nor listed.
 	NoSparkApplications bool
+	// StuckFactor and StuckMinExtra bound how long a step may stay pending
+	// or running: max(StuckFactor × modelled, modelled + StuckMinExtra),
+	// its modelled duration carrying the schedule's runtime margin. Past
+	// the bound it is cancelled and retried as a failed attempt. Zero means
+	// the default (DefaultStuckFactor, DefaultStuckMinExtra); a negative
+	// value leaves that term out, and both negative bound nothing.
+	StuckFactor   float64
+	StuckMinExtra time.Duration
+}
+
+// stuckRule is the stuck-step bound the options give.
+func (o Options) stuckRule() dispatch.StuckRule {
+	r := dispatch.StuckRule{Factor: o.StuckFactor, MinExtra: o.StuckMinExtra}
+	if r.Factor == 0 {
+		r.Factor = DefaultStuckFactor
+	}
+	if r.MinExtra == 0 {
+		r.MinExtra = DefaultStuckMinExtra
+	}
+	return dispatch.StuckRule{Factor: max(r.Factor, 0), MinExtra: max(r.MinExtra, 0)}
 }
 
 // realDelay is the real time to wait for d to pass on the clock.
@@ -87,6 +126,15 @@ type ElasticScheduleReconciler struct {
 	// JobRuns opens the EMR on EKS clients of schedules with the
 	// emrContainers backend; nil when the manager runs none.
 	JobRuns *emr.Clients
+
+	// reported holds the UIDs of the foreign objects already reported by an
+	// event, so each is reported once per manager run (the queries'
+	// conditions keep naming them).
+	reported sync.Map
+	// cancelled holds namespace/name of the SparkApplications deleted as
+	// stuck: a cache that has seen the deletion but not yet the record
+	// standing for the attempt must not make dispatch create it again.
+	cancelled sync.Map
 }
 
 // +kubebuilder:rbac:groups=laxity.dev,resources=elasticschedules,verbs=get;list;watch;update;patch
@@ -94,7 +142,7 @@ type ElasticScheduleReconciler struct {
 // +kubebuilder:rbac:groups=laxity.dev,resources=elasticschedules/finalizers,verbs=update
 // +kubebuilder:rbac:groups=laxity.dev,resources=intermittentqueries,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=laxity.dev,resources=intermittentqueries/finalizers,verbs=update
-// +kubebuilder:rbac:groups=sparkoperator.k8s.io,resources=sparkapplications,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=sparkoperator.k8s.io,resources=sparkapplications,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -171,10 +219,11 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 		return ctrl.Result{}, nil, err
 	}
 	es.Status.ObservedGeneration = es.Generation
-	steps, err := listSteps(ctx, r.Client, r.Options, es.Namespace, client.MatchingLabels{LabelSchedule: es.Name})
+	steps, foreign, err := listAllSteps(ctx, r.Client, r.Options, es.Namespace, client.MatchingLabels{LabelSchedule: es.Name})
 	if err != nil {
 		return ctrl.Result{}, nil, err
 	}
+	notes = append(notes, r.reportForeign(ctx, foreign)...)
 	var backendErrs []error
 	if err := keepBackendError(r.syncJobRuns(ctx, es, steps, now), &backendErrs); err != nil {
 		return ctrl.Result{}, nil, err
@@ -222,6 +271,14 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	if err != nil {
 		return ctrl.Result{}, nil, err
 	}
+	// The ready nodes are counted before the plan is judged: nodes that
+	// vanished make it a plan for a pool that is not there.
+	ready, err := pool.ReadyNodes(ctx, r.Client, es.Spec.NodePool.NodeSelector)
+	if err != nil {
+		return ctrl.Result{}, nil, fmt.Errorf("counting ready nodes: %w", err)
+	}
+	previousReady := ptr.Deref(es.Status.NodesReady, ready)
+	lead := time.Duration(durationOr(es.Spec.NodePool.ProvisioningLeadTime, defaultProvisioningLeadTime) * float64(time.Second))
 	inputs := inputsHash(es, queries)
 	reason := replanReason(es, queries, stored, inputs, rates, now)
 	var dqs []dispatch.Query
@@ -232,6 +289,19 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 		withSources(dqs, sources, es)
 		if exhausted := dispatch.Decide(now, r.settings(es), dqs, dispatch.Pool{}).Exhausted; len(exhausted) > 0 && stored.reason != ReplanStepFailed {
 			reason = ReplanStepFailed
+		}
+	}
+	var nodesLost string // why the pool lost nodes in this pass, for PoolReady
+	if reason == "" {
+		need := max(dispatch.Holding(dqs), dispatch.BehindSchedule(&stored.doc, dqs, r.Options.MaxAttempts, now))
+		expected := dispatch.ExpectedReady(stored.doc.Origin, stored.doc.Requests, lead, now)
+		if dispatch.NodesLost(int(previousReady), int(ready), need, expected) {
+			reason = ReplanNodesLost
+			message := fmt.Sprintf("Ready nodes fell from %d to %d, below the %d the work in progress needs and the %d the plan expects ready now: re-planning from the %d there and requesting the nodes again",
+				previousReady, ready, need, expected, ready)
+			log.FromContext(ctx).Info("nodes lost", "from", previousReady, "to", ready, "need", need, "expected", expected)
+			notes = append(notes, note{corev1.EventTypeWarning, laxityv1alpha1.NodesLostReason, "Replan", message})
+			nodesLost = message
 		}
 	}
 	if reason != "" {
@@ -248,6 +318,9 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 			return ctrl.Result{}, nil, err
 		}
 		recordReplan(es, reason, search)
+		log.FromContext(ctx).Info("planned", "reason", reason, "feasible", doc.Chosen.Feasible, "cost", doc.Chosen.Cost,
+			"initialNodes", doc.Chosen.InitialNodes, "maxNodes", doc.Chosen.MaxNodes, "batchSizeFactor", doc.Chosen.BatchSizeFactor,
+			"readyNodes", ready, "searchSeconds", search.Seconds())
 		es.Status.LastPlanTime = &metav1.Time{Time: now}
 		// A plan that misses a deadline is something to act on: a Warning,
 		// which `kubectl get events --field-selector type=Warning` lists.
@@ -260,10 +333,6 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	doc := &stored.doc
 	writePlanStatus(es, doc, now)
 
-	ready, err := pool.ReadyNodes(ctx, r.Client, es.Spec.NodePool.NodeSelector)
-	if err != nil {
-		return ctrl.Result{}, nil, fmt.Errorf("counting ready nodes: %w", err)
-	}
 	es.Status.NodesReady = &ready
 	if reason != "" {
 		// The new plan may size batches differently.
@@ -272,23 +341,39 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 		}
 		withSources(dqs, sources, es)
 	}
+	// Steps past their bound are cancelled and become failed attempts,
+	// retried after the backoff like any failure.
+	if stuck := dispatch.Stuck(now, r.Options.stuckRule(), dqs); len(stuck) > 0 {
+		cancelled, err := r.cancelStuck(ctx, es, queries, launched, stuck, now, &notes)
+		if err := keepBackendError(err, &backendErrs); err != nil {
+			return ctrl.Result{}, notes, err
+		}
+		if cancelled {
+			if dqs, err = dispatchQueries(queries, doc, launched, arrived, now); err != nil {
+				return ctrl.Result{}, nil, err
+			}
+			withSources(dqs, sources, es)
+		}
+	}
 	wanted := max(dispatch.RequestAt(doc.Origin, doc.Requests, now), dispatch.BehindSchedule(doc, dqs, r.Options.MaxAttempts, now))
 	if err := keepBackendError(r.request(ctx, es, int32(wanted), &notes), &backendErrs); err != nil {
 		return ctrl.Result{}, notes, err
 	}
 	current := dispatch.Pool{Ready: int(ready)}
-	lead := time.Duration(durationOr(es.Spec.NodePool.ProvisioningLeadTime, defaultProvisioningLeadTime) * float64(time.Second))
 	current.Coming, current.ComingBy = dispatch.Coming(doc.Origin, doc.Requests, lead, now)
-	decision, launches, err := r.dispatch(ctx, es, queries, dqs, launched, sources, current, now)
+	decision, created, launches, err := r.dispatch(ctx, es, queries, dqs, launched, sources, current, now)
 	notes = append(notes, launches...)
 	if err := keepBackendError(err, &backendErrs); err != nil {
 		return ctrl.Result{}, notes, err
 	}
 	backendErr := joinBackendErrors(backendErrs)
-	setScheduleConditions(es, scheduleState{doc: doc, requested: int32(wanted), ready: ready, backendErr: backendErr})
+	// A retry created in this pass ends its stuck step's handling.
+	stuck := stuckHandling(launched, r.Options.MaxAttempts, created)
+	setScheduleConditions(es, scheduleState{doc: doc, requested: int32(wanted), ready: ready, backendErr: backendErr, stuck: stuck, nodesLost: nodesLost})
 	if backendErr != nil {
 		return ctrl.Result{}, notes, backendErr
 	}
+	decision.Recheck = earliestTime(decision.Recheck, dispatch.StuckRecheck(now, r.Options.stuckRule(), dqs))
 	return ctrl.Result{RequeueAfter: r.requeueAfter(now, doc, decision)}, notes, nil
 }
 
@@ -426,6 +511,7 @@ func (r *ElasticScheduleReconciler) request(ctx context.Context, es *laxityv1alp
 		if err := backend.Request(ctx, n); err != nil {
 			return &backendError{fmt.Errorf("resizing the pool to %d nodes: %w", n, err)}
 		}
+		log.FromContext(ctx).Info("resized the pool", "from", current, "to", n)
 		*notes = append(*notes, note{corev1.EventTypeNormal, "Resized", "Resize", fmt.Sprintf("Requested %d nodes (was %d)", n, current)})
 	}
 	es.Status.NodesRequested = &n
@@ -491,13 +577,17 @@ func (r *ElasticScheduleReconciler) settings(es *laxityv1alpha1.ElasticSchedule)
 	return s
 }
 
-// dispatch launches the next step, if one is due.
-func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, dqs []dispatch.Query, launched map[string]launchedSteps, sources map[string]source.Source, current dispatch.Pool, now time.Time) (dispatch.Decision, []note, error) {
+// dispatch launches the next step, if one is due; created is the step it
+// created in this pass, nil when none.
+func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, dqs []dispatch.Query, launched map[string]launchedSteps, sources map[string]source.Source, current dispatch.Pool, now time.Time) (_ dispatch.Decision, created *dispatch.Step, _ []note, _ error) {
 	decision := dispatch.Decide(now, r.settings(es), dqs, current)
+	logger := log.FromContext(ctx)
 	if decision.Launch == nil {
-		return decision, nil, nil
+		logger.V(1).Info("nothing to launch", "why", decision.Why, "readyNodes", current.Ready, "exhausted", decision.Exhausted)
+		return decision, nil, nil, nil
 	}
 	l := decision.Launch
+	logger.V(1).Info("dispatch decision", "query", l.Query, "kind", l.Kind, "index", l.Index, "attempt", l.Attempt, "nodes", l.Nodes, "slack", l.Slack)
 	var q *laxityv1alpha1.IntermittentQuery
 	for i := range queries {
 		if queries[i].Name == l.Query {
@@ -505,55 +595,132 @@ func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1al
 		}
 	}
 	step := sparkapp.Step{
-		Kind: l.Kind, Index: l.Index, Attempt: l.Attempt,
+		Kind: l.Kind, Index: l.Index, Attempt: l.Attempt, NamesTaken: l.NamesTaken,
 		FromTuple: l.FromTuple, ToTuple: l.ToTuple, Inputs: l.Inputs,
-		Nodes: int32(l.Nodes), ReadyNodes: int32(current.Ready),
+		Nodes: int32(l.Nodes), ReadyNodes: int32(current.Ready), LaunchedAt: now,
 	}
 	step.InputLocations = inputLocations(launched[q.Name], step)
 	if slicer, ok := sources[q.Name].(source.Slicer); ok && l.Kind == planner.StepBatch {
 		var err error
 		if step.Slice, step.ToTuple, err = batchSlice(ctx, slicer, launched[q.Name], *l, now); err != nil {
-			return decision, nil, fmt.Errorf("IntermittentQuery %s: batch %d: %w", q.Name, l.Index, err)
+			return decision, nil, nil, fmt.Errorf("IntermittentQuery %s: batch %d: %w", q.Name, l.Index, err)
 		}
 	}
-	app, err := sparkapp.Render(q, es, step, sparkapp.Locations{Input: q.Spec.Input.Location, ResultRoot: r.Options.ResultRoot})
-	if err != nil {
-		return decision, nil, err
+	// A name an object laxity does not own already has is never taken
+	// over: that object is left alone and reported, and the step is
+	// launched under its next attempt's name (-r<n>), the same step with
+	// the same tuple range and input. The attempt number passed over is
+	// recorded on the step (NamesTaken) and is not charged as a failure,
+	// so squatting neither costs a try nor stops the query; the foreign
+	// object is never read as the step, so nothing runs twice or is lost.
+	// At most maxNamesTaken names are passed over in one pass.
+	var notes []note
+	for taken := 0; ; taken++ {
+		app, err := sparkapp.Render(q, es, step, sparkapp.Locations{Input: q.Spec.Input.Location, ResultRoot: r.Options.ResultRoot})
+		if err != nil {
+			return decision, nil, notes, err
+		}
+		if _, gone := r.cancelled.Load(es.Namespace + "/" + app.GetName()); gone {
+			// Deleted as stuck; the cache has not shown its record yet.
+			logger.Info("holding a launch: the step was cancelled as stuck and its record is not seen yet", "step", app.GetName())
+			return decision, nil, notes, nil
+		}
+		// A job run whose start failed after its record was written is
+		// launched: the next pass starts it.
+		made, squatter, err := r.launch(ctx, es, q, app, now)
+		if squatter != "" {
+			message := fmt.Sprintf("%s of IntermittentQuery %s: the name %s is taken by %s, which laxity does not own; it is left alone, and the step runs as attempt %d instead, not counted as a failure",
+				stepTitle(l.Kind, l.Index), q.Name, app.GetName(), squatter, step.Attempt+1)
+			logger.Info("step name taken", "query", q.Name, "step", app.GetName(), "takenBy", squatter, "nextAttempt", step.Attempt+1)
+			notes = append(notes, note{corev1.EventTypeWarning, laxityv1alpha1.StepNameTakenReason, "Launch", message})
+			if taken+1 >= maxNamesTaken {
+				return decision, nil, notes, fmt.Errorf("IntermittentQuery %s: %s: %d attempt names in a row are taken by objects laxity does not own", q.Name, stepTitle(l.Kind, l.Index), maxNamesTaken)
+			}
+			step.Attempt++
+			step.NamesTaken++
+			continue
+		}
+		if !made {
+			return decision, nil, notes, err
+		}
+		recordLaunch(es, l.Kind)
+		message := fmt.Sprintf("Launched %s on %d nodes (%s %d of %s, tuples [%d, %d), slack %s)",
+			app.GetName(), l.Nodes, l.Kind, l.Index, l.Query, step.FromTuple, step.ToTuple, l.Slack.Round(time.Second))
+		kind := "Launched"
+		if step.Attempt > step.NamesTaken {
+			kind = "Retried"
+		}
+		logger.Info(strings.ToLower(kind), "query", q.Name, "step", app.GetName(), "kind", l.Kind, "index", l.Index, "attempt", step.Attempt,
+			"nodes", l.Nodes, "readyNodes", current.Ready, "fromTuple", step.FromTuple, "toTuple", step.ToTuple, "slack", l.Slack.Round(time.Second))
+		return decision, l, append(notes, note{corev1.EventTypeNormal, kind, "Launch", message}), err
 	}
-	// A job run whose start failed after its record was written is
-	// launched: the next pass starts it.
-	created, err := r.launch(ctx, es, q, app, now)
-	if !created {
-		return decision, nil, err
+}
+
+// maxNamesTaken bounds the attempt names passed over in one pass: names
+// taken by the dozen are someone's doing, better stopped at and reported.
+const maxNamesTaken = 5
+
+// stepTitle names a step for messages: "Batch 3", "Partial merge 1", "The
+// final merge".
+func stepTitle(kind planner.StepKind, index int) string {
+	switch kind {
+	case planner.StepBatch:
+		return fmt.Sprintf("Batch %d", index)
+	case planner.StepPartial:
+		return fmt.Sprintf("Partial merge %d", index)
 	}
-	recordLaunch(es, l.Kind)
-	message := fmt.Sprintf("Launched %s on %d nodes (%s %d of %s, tuples [%d, %d), slack %s)",
-		app.GetName(), l.Nodes, l.Kind, l.Index, l.Query, step.FromTuple, step.ToTuple, l.Slack.Round(time.Second))
-	kind := "Launched"
-	if l.Attempt > 0 {
-		kind = "Retried"
+	return "The final merge"
+}
+
+func earliestTime(a, b time.Time) time.Time {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero() || a.Before(b):
+		return a
 	}
-	return decision, []note{{corev1.EventTypeNormal, kind, "Launch", message}}, err
+	return b
 }
 
 // launch creates the step app describes: as app itself, or as a job run
 // with the emrContainers backend. The name is deterministic: a launch
 // repeated after a crash finds the step already there instead of running it
-// twice, and created is false.
-func (r *ElasticScheduleReconciler) launch(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, q *laxityv1alpha1.IntermittentQuery, app *unstructured.Unstructured, now time.Time) (bool, error) {
+// twice, and created is false. An object of that name that q does not own
+// (controller owner reference with q's UID) is not the step: squatter
+// names it, and nothing is created.
+func (r *ElasticScheduleReconciler) launch(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, q *laxityv1alpha1.IntermittentQuery, app *unstructured.Unstructured, now time.Time) (created bool, squatter string, err error) {
 	if es.Spec.NodePool.Backend.EMRContainers != nil {
 		return r.launchJobRun(ctx, es, q, app, now)
 	}
 	if err := controllerutil.SetControllerReference(q, app, r.Scheme()); err != nil {
-		return false, fmt.Errorf("owning %s: %w", app.GetName(), err)
+		return false, "", fmt.Errorf("owning %s: %w", app.GetName(), err)
 	}
 	if err := r.Create(ctx, app); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return false, nil
+			existing := sparkapp.New()
+			squatter, err := r.takenBy(ctx, q, existing, app.GetNamespace(), app.GetName())
+			return false, squatter, err
 		}
-		return false, fmt.Errorf("launching %s: %w", app.GetName(), err)
+		return false, "", fmt.Errorf("launching %s: %w", app.GetName(), err)
 	}
-	return true, nil
+	return true, "", nil
+}
+
+// takenBy reads the object named name that a create found already there
+// into existing and says who has it: "" when it is q's own step (a launch
+// made before), else the object's kind, namespace and name.
+func (r *ElasticScheduleReconciler) takenBy(ctx context.Context, q *laxityv1alpha1.IntermittentQuery, existing client.Object, namespace, name string) (string, error) {
+	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, existing); err != nil {
+		return "", fmt.Errorf("reading %s, which is already there: %w", name, err)
+	}
+	if ownedByQuery(existing, q.Name, map[string]types.UID{q.Name: q.UID}) {
+		return "", nil
+	}
+	kind := sparkapp.GroupVersionKind.Kind
+	if _, ok := existing.(*corev1.ConfigMap); ok {
+		kind = "ConfigMap"
+	}
+	return fmt.Sprintf("%s %s/%s", kind, namespace, name), nil
 }
 
 // releaseDeleted lets the queries being deleted go, once their unfinished
@@ -740,6 +907,12 @@ type scheduleState struct {
 	requested, ready int32
 	// backendErr is the pass's backend failure, if any.
 	backendErr error
+	// stuck describes the steps cancelled as stuck and waiting for their
+	// retry, "" when there are none.
+	stuck string
+	// nodesLost says how the ready nodes fell in this pass (NodesLost),
+	// "" when they did not.
+	nodesLost string
 }
 
 // setScheduleConditions computes Planned, Feasible, PoolReady, Ready and
@@ -777,13 +950,21 @@ func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) 
 	set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionTrue, laxityv1alpha1.PlanFoundReason,
 		fmt.Sprintf("%d initial nodes, %dX batches, cost %.2f", c.InitialNodes, c.BatchSizeFactor, c.Cost))
 	poolReady := fmt.Sprintf("%d of %d requested nodes ready", s.ready, s.requested)
+	// Nodes lost stay the reason the pool is not ready until it is again:
+	// the condition keeps saying so on the passes that wait for them.
+	waiting, waitingMessage := laxityv1alpha1.WaitingForNodesReason, poolReady
+	if prev := meta.FindStatusCondition(es.Status.Conditions, laxityv1alpha1.ElasticSchedulePoolReadyCondition); s.nodesLost != "" {
+		waiting, waitingMessage = laxityv1alpha1.NodesLostReason, s.nodesLost+"; "+poolReady
+	} else if prev != nil && prev.Status == metav1.ConditionFalse && prev.Reason == laxityv1alpha1.NodesLostReason {
+		waiting, waitingMessage = laxityv1alpha1.NodesLostReason, "Ready nodes were lost and are requested again: "+poolReady
+	}
 	switch {
 	case s.backendErr != nil:
 		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionFalse, laxityv1alpha1.BackendErrorReason, s.backendErr.Error())
 	case s.ready >= s.requested:
 		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionTrue, laxityv1alpha1.NodesReadyReason, poolReady)
 	default:
-		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionFalse, laxityv1alpha1.WaitingForNodesReason, poolReady)
+		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionFalse, waiting, waitingMessage)
 	}
 	if !c.Feasible {
 		infeasible := fmt.Sprintf("%s would be %.0fs late even on %d nodes", c.Failure.Query, c.Failure.LateSeconds, c.InitialNodes)
@@ -797,9 +978,11 @@ func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) 
 	switch {
 	case s.backendErr != nil:
 		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.BackendErrorReason, s.backendErr.Error())
+	case s.stuck != "":
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.StepStuckReason, s.stuck)
 	case s.ready >= s.requested:
 		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionTrue, laxityv1alpha1.DeadlinesMetReason, "Planned and running")
 	default:
-		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.WaitingForNodesReason, poolReady)
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, waiting, waitingMessage)
 	}
 }

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -118,12 +119,13 @@ func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1
 	}
 	q.Status.ArrivedTuples = &arrived
 
-	steps, err := listSteps(ctx, r.Client, r.Options, q.Namespace, client.MatchingLabels{LabelQuery: q.Name})
+	steps, foreign, err := listAllSteps(ctx, r.Client, r.Options, q.Namespace, client.MatchingLabels{LabelQuery: q.Name})
 	if err != nil {
 		return 0, err
 	}
 	launched := observeSteps(steps)[q.Name]
 	writeSteps(q, launched.batches, launched.partials, launched.final)
+	setForeignCondition(q, foreign, launched)
 
 	var es laxityv1alpha1.ElasticSchedule
 	err = r.Get(ctx, client.ObjectKey{Namespace: q.Namespace, Name: q.Spec.ScheduleName}, &es)
@@ -138,7 +140,7 @@ func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1
 	if err != nil {
 		return 0, err
 	}
-	state := queryState{now: now, failedOut: failedOut(q, r.Options.MaxAttempts), inputErr: inputErr}
+	state := queryState{now: now, failedOut: failedOutTaken(q, r.Options.MaxAttempts, namesTaken(launched)), inputErr: inputErr}
 	if stored != nil {
 		pq, err := queryOf(q, stored.doc.Origin)
 		if err != nil {
@@ -298,8 +300,16 @@ func plannedLate(doc *planner.Document, query string) time.Duration {
 // slack, which models only the work left, would keep it OnTrack until the
 // deadline passed.
 func failedOut(q *laxityv1alpha1.IntermittentQuery, maxAttempts int) string {
+	return failedOutTaken(q, maxAttempts, nil)
+}
+
+// failedOutTaken is failedOut where taken[name] is how many attempt numbers
+// the step whose latest attempt is name passed over because their names
+// were taken: those are not tries.
+func failedOutTaken(q *laxityv1alpha1.IntermittentQuery, maxAttempts int, taken map[string]int) string {
+	var app string
 	out := func(attempt int32, outcome laxityv1alpha1.StepOutcome) bool {
-		return outcome == laxityv1alpha1.StepFailed && int(attempt)+1 >= maxAttempts
+		return outcome == laxityv1alpha1.StepFailed && int(attempt)-taken[app]+1 >= maxAttempts
 	}
 	describe := func(step, app string, attempt int32, message string) string {
 		s := fmt.Sprintf("%s failed on all %d attempts, the last as %s", step, attempt+1, app)
@@ -309,14 +319,17 @@ func failedOut(q *laxityv1alpha1.IntermittentQuery, maxAttempts int) string {
 		return s + "; no further attempt will be made, so the query cannot finish"
 	}
 	for _, b := range q.Status.Batches {
-		if out(b.Attempt, b.Outcome) {
+		if app = b.SparkApplication; out(b.Attempt, b.Outcome) {
 			return describe(fmt.Sprintf("Batch %d", b.Index), b.SparkApplication, b.Attempt, b.Message)
 		}
 	}
 	for _, p := range q.Status.Partials {
-		if out(p.Attempt, p.Outcome) {
+		if app = p.SparkApplication; out(p.Attempt, p.Outcome) {
 			return describe(fmt.Sprintf("Partial merge %d", p.Index), p.SparkApplication, p.Attempt, p.Message)
 		}
+	}
+	if f := q.Status.Final; f != nil {
+		app = f.SparkApplication
 	}
 	if f := q.Status.Final; f != nil && out(f.Attempt, f.Outcome) {
 		return describe("The final merge", f.SparkApplication, f.Attempt, f.Message)
@@ -411,4 +424,68 @@ func setQueryConditions(q *laxityv1alpha1.IntermittentQuery, s queryState) {
 		summary(metav1.ConditionFalse, "AtRisk", "", laxityv1alpha1.SlackNegativeReason, "",
 			fmt.Sprintf("Slack %s: the query would finish late even on the plan's largest pool", shownSlack(q)))
 	}
+}
+
+// IntermittentQueryForeignStepsCondition is True, and present only then,
+// while objects that are not the query's own steps claim to be: objects
+// carrying its step labels that it does not own (reason ForeignStep), or
+// objects holding the name of one of its steps, which then ran under
+// another attempt's name (reason StepNameTaken). The message names them.
+// laxity ignores such objects; the condition is there for someone to look.
+const IntermittentQueryForeignStepsCondition = "ForeignSteps"
+
+// mostNamed bounds the objects a condition message names.
+const mostNamed = 5
+
+// namesTaken is, by the name of each step's latest attempt, how many
+// attempt numbers it passed over because their names were taken.
+func namesTaken(launched launchedSteps) map[string]int {
+	out := map[string]int{}
+	for _, s := range launched.all() {
+		if s.step.NamesTaken > 0 {
+			out[s.name] = s.step.NamesTaken
+		}
+	}
+	return out
+}
+
+// setForeignCondition sets or removes the ForeignSteps condition.
+func setForeignCondition(q *laxityv1alpha1.IntermittentQuery, foreign []stepObject, launched launchedSteps) {
+	var named []string
+	for _, o := range foreign {
+		named = append(named, o.describe())
+	}
+	sort.Strings(named)
+	var taken []string
+	for _, s := range launched.all() {
+		if s.step.NamesTaken > 0 {
+			taken = append(taken, fmt.Sprintf("%s: %d attempt name(s) taken by objects the query does not own, runs as %s", stepTitle(s.step.Kind, s.step.Index), s.step.NamesTaken, s.name))
+		}
+	}
+	cut := func(items []string) string {
+		if len(items) > mostNamed {
+			return strings.Join(items[:mostNamed], ", ") + fmt.Sprintf(" and %d more", len(items)-mostNamed)
+		}
+		return strings.Join(items, ", ")
+	}
+	var reason string
+	var parts []string
+	if len(named) > 0 {
+		reason = laxityv1alpha1.ForeignStepReason
+		parts = append(parts, "Not owned by this query, so ignored (never run, counted or merged): "+cut(named))
+	}
+	if len(taken) > 0 {
+		if reason == "" {
+			reason = laxityv1alpha1.StepNameTakenReason
+		}
+		parts = append(parts, "Step names taken: "+cut(taken))
+	}
+	if reason == "" {
+		meta.RemoveStatusCondition(&q.Status.Conditions, IntermittentQueryForeignStepsCondition)
+		return
+	}
+	meta.SetStatusCondition(&q.Status.Conditions, metav1.Condition{
+		Type: IntermittentQueryForeignStepsCondition, Status: metav1.ConditionTrue, Reason: reason,
+		Message: strings.Join(parts, "; "), ObservedGeneration: q.Generation,
+	})
 }

@@ -1,9 +1,17 @@
 package controllers
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/dispatch"
@@ -26,6 +34,10 @@ type observedStep struct {
 	obs    sparkapp.Observation
 	name   string
 	result string
+	// object is the SparkApplication or job-run record read; stuck is why
+	// laxity cancelled it as stuck, "" when it did not.
+	object metav1.Object
+	stuck  string
 }
 
 // launchedSteps are one query's launched steps, the latest attempt of each.
@@ -49,10 +61,13 @@ func observeSteps(objects []stepObject) map[string]launchedSteps {
 			continue
 		}
 		k := key{query, step.Kind, step.Index}
-		if seen, ok := latest[k]; ok && seen.step.Attempt >= step.Attempt {
+		// The same attempt twice is a SparkApplication cancelled as stuck
+		// and the record that stands for it (cancelStuck): the record, which
+		// says it failed, wins.
+		if seen, ok := latest[k]; ok && (seen.step.Attempt > step.Attempt || (seen.step.Attempt == step.Attempt && o.stuck == "")) {
 			continue
 		}
-		latest[k] = observedStep{step: step, obs: o.obs, name: o.object.GetName(), result: o.object.GetAnnotations()[sparkapp.AnnotationResult]}
+		latest[k] = observedStep{step: step, obs: o.obs, name: o.object.GetName(), result: o.object.GetAnnotations()[sparkapp.AnnotationResult], object: o.object, stuck: o.stuck}
 	}
 	out := map[string]launchedSteps{}
 	for k, s := range latest {
@@ -91,7 +106,7 @@ func contiguous(steps []observedStep) []observedStep {
 }
 
 func attemptOf(s observedStep, now time.Time) dispatch.Attempt {
-	a := dispatch.Attempt{Number: s.step.Attempt, Nodes: int(s.step.Nodes), Inputs: s.step.Inputs}
+	a := dispatch.Attempt{Number: s.step.Attempt, Nodes: int(s.step.Nodes), Inputs: s.step.Inputs, NamesTaken: s.step.NamesTaken, Launched: s.step.LaunchedAt}
 	if s.obs.Started != nil {
 		a.Started = *s.obs.Started
 	}
@@ -154,4 +169,78 @@ func dispatchQuery(q *laxityv1alpha1.IntermittentQuery, pq planner.Query, doc *p
 	}
 	withLaunched(&dq, launched, now)
 	return dq, true
+}
+
+// find is the latest attempt of the step of kind and index, nil when none
+// is launched. The pointer is into l, so changes stay.
+func (l launchedSteps) find(kind planner.StepKind, index int) *observedStep {
+	switch {
+	case kind == planner.StepBatch && index < len(l.batches):
+		return &l.batches[index]
+	case kind == planner.StepPartial && index < len(l.partials):
+		return &l.partials[index]
+	case kind == planner.StepFinal:
+		return l.final
+	}
+	return nil
+}
+
+func queryNamed(queries []laxityv1alpha1.IntermittentQuery, name string) *laxityv1alpha1.IntermittentQuery {
+	for i := range queries {
+		if queries[i].Name == name {
+			return &queries[i]
+		}
+	}
+	return nil
+}
+
+// stuckHandling describes the steps cancelled as stuck whose retry has not
+// been launched yet (their latest attempt is the cancelled one) and that
+// have tries left, leaving out the one whose retry was just created;
+// "" when there are none. The schedule is not Ready meanwhile.
+func stuckHandling(launched map[string]launchedSteps, maxAttempts int, retried *dispatch.Step) string {
+	var out []string
+	for query, l := range launched {
+		for _, s := range l.all() {
+			if s.stuck == "" || s.obs.Phase != laxityv1alpha1.StepFailed {
+				continue
+			}
+			if retried != nil && retried.Query == query && retried.Kind == s.step.Kind && retried.Index == s.step.Index {
+				continue // its retry was created in this pass
+			}
+			if dispatch.FailedOut(dispatch.Attempt{State: dispatch.Failed, Number: s.step.Attempt, NamesTaken: s.step.NamesTaken}, maxAttempts) {
+				continue // reported as failed out by its query
+			}
+			out = append(out, s.stuck)
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, "; ")
+}
+
+// reportForeign reports each foreign object once (by UID) with a Warning
+// event naming it, and logs it: an object carrying laxity's labels that its
+// query does not own. It is otherwise ignored (see listAllSteps); the
+// query's ForeignSteps condition keeps naming it.
+func (r *ElasticScheduleReconciler) reportForeign(ctx context.Context, foreign []stepObject) []note {
+	var notes []note
+	for _, o := range foreign {
+		if _, seen := r.reported.LoadOrStore(o.object.GetUID(), true); seen {
+			continue
+		}
+		query := o.object.GetLabels()[LabelQuery]
+		log.FromContext(ctx).Info("ignoring a foreign step", "object", o.describe(), "query", query)
+		notes = append(notes, note{corev1.EventTypeWarning, laxityv1alpha1.ForeignStepReason, "Observe",
+			fmt.Sprintf("%s carries the labels of a step of IntermittentQuery %s but is not owned by it: ignored, neither run, counted nor merged", o.describe(), query)})
+	}
+	return notes
+}
+
+// all is every launched step's latest attempt: batches, partials, final.
+func (l launchedSteps) all() []observedStep {
+	out := append(append([]observedStep{}, l.batches...), l.partials...)
+	if l.final != nil {
+		out = append(out, *l.final)
+	}
+	return out
 }

@@ -143,6 +143,28 @@ const (
 	// FinalMergeSucceededReason surfaces when the query's final merge has
 	// succeeded and its result is available.
 	FinalMergeSucceededReason = "FinalMergeSucceeded"
+
+	// ForeignStepReason surfaces when an object carries laxity's labels for
+	// a query's step but is not owned by the query (its controller owner
+	// reference is not the IntermittentQuery, by name and UID); the message
+	// names it. laxity ignores it: it is never counted, merged or waited for.
+	ForeignStepReason = "ForeignStep"
+
+	// StepNameTakenReason surfaces when the name of a step laxity was about
+	// to launch is taken by an object the query does not own; the message
+	// names it. The object is left alone and the step runs under its next
+	// attempt's name, which is not counted as a failure.
+	StepNameTakenReason = "StepNameTaken"
+
+	// StepStuckReason surfaces when a step stayed pending or running well
+	// past its modelled duration; the message names it. laxity cancels it
+	// and retries it as a failed attempt.
+	StepStuckReason = "StepStuck"
+
+	// NodesLostReason surfaces when ready nodes the work in progress needs
+	// vanished; laxity re-plans from the nodes still there and requests the
+	// rest again.
+	NodesLostReason = "NodesLost"
 )
 
 // UndecodableReason surfaces, with Ready False and Stalled True, when the

@@ -53,7 +53,18 @@ type Attempt struct {
 	Inputs  int
 	// Ended is when a Succeeded or Failed attempt finished.
 	Ended time.Time
+	// NamesTaken counts the attempt numbers up to Number that were passed
+	// over without a try because an object laxity does not own had their
+	// name: Number − NamesTaken attempts really ran before this one, and
+	// only those count towards MaxAttempts and the backoff.
+	NamesTaken int
+	// Launched is when the attempt was created, on the controller's clock;
+	// zero when unknown. Stuck judges a step from it (or from Started).
+	Launched time.Time
 }
+
+// failures is how many attempts of the step ran and failed before this one.
+func (a Attempt) failures() int { return max(a.Number-a.NamesTaken, 0) }
 
 // Batch is a launched batch: its tuple range [From, To) and latest attempt.
 type Batch struct {
@@ -109,6 +120,9 @@ type Step struct {
 	Nodes int
 	// Slack is the query's slack with this step started now.
 	Slack time.Duration
+	// NamesTaken is carried over from the attempt a retry follows (see
+	// Attempt.NamesTaken).
+	NamesTaken int
 }
 
 // Settings are the schedule-wide parameters of the decision.
@@ -444,14 +458,15 @@ func (q *Query) next(now time.Time, s Settings) (*Step, time.Time, bool) {
 }
 
 func (q *Query) retry(now time.Time, s Settings, step Step, last Attempt) (*Step, time.Time, bool) {
-	if last.Number+1 >= s.MaxAttempts {
+	failures := last.failures()
+	if failures+1 >= s.MaxAttempts {
 		return nil, time.Time{}, true
 	}
-	eligible := last.Ended.Add(s.Backoff << last.Number)
+	eligible := last.Ended.Add(s.Backoff << failures)
 	if now.Before(eligible) {
 		return nil, eligible, false
 	}
-	step.Attempt = last.Number + 1
+	step.Attempt, step.NamesTaken = last.Number+1, last.NamesTaken
 	return &step, time.Time{}, false
 }
 
@@ -627,11 +642,18 @@ func BehindSchedule(doc *planner.Document, queries []Query, maxAttempts int, now
 	return 0
 }
 
+// FailedOut reports whether a failed attempt was the step's last allowed
+// one: only attempts that ran count, not attempt numbers passed over because
+// their names were taken.
+func FailedOut(a Attempt, maxAttempts int) bool {
+	return a.State == Failed && a.failures()+1 >= maxAttempts
+}
+
 // failedOutQuery reports a query one of whose steps failed on its last
 // allowed attempt: dispatch retries a failed attempt n only while
 // n+1 < MaxAttempts and then launches nothing more of the query.
 func failedOutQuery(q *Query, maxAttempts int) bool {
-	out := func(a Attempt) bool { return a.State == Failed && a.Number+1 >= maxAttempts }
+	out := func(a Attempt) bool { return FailedOut(a, maxAttempts) }
 	if q.Final != nil && out(*q.Final) {
 		return true
 	}
@@ -657,4 +679,157 @@ func stepSucceeded(q *Query, s planner.Step) bool {
 	default:
 		return q.Final != nil && q.Final.State == Succeeded
 	}
+}
+
+// StuckRule bounds how long a step may hold the pool before it is taken for
+// stuck: pending (never picked up, or waiting for executors that do not
+// come) or running (a driver that hangs). Bound gives the limit for a step
+// modelled to take modelled, margin included.
+type StuckRule struct {
+	// Factor is how many times its modelled duration a step may take.
+	Factor float64
+	// MinExtra is the least time a step is given beyond its modelled
+	// duration: short steps are dominated by start-up (pulling an image,
+	// scheduling a driver), which the cost model does not see.
+	MinExtra time.Duration
+}
+
+// Bound is how long a step modelled to take modelled may hold the pool:
+// max(Factor × modelled, modelled + MinExtra). Zero means no bound (a rule
+// with neither field set).
+func (r StuckRule) Bound(modelled time.Duration) time.Duration {
+	if r.Factor <= 0 && r.MinExtra <= 0 {
+		return 0
+	}
+	return max(time.Duration(r.Factor*float64(modelled)), modelled+r.MinExtra)
+}
+
+// StuckStep is a launched step that has held the pool past its bound.
+type StuckStep struct {
+	Query string
+	Kind  planner.StepKind
+	// Index is the batch index or the merge ordinal; Attempt the stuck
+	// attempt's number.
+	Index, Attempt int
+	// Since is when the attempt was launched (or started, when its launch
+	// time is unknown); Modelled its modelled duration on its nodes and
+	// Bound the time it was allowed.
+	Since           time.Time
+	Modelled, Bound time.Duration
+}
+
+// Stuck lists the pending or running steps that have held the pool longer
+// than rule allows for their modelled duration on their nodes (the query's
+// Cost, which carries the plan's runtime margin). A step whose launch and
+// start are both unknown is not judged.
+func Stuck(now time.Time, rule StuckRule, queries []Query) []StuckStep {
+	var out []StuckStep
+	for i := range queries {
+		q := &queries[i]
+		judge := func(a Attempt, step Step) {
+			if a.State != Pending && a.State != Running {
+				return
+			}
+			since := a.Launched
+			if since.IsZero() || (!a.Started.IsZero() && a.Started.Before(since)) {
+				since = a.Started
+			}
+			if since.IsZero() {
+				return
+			}
+			modelled := seconds(q.stepSeconds(step, max(a.Nodes, 1)))
+			bound := rule.Bound(modelled)
+			if bound <= 0 || now.Sub(since) <= bound {
+				return
+			}
+			out = append(out, StuckStep{Query: q.Name, Kind: step.Kind, Index: step.Index, Attempt: a.Number, Since: since, Modelled: modelled, Bound: bound})
+		}
+		for k, b := range q.Batches {
+			judge(b.Attempt, Step{Kind: planner.StepBatch, Index: k, FromTuple: b.From, ToTuple: b.To})
+		}
+		for k, p := range q.Partials {
+			judge(p, Step{Kind: planner.StepPartial, Index: k, Inputs: p.Inputs})
+		}
+		if q.Final != nil {
+			judge(*q.Final, Step{Kind: planner.StepFinal, Index: len(q.Partials), Inputs: q.Final.Inputs})
+		}
+	}
+	return out
+}
+
+// StuckRecheck is the earliest instant after now at which a step holding
+// the pool would pass its bound, zero when none will: when to look again.
+func StuckRecheck(now time.Time, rule StuckRule, queries []Query) time.Time {
+	var next time.Time
+	for i := range queries {
+		q := &queries[i]
+		hold := func(a Attempt, step Step) {
+			if a.State != Pending && a.State != Running {
+				return
+			}
+			since := a.Launched
+			if since.IsZero() || (!a.Started.IsZero() && a.Started.Before(since)) {
+				since = a.Started
+			}
+			bound := rule.Bound(seconds(q.stepSeconds(step, max(a.Nodes, 1))))
+			if since.IsZero() || bound <= 0 {
+				return
+			}
+			// Just past the bound, as Stuck wants more than the bound.
+			if at := since.Add(bound + time.Second); at.After(now) {
+				next = earliest(next, at)
+			}
+		}
+		for k, b := range q.Batches {
+			hold(b.Attempt, Step{Kind: planner.StepBatch, Index: k, FromTuple: b.From, ToTuple: b.To})
+		}
+		for _, p := range q.Partials {
+			hold(p, Step{Kind: planner.StepPartial, Inputs: p.Inputs})
+		}
+		if q.Final != nil {
+			hold(*q.Final, Step{Kind: planner.StepFinal, Inputs: q.Final.Inputs})
+		}
+	}
+	return next
+}
+
+// Holding is the pool size the step holding the pool was launched on, 0
+// when no step holds it.
+func Holding(queries []Query) int {
+	nodes := 0
+	for i := range queries {
+		q := &queries[i]
+		hold := func(a Attempt) {
+			if a.State == Pending || a.State == Running {
+				nodes = max(nodes, a.Nodes)
+			}
+		}
+		for _, b := range q.Batches {
+			hold(b.Attempt)
+		}
+		for _, p := range q.Partials {
+			hold(p)
+		}
+		if q.Final != nil {
+			hold(*q.Final)
+		}
+	}
+	return nodes
+}
+
+// ExpectedReady is how many nodes the plan's executable timeline expects
+// ready at now: a raise is ready a lead time after its request, a drop at
+// once, so the lower of the levels asked for now and a lead time ago.
+func ExpectedReady(origin time.Time, requests []planner.NodeLevel, lead time.Duration, now time.Time) int {
+	return min(RequestAt(origin, requests, now), RequestAt(origin, requests, now.Add(-lead)))
+}
+
+// NodesLost reports that nodes the run depends on have gone: the ready
+// count fell since the last look (previous), and is now below both what the
+// work needs (need: the nodes of the step holding the pool, or of the step
+// the plan should have started by now) and what the plan expects ready.
+// A planned scale-down lowers the expected count with the ready one and is
+// not a loss; nodes still on their way were never ready and are not lost.
+func NodesLost(previous, ready, need, expected int) bool {
+	return ready < previous && ready < need && ready < expected
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -51,6 +52,15 @@ type Step struct {
 	// laxity.dev/<key>, the argument --laxity-<key>=<value> and the Spark
 	// setting spark.laxity.<key>. Nil for merges and synthetic inputs.
 	Slice map[string]string
+	// NamesTaken counts the attempt numbers below Attempt that were passed
+	// over, not tried, because an object laxity does not own already had
+	// that attempt's name: Attempt − NamesTaken attempts really ran and
+	// failed before this one. It is the laxity.dev/names-taken annotation.
+	NamesTaken int
+	// LaunchedAt is when laxity created the step, on its clock; zero when
+	// unknown (a step created before laxity recorded it). It is the
+	// laxity.dev/launched-at annotation.
+	LaunchedAt time.Time
 }
 
 // Name is the deterministic name of the SparkApplication that runs step s

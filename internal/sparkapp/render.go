@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -70,6 +71,13 @@ const (
 	// AnnotationResult is where the step writes its result (see
 	// ResultLocation).
 	AnnotationResult = "laxity.dev/result"
+	// AnnotationNamesTaken is how many attempt numbers of the step were
+	// passed over because an object laxity does not own already had the
+	// attempt's name (see Step.NamesTaken); absent when none were.
+	AnnotationNamesTaken = "laxity.dev/names-taken"
+	// AnnotationLaunchedAt is when laxity created the step (RFC 3339, on
+	// laxity's clock): what a step that never starts is judged stuck from.
+	AnnotationLaunchedAt = "laxity.dev/launched-at"
 )
 
 // KeyPrefix starts every label and annotation laxity sets; the annotations
@@ -79,6 +87,7 @@ const KeyPrefix = "laxity.dev/"
 var contractAnnotations = map[string]bool{
 	AnnotationBatchIndex: true, AnnotationFromTuple: true, AnnotationToTuple: true, AnnotationInputs: true,
 	AnnotationNodes: true, AnnotationAttempt: true, AnnotationResult: true,
+	AnnotationNamesTaken: true, AnnotationLaunchedAt: true,
 }
 
 // reservedSliceKeys are the names laxity's own arguments use.
@@ -306,6 +315,12 @@ func annotations(s Step, result string) map[string]string {
 		AnnotationNodes:      strconv.FormatInt(int64(s.Nodes), 10),
 		AnnotationAttempt:    strconv.Itoa(s.Attempt),
 		AnnotationResult:     result,
+	}
+	if s.NamesTaken > 0 {
+		a[AnnotationNamesTaken] = strconv.Itoa(s.NamesTaken)
+	}
+	if !s.LaunchedAt.IsZero() {
+		a[AnnotationLaunchedAt] = s.LaunchedAt.UTC().Format(time.RFC3339)
 	}
 	if s.Kind == planner.StepBatch {
 		a[AnnotationFromTuple] = strconv.FormatInt(s.FromTuple, 10)

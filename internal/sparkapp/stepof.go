@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -77,9 +78,20 @@ func StepOf(app metav1.Object) (string, Step, error) {
 		}
 		*dst = n
 	}
-	var index, attempt, nodes, inputs int64
+	var index, attempt, nodes, inputs, taken int64
 	read(&index, AnnotationBatchIndex, true, 0, math.MaxInt32)
 	read(&attempt, AnnotationAttempt, false, 0, math.MaxInt32)
+	read(&taken, AnnotationNamesTaken, false, 0, math.MaxInt32)
+	if len(problems) == 0 && taken > attempt {
+		problems = append(problems, fmt.Sprintf("annotation %s is %d, more than the attempt %d", AnnotationNamesTaken, taken, attempt))
+	}
+	if v, ok := annotations[AnnotationLaunchedAt]; ok {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("annotation %s is %q, want an RFC 3339 time", AnnotationLaunchedAt, v))
+		}
+		s.LaunchedAt = t
+	}
 	read(&nodes, AnnotationNodes, true, 1, math.MaxInt32)
 	if s.Kind == planner.StepBatch {
 		read(&s.FromTuple, AnnotationFromTuple, true, 0, math.MaxInt64)
@@ -93,7 +105,7 @@ func StepOf(app metav1.Object) (string, Step, error) {
 	if len(problems) > 0 {
 		return fail("%s", strings.Join(problems, "; "))
 	}
-	s.Index, s.Attempt, s.Nodes, s.Inputs = int(index), int(attempt), int32(nodes), int(inputs)
+	s.Index, s.Attempt, s.Nodes, s.Inputs, s.NamesTaken = int(index), int(attempt), int32(nodes), int(inputs), int(taken)
 	if s.Kind == planner.StepBatch {
 		s.Slice = SliceOf(app)
 	}

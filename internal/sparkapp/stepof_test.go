@@ -3,6 +3,7 @@ package sparkapp
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,6 +18,8 @@ func TestStepOfRoundTrip(t *testing.T) {
 		retry(partial(2, "s3a://r/b6"), 1),
 		final(3, "s3a://r/p0", "s3a://r/p1", "s3a://r/p2", "s3a://r/b9"),
 		retry(final(0, "s3a://r/b0"), 12),
+		taken(retry(batch(5, 30, 40), 2), 1),
+		launchedAt(retry(partial(1, "s3a://r/b3"), 1), time.Date(2026, 12, 2, 7, 0, 5, 0, time.UTC)),
 	} {
 		app, err := Render(query(minimalTemplate), schedule(), s, locations)
 		if err != nil {
@@ -95,6 +98,9 @@ func TestStepOfErrors(t *testing.T) {
 		{name: "another step's name", change: func(app *unstructured.Unstructured) { app.SetName("q1-b4-r1") }, want: "its labels and annotations describe step q1-b3-r1, not this object"},
 		{name: "no attempt annotation means attempt 0", change: annotate(AnnotationAttempt, "-"), want: "describe step q1-b3, not this object"},
 		{name: "query name not a label", change: label(LabelQuery, "Q1"), want: "is not a DNS-1035 label"},
+		{name: "more names taken than attempts", change: annotate(AnnotationNamesTaken, "2"), want: "annotation laxity.dev/names-taken is 2, more than the attempt 1"},
+		{name: "bad names taken", change: annotate(AnnotationNamesTaken, "-1"), want: `annotation laxity.dev/names-taken is "-1"`},
+		{name: "bad launch time", change: annotate(AnnotationLaunchedAt, "yesterday"), want: `annotation laxity.dev/launched-at is "yesterday", want an RFC 3339 time`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			app := valid()
@@ -112,3 +118,7 @@ func TestStepOfErrors(t *testing.T) {
 		t.Error("StepOf(nil) succeeded")
 	}
 }
+
+func taken(s Step, n int) Step { s.NamesTaken = n; return s }
+
+func launchedAt(s Step, t time.Time) Step { s.LaunchedAt = t; return s }
