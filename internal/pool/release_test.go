@@ -113,10 +113,15 @@ var _ = Describe("releasing a pool", func() {
 		recorded.reset()
 	})
 
-	placeholder := laxityv1alpha1.PoolBackend{Placeholder: &laxityv1alpha1.PlaceholderBackend{
-		Resources:         corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
-		PriorityClassName: "laxity-release-test",
-	}}
+	// placeholder names a PriorityClass of the spec's own, so that the
+	// specs, in any order, see only the classes they created.
+	var placeholder laxityv1alpha1.PoolBackend
+	BeforeEach(func() {
+		placeholder = laxityv1alpha1.PoolBackend{Placeholder: &laxityv1alpha1.PlaceholderBackend{
+			Resources:         corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+			PriorityClassName: "laxity-release-" + namespace,
+		}}
+	})
 
 	// terminate deletes the namespace. envtest runs no namespace controller,
 	// so it stays Terminating and refuses new objects, as a namespace does
@@ -149,7 +154,7 @@ var _ = Describe("releasing a pool", func() {
 			Expect(got.Why).To(ContainSubstring(es.Name + "-placeholder"))
 			Expect(b.Request(ctx, 0)).To(Succeed())
 			Expect(recorded.writes()).To(BeEmpty())
-			err = k8sClient.Get(ctx, client.ObjectKey{Name: "laxity-release-test"}, &schedulingv1.PriorityClass{})
+			err = k8sClient.Get(ctx, client.ObjectKey{Name: placeholder.Placeholder.PriorityClassName}, &schedulingv1.PriorityClass{})
 			Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the PriorityClass was created: %v", err)
 		})
 
