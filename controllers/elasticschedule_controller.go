@@ -63,6 +63,10 @@ type Options struct {
 	// kind (no spark-operator): steps run only as EMR on EKS job runs, and
 	// SparkApplications are neither watched nor listed.
 	NoSparkApplications bool
+	// ScheduleWorkers and QueryWorkers are how many schedules, and how many
+	// queries, are reconciled at once (0 means 1): a schedule whose plan
+	// takes long then holds back no other schedule.
+	ScheduleWorkers, QueryWorkers int
 }
 
 // realDelay is the real time to wait for d to pass on the clock.
