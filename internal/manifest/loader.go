@@ -358,7 +358,7 @@ func readFile(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close() //nolint:errcheck // read only
+	defer f.Close() // read only
 	return readLimited(f, MaxFileSize)
 }
 
@@ -396,7 +396,7 @@ func readPipe(name string, wait time.Duration) ([]byte, error) {
 	if o.err != nil {
 		return nil, o.err
 	}
-	defer o.f.Close() //nolint:errcheck // read only
+	defer o.f.Close() // read only
 	data, err := readLimited(o.f, MaxFileSize)
 	if err == nil && timedOut && len(data) == 0 {
 		return nil, fmt.Errorf("named pipe: no process opened it for writing within %s", wait)
