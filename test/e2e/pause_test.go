@@ -111,6 +111,10 @@ var _ = Describe("laxity demo with the API server paused", func() {
 		// the window, which then stays open through the pause.
 		Consistently(exited).WithTimeout(40*time.Second).ShouldNot(Receive(), "the demo ended before the pause:\n%s", &out)
 
+		// envtest may have retried the start (a port taken): take the
+		// process running now.
+		apiserver = childNamed(demo.Process.Pid, "kube-apiserver")
+		Expect(apiserver).NotTo(BeZero(), "no kube-apiserver child of the demo:\n%s", &out)
 		Expect(syscall.Kill(apiserver, syscall.SIGSTOP)).To(Succeed())
 		paused := time.Now()
 		continued := false
