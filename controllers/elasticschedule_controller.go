@@ -90,6 +90,10 @@ type Options struct {
 	// value leaves that term out, and both negative bound nothing.
 	StuckFactor   float64
 	StuckMinExtra time.Duration
+	// ScheduleWorkers and QueryWorkers are how many schedules, and how many
+	// queries, are reconciled at once (0 means 1): a schedule whose plan
+	// takes long then holds back no other schedule.
+	ScheduleWorkers, QueryWorkers int
 }
 
 // stuckRule is the stuck-step bound the options give.
@@ -825,6 +829,10 @@ func (r *ElasticScheduleReconciler) requeueAfter(now time.Time, doc *planner.Doc
 	return max(next.Sub(now), time.Second)
 }
 
+// ReasonNothingToRelease is the reason of the event a deleted schedule gets
+// when releasing its pool found nothing to release.
+const ReasonNothingToRelease = "NothingToRelease"
+
 // finalize returns the pool to zero nodes and lets the schedule go.
 func (r *ElasticScheduleReconciler) finalize(ctx context.Context, es *laxityv1alpha1.ElasticSchedule) error {
 	if !controllerutil.ContainsFinalizer(es, poolFinalizer) {
@@ -835,13 +843,23 @@ func (r *ElasticScheduleReconciler) finalize(ctx context.Context, es *laxityv1al
 			return err
 		}
 	}
+	// Releasing creates nothing, so that a namespace being deleted, which
+	// refuses new objects, cannot hold the schedule (and the namespace)
+	// forever; a pool whose target is gone, or whose kind is no longer
+	// served, has nothing left to release.
+	var released pool.Released
 	backend, err := r.Backend(ctx, es)
 	if err == nil {
-		err = backend.Request(ctx, 0)
+		released, err = pool.Release(ctx, backend)
+	} else if why, ok := pool.NothingToRelease(err); ok {
+		released, err = pool.Released{Nothing: true, Why: why}, nil
 	}
-	// A pool whose target is already gone has nothing left to release.
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err != nil {
 		return fmt.Errorf("releasing the pool: %w", err)
+	}
+	if released.Nothing {
+		ctrl.LoggerFrom(ctx).Info("Releasing the pool found nothing to release", "why", released.Why)
+		r.Recorder.Eventf(es, nil, corev1.EventTypeNormal, ReasonNothingToRelease, "Release", "Releasing the node pool found nothing to release: %s", released.Why)
 	}
 	controllerutil.RemoveFinalizer(es, poolFinalizer)
 	if err := r.Update(ctx, es); err != nil {

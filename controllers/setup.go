@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -127,7 +128,7 @@ func (r *ElasticScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if !r.Options.NoSparkApplications {
 		b = b.Watches(sparkApplication(), bySchedule)
 	}
-	return b.Named("elasticschedule").Complete(r)
+	return b.Named("elasticschedule").WithOptions(workers(r.Options.ScheduleWorkers)).Complete(r)
 }
 
 // SetupWithManager registers the IntermittentQuery controller, woken by the
@@ -141,5 +142,14 @@ func (r *IntermittentQueryReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if !r.Options.NoSparkApplications {
 		b = b.Owns(sparkApplication())
 	}
-	return b.Named("intermittentquery").Complete(r)
+	return b.Named("intermittentquery").WithOptions(workers(r.Options.QueryWorkers)).Complete(r)
+}
+
+// workers are the options of a controller that reconciles n objects at
+// once. The workqueue never hands the same object to two workers, so each
+// reconcile still has its object to itself; what the workers share (the
+// decoded plans, Sources, the EMR clients, the metrics) is safe for
+// concurrent use.
+func workers(n int) controller.Options {
+	return controller.Options{MaxConcurrentReconciles: max(n, 1)}
 }

@@ -18,6 +18,12 @@ func newExperimentsCommand() *cobra.Command {
 		Short: "Reproduce the seed paper's planner experiments on the TPC-H-shaped sample, as Markdown next to the published numbers",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out != "" {
+				// Fail before the minutes the experiments take, not after.
+				if st, err := os.Stat(filepath.Dir(out)); err != nil || !st.IsDir() {
+					return invalid("experiments: -o %s: the directory %s does not exist", out, filepath.Dir(out))
+				}
+			}
 			var doc bytes.Buffer
 			figures, err := experiments.Write(&doc)
 			if err != nil {

@@ -4,9 +4,12 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -25,6 +28,9 @@ type managerOptions struct {
 	metricsAddr, probeAddr string
 	secureMetrics          bool
 	leaderElect            bool
+	leaderElectionNS       string
+	scheduleWorkers        int
+	queryWorkers           int
 	placeholderImage       string
 	resultRoot             string
 	maxAttempts            int
@@ -48,6 +54,9 @@ election is off unless --leader-elect. No webhook is needed.`,
 	f.BoolVar(&o.secureMetrics, "metrics-secure", true, "serve metrics over HTTPS with authentication and authorization")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the health and readiness probes bind to; 0 disables them")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so that only one of several managers acts")
+	f.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader-election Lease; required with --leader-elect when the manager runs outside a cluster (in a cluster: the manager's own namespace)")
+	f.IntVar(&o.scheduleWorkers, "schedule-workers", 4, "how many ElasticSchedules are reconciled at once, so that one slow plan holds back no other schedule")
+	f.IntVar(&o.queryWorkers, "query-workers", 4, "how many IntermittentQueries are reconciled at once")
 	f.StringVar(&o.placeholderImage, "placeholder-image", "", "container image of the placeholder backend's pods (a pause image); required by schedules with that backend")
 	f.StringVar(&o.resultRoot, "result-root", "laxity-results", "base URI under which steps write their results: <root>/<namespace>/<query>/<step>")
 	f.IntVar(&o.maxAttempts, "max-attempts", 3, "tries of one step before its query is re-planned")
@@ -65,6 +74,15 @@ election is off unless --leader-elect. No webhook is needed.`,
 
 func (o *managerOptions) run(cmd *cobra.Command) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	if o.scheduleWorkers < 1 || o.queryWorkers < 1 {
+		return &usageError{err: fmt.Errorf("manager: --schedule-workers and --query-workers must be at least 1, got %d and %d", o.scheduleWorkers, o.queryWorkers)}
+	}
+	if o.leaderElect && o.leaderElectionNS == "" {
+		if _, err := os.Stat(inClusterNamespaceFile); err != nil {
+			return invalid("manager: --leader-elect: the manager runs outside a cluster (no %s), so it cannot tell which namespace holds its leader-election Lease; give one with --leader-election-namespace", inClusterNamespaceFile)
+		}
+	}
+	logStart(cmd)
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(laxityv1alpha1.AddToScheme(scheme))
@@ -80,13 +98,14 @@ func (o *managerOptions) run(cmd *cobra.Command) error {
 		metrics.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  controllers.CacheOptions(),
-		Client:                 controllers.ClientOptions(),
-		Metrics:                metrics,
-		HealthProbeBindAddress: o.probeAddr,
-		LeaderElection:         o.leaderElect,
-		LeaderElectionID:       "laxity.laxity.dev",
+		Scheme:                  scheme,
+		Cache:                   controllers.CacheOptions(),
+		Client:                  controllers.ClientOptions(),
+		Metrics:                 metrics,
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "laxity.laxity.dev",
+		LeaderElectionNamespace: o.leaderElectionNS,
 	})
 	if err != nil {
 		return fmt.Errorf("starting the manager: %w", err)
@@ -104,5 +123,27 @@ func (o *managerOptions) run(cmd *cobra.Command) error {
 }
 
 func (o *managerOptions) controllerOptions() controllers.Options {
-	return controllers.Options{MaxAttempts: o.maxAttempts, Backoff: o.backoff, ResultRoot: o.resultRoot, Poll: o.poll}
+	return controllers.Options{
+		MaxAttempts: o.maxAttempts, Backoff: o.backoff, ResultRoot: o.resultRoot, Poll: o.poll,
+		ScheduleWorkers: o.scheduleWorkers, QueryWorkers: o.queryWorkers,
+	}
+}
+
+// inClusterNamespaceFile holds the namespace of a pod's service account;
+// leader election takes its Lease namespace from it when none is given.
+const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// logStart logs, at info level, what the manager starts with: its version,
+// every flag in force (given or defaulted) and the namespaces it watches.
+func logStart(cmd *cobra.Command) {
+	version := "unknown"
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		version = info.Main.Version
+	}
+	var flags []any
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		flags = append(flags, f.Name, f.Value.String())
+	})
+	ctrl.Log.WithName("setup").Info("Starting the laxity manager", "version", version, "namespaces", "all")
+	ctrl.Log.WithName("setup").Info("Flags in force", flags...)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -26,6 +27,24 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 
+// usageError is a mistake in the command line itself: an unknown command,
+// flag or flag value, or an argument where none is taken. Only these end
+// with the hint to read --help; an error met while running does not.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usageArgs marks the errors of a positional-argument check as usage errors.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return &usageError{err: err}
+		}
+		return nil
+	}
+}
+
 // Run executes the command line args and returns the process exit code.
 func Run(args []string, stdout, stderr io.Writer) int {
 	root := &cobra.Command{
@@ -38,10 +57,16 @@ workload: which batch sizes, and how many nodes when.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newPlanCommand(), newManagerCommand(), newDemoCommand(), newExperimentsCommand())
+	for _, sub := range root.Commands() {
+		if sub.Args != nil {
+			sub.Args = usageArgs(sub.Args)
+		}
+	}
 
 	err := root.Execute()
 	if err == nil {
@@ -54,7 +79,13 @@ workload: which batch sizes, and how many nodes when.`,
 		}
 		return exit.code
 	}
-	// Cobra's own errors: unknown commands and flags.
-	fmt.Fprintf(stderr, "laxity: %v\nRun 'laxity --help' for usage.\n", err)
+	var usage *usageError
+	// Cobra reports an unknown subcommand with an untyped error.
+	if errors.As(err, &usage) || strings.HasPrefix(err.Error(), "unknown command ") {
+		fmt.Fprintf(stderr, "laxity: %v\nRun 'laxity --help' for usage.\n", err)
+		return exitInvalid
+	}
+	// An error met while running: the command line was fine, so no hint.
+	fmt.Fprintf(stderr, "laxity: %v\n", err)
 	return exitInvalid
 }

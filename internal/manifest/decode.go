@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/text/encoding/unicode"
+	"golang.org/x/text/transform"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -40,12 +42,28 @@ func decodeFile(file string, data []byte) ([]rawDocument, ErrorList) {
 
 // splitFile splits a file into the chunks of its non-empty documents.
 func splitFile(file string, data []byte) []chunk {
-	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // UTF-8 byte order mark
-	chunks := splitYAML(data)
+	chunks := splitYAML(transcode(data))
 	for i := range chunks {
 		chunks[i].source = Source{File: file, Document: i + 1, Line: chunks[i].firstLine}
 	}
 	return chunks
+}
+
+// transcode turns a file that starts with a byte order mark (UTF-8, or
+// UTF-16 little- or big-endian) into UTF-8 without the mark, as kubectl
+// does before it splits the documents. A file without a mark is UTF-8
+// already and stays as it is.
+func transcode(data []byte) []byte {
+	if !bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) && !bytes.HasPrefix(data, []byte("\xff\xfe")) && !bytes.HasPrefix(data, []byte("\xfe\xff")) {
+		return data
+	}
+	out, _, err := transform.Bytes(unicode.BOMOverride(unicode.UTF8.NewDecoder()), data)
+	if err != nil {
+		// The decoders replace what they cannot decode instead of failing;
+		// should one fail all the same, the YAML parser reports the bytes.
+		return data
+	}
+	return out
 }
 
 // decode decodes a document as kubectl does: YAML is converted to JSON

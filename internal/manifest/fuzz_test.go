@@ -1,6 +1,8 @@
 package manifest
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -54,6 +56,14 @@ func FuzzLoad(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
+	// The same files as Windows editors write them, which are transcoded
+	// before they are split.
+	for _, s := range seeds[:min(len(seeds), 8)] {
+		f.Add(utf16File(s, binary.LittleEndian))
+		f.Add(utf16File(s, binary.BigEndian))
+	}
+	f.Add([]byte("\xff\xfe\x00"))     // an odd number of UTF-16 bytes
+	f.Add([]byte("\xfe\xff\xd8\x00")) // a lone surrogate
 	f.Fuzz(func(t *testing.T, data []byte) {
 		set, err := Read(File{Name: "fuzz.yaml", Data: data})
 		if (set == nil) == (err == nil) {
@@ -81,5 +91,29 @@ func FuzzLoad(f *testing.F) {
 				t.Fatalf("Read: bad query %+v", q)
 			}
 		}
+	})
+}
+
+// FuzzReadLimited reads arbitrary bytes, UTF-16 or not, through the size
+// cap and the loader: within the limit the bytes come back whole, beyond it
+// the error is ErrTooLarge and nothing is returned; and what is read
+// decodes without panicking.
+func FuzzReadLimited(f *testing.F) {
+	f.Add([]byte(nodePool("p1")), uint16(4096))
+	f.Add(utf16File(fourPools(), binary.LittleEndian), uint16(64))
+	f.Add(utf16File(fourPools(), binary.BigEndian), uint16(4096))
+	f.Add([]byte("\xef\xbb\xbf"+nodePool("p1")), uint16(0))
+	f.Fuzz(func(t *testing.T, data []byte, limit uint16) {
+		got, err := readLimited(bytes.NewReader(data), int64(limit))
+		switch {
+		case len(data) > int(limit):
+			if !errors.Is(err, ErrTooLarge) || got != nil {
+				t.Fatalf("%d bytes, limit %d: got %d bytes, %v; want ErrTooLarge", len(data), limit, len(got), err)
+			}
+			return
+		case err != nil || !bytes.Equal(got, data):
+			t.Fatalf("%d bytes, limit %d: got %d bytes, %v; want them all", len(data), limit, len(got), err)
+		}
+		_, _ = NewLoader(mustNodePoolValidator(t)).Read(File{Name: "fuzz.yaml", Data: got}) // must not panic
 	})
 }

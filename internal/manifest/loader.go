@@ -3,6 +3,7 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -324,7 +327,7 @@ func ReadFiles(paths ...string) ([]File, error) {
 	names = slices.Compact(names)
 	files := make([]File, 0, len(names))
 	for _, name := range names {
-		data, err := os.ReadFile(name)
+		data, err := readFile(name)
 		if err != nil {
 			errs = append(errs, &Error{Source: Source{File: name}, Err: fmt.Errorf("reading manifests: %w", err)})
 			continue
@@ -336,6 +339,89 @@ func ReadFiles(paths ...string) ([]File, error) {
 		return nil, errs
 	}
 	return files, nil
+}
+
+// MaxFileSize is the most laxity reads from one manifest file: far more
+// than any set of manifests needs, and little enough that a path such as
+// /dev/zero or an endless pipe cannot exhaust the memory.
+const MaxFileSize = 16 << 20
+
+// ErrTooLarge is wrapped by the error for a file larger than MaxFileSize.
+var ErrTooLarge = errors.New("file too large")
+
+// readFile reads the file name, at most MaxFileSize bytes of it.
+func readFile(name string) ([]byte, error) {
+	if st, err := os.Stat(name); err == nil && st.Mode()&fs.ModeNamedPipe != 0 {
+		return readPipe(name, pipeWait)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close() // read only
+	return readLimited(f, MaxFileSize)
+}
+
+// pipeWait is how long reading a named pipe waits for a process to open it
+// for writing.
+var pipeWait = 10 * time.Second
+
+// readPipe reads the named pipe name, at most MaxFileSize bytes of it.
+// Opening a pipe waits for a writer; if none comes within wait, readPipe
+// opens the pipe for writing itself, which ends the wait, and reports that
+// nothing was written.
+func readPipe(name string, wait time.Duration) ([]byte, error) {
+	type opened struct {
+		f   *os.File
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		f, err := os.Open(name)
+		done <- opened{f, err}
+	}()
+	timedOut := false
+	var o opened
+	select {
+	case o = <-done:
+	case <-time.After(wait):
+		timedOut = true
+		// The reader's open is waiting, so a non-blocking open for
+		// writing succeeds and lets it return.
+		if w, err := os.OpenFile(name, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			_ = w.Close()
+		}
+		o = <-done
+	}
+	if o.err != nil {
+		return nil, o.err
+	}
+	defer o.f.Close() // read only
+	data, err := readLimited(o.f, MaxFileSize)
+	if err == nil && timedOut && len(data) == 0 {
+		return nil, fmt.Errorf("named pipe: no process opened it for writing within %s", wait)
+	}
+	return data, err
+}
+
+// readLimited reads r to its end, failing with ErrTooLarge once it holds
+// more than limit bytes; it never reads more than limit+1 bytes.
+func readLimited(r io.Reader, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%w: more than %s, the most laxity reads from one manifest file", ErrTooLarge, sizeString(limit))
+	}
+	return data, nil
+}
+
+func sizeString(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 func isManifestName(path string) bool {

@@ -100,9 +100,15 @@ func newPlaceholderBackend(opts Options, schedule *laxityv1alpha1.ElasticSchedul
 // exists and applies the placeholder Deployment with n replicas (server-side
 // apply, field owner laxity). Applying what is already there changes nothing,
 // so the API server writes nothing.
+//
+// Request(0) is Release: it creates nothing.
 func (b *placeholderBackend) Request(ctx context.Context, n int32) error {
 	if err := checkCount(n); err != nil {
 		return fmt.Errorf("%s: %w", placeholderField, err)
+	}
+	if n == 0 {
+		_, err := b.Release(ctx)
+		return err
 	}
 	if err := b.ensurePriorityClass(ctx); err != nil {
 		return err
@@ -113,6 +119,38 @@ func (b *placeholderBackend) Request(ctx context.Context, n int32) error {
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Applied placeholder Deployment", "Deployment", klog.KRef(*d.Namespace, *d.Name), "replicas", n)
 	return nil
+}
+
+// Release implements Releaser: it scales an existing placeholder Deployment
+// to zero and creates nothing, neither the Deployment nor the PriorityClass.
+// No Deployment, or one already being deleted, means that there is nothing
+// to release; so does a write that the API server refuses because the
+// namespace is being deleted (the Deployment went away meanwhile, and
+// applying it again would have created it).
+func (b *placeholderBackend) Release(ctx context.Context) (Released, error) {
+	key := client.ObjectKey{Namespace: b.schedule.Namespace, Name: PlaceholderDeploymentName(b.schedule.Name)}
+	var d appsv1.Deployment
+	switch err := b.client.Get(ctx, key, &d); {
+	case apierrors.IsNotFound(err):
+		return releasedNothing("there is no placeholder Deployment %s", key), nil
+	case err != nil:
+		return Released{}, fmt.Errorf("%s: getting Deployment %s: %w", placeholderField, key, err)
+	}
+	if !d.DeletionTimestamp.IsZero() {
+		return releasedNothing("the placeholder Deployment %s is being deleted", key), nil
+	}
+	if d.Spec.Replicas != nil && *d.Spec.Replicas == 0 {
+		return Released{}, nil
+	}
+	apply := placeholderDeployment(b.schedule, b.image, 0)
+	if err := b.client.Apply(ctx, apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return releasedNothing("the placeholder Deployment %s is gone and its namespace is being deleted", key), nil
+		}
+		return Released{}, fmt.Errorf("%s: applying Deployment %s with 0 replicas: %w", placeholderField, key, err)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Released the placeholder Deployment", "Deployment", klog.KRef(key.Namespace, key.Name))
+	return Released{}, nil
 }
 
 // ensurePriorityClass makes sure the placeholder pods' PriorityClass exists.

@@ -48,7 +48,7 @@ func newScaleBackend(opts Options, namespace string, ref *laxityv1alpha1.ScaleBa
 	mapping, err := opts.RESTMapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	switch {
 	case meta.IsNoMatchError(err):
-		return nil, fmt.Errorf("%s: %w: the API server serves no kind %s at apiVersion %s: %w", scaleField, ErrInvalidBackend, ref.Kind, ref.APIVersion, err)
+		return nil, fmt.Errorf("%s: %w (%w): the API server serves no kind %s at apiVersion %s: %w", scaleField, ErrInvalidBackend, ErrKindNotServed, ref.Kind, ref.APIVersion, err)
 	case err != nil:
 		return nil, fmt.Errorf("%s: mapping kind %s of apiVersion %s to a resource: %w", scaleField, ref.Kind, ref.APIVersion, err)
 	}
@@ -143,6 +143,27 @@ func (b *scaleBackend) Request(ctx context.Context, n int32) error {
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Requested nodes from the pool", "target", b.target, "from", from, "to", n)
 	return nil
+}
+
+// Release implements Releaser: it writes spec.replicas 0 through /scale
+// when the target holds nodes. A target that does not exist (or whose kind
+// is no longer served) has nothing to release; nothing is created.
+func (b *scaleBackend) Release(ctx context.Context) (Released, error) {
+	s, err := b.scales.Get(ctx, b.resource, b.name, metav1.GetOptions{})
+	if err == nil && s.Spec.Replicas != 0 {
+		from := s.Spec.Replicas
+		s.Spec.Replicas = 0
+		if _, err = b.scales.Update(ctx, b.resource, s, metav1.UpdateOptions{FieldManager: FieldOwner}); err == nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("Released the pool", "target", b.target, "from", from)
+		}
+	}
+	if err == nil {
+		return Released{}, nil
+	}
+	if why, ok := NothingToRelease(err); ok {
+		return releasedNothing("%s: %s", b.target, why), nil
+	}
+	return Released{}, b.wrap("releasing "+b.target, err)
 }
 
 // Requested implements Backend: the target's spec.replicas as its /scale
