@@ -94,7 +94,35 @@ type Options struct {
 	// queries, are reconciled at once (0 means 1): a schedule whose plan
 	// takes long then holds back no other schedule.
 	ScheduleWorkers, QueryWorkers int
+	// PlanTimeout bounds one plan search in compute time (0 means
+	// DefaultPlanTimeout): a workload whose search would run longer gets a
+	// condition instead of holding a worker and the manager's memory.
+	PlanTimeout time.Duration
+	// MaxPlanSteps bounds the batches and merges one plan may hold (0 means
+	// planner.DefaultMaxSteps).
+	MaxPlanSteps int
 }
+
+// DefaultPlanTimeout is Options.PlanTimeout's default: well above the
+// search time of every sample and of 10,000 queries over a day, well below
+// what would let one tenant's plan stall the others.
+const DefaultPlanTimeout = 30 * time.Second
+
+// planTimeout is the time budget of one plan search.
+func (o Options) planTimeout() time.Duration {
+	if o.PlanTimeout > 0 {
+		return o.PlanTimeout
+	}
+	return DefaultPlanTimeout
+}
+
+// errKeptPlan marks a re-plan whose search ran out of its budget while a
+// plan was in force: that plan goes on.
+var errKeptPlan = errors.New("the plan in force is kept")
+
+// budgetRetry is how long a schedule whose search ran out of its budget
+// waits before trying again: the same inputs would run out again.
+const budgetRetry = 5 * time.Minute
 
 // stuckRule is the stuck-step bound the options give.
 func (o Options) stuckRule() dispatch.StuckRule {
@@ -312,27 +340,44 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 		wall := time.Now() // plan_search_seconds is compute time, whatever r.Clock is
 		doc, assumed, err := r.plan(ctx, es, queries, launched, arrived, rates, now)
 		search := time.Since(wall)
-		if err != nil {
+		if err != nil && errors.Is(err, planner.ErrSearchBudget) {
+			msg := fmt.Sprintf("the plan search (%s) ran longer than the %s one search may take: raise spec.planning.batchSizeFactors, shorten the windows, or split the queries over several schedules", reason, r.Options.planTimeout())
+			log.FromContext(ctx).Info("plan search out of budget", "reason", reason, "budget", r.Options.planTimeout(), "keepingPlan", stored != nil)
+			notes = append(notes, note{corev1.EventTypeWarning, laxityv1alpha1.SearchBudgetExceededReason, "Plan", msg})
+			if stored == nil {
+				setScheduleConditions(es, scheduleState{invalid: errors.New(msg), invalidReason: laxityv1alpha1.SearchBudgetExceededReason})
+				return ctrl.Result{RequeueAfter: budgetRetry}, notes, nil
+			}
+			// The plan in force goes on (its dispatch inputs are made
+			// again below); the search is tried again on the next pass
+			// that finds a reason to re-plan.
+			err = errKeptPlan
+		}
+		switch {
+		case errors.Is(err, errKeptPlan):
+		case err != nil:
 			setScheduleConditions(es, scheduleState{invalid: err})
 			notes = append(notes, note{corev1.EventTypeWarning, laxityv1alpha1.InvalidSpecReason, "Plan", err.Error()})
 			return ctrl.Result{}, notes, nil
+		default:
+			stored = &storedPlan{doc: doc, inputs: inputs, reason: reason, rates: assumed}
+			if err := storePlan(ctx, r.Client, es, stored); err != nil {
+				return ctrl.Result{}, nil, err
+			}
+			recordReplan(es, reason, search)
+			log.FromContext(ctx).Info("planned", "reason", reason, "feasible", doc.Chosen.Feasible, "cost", doc.Chosen.Cost,
+				"initialNodes", doc.Chosen.InitialNodes, "maxNodes", doc.Chosen.MaxNodes, "batchSizeFactor", doc.Chosen.BatchSizeFactor,
+				"readyNodes", ready, "searchSeconds", search.Seconds())
+			es.Status.LastPlanTime = &metav1.Time{Time: now}
+			// A plan that misses a deadline is something to act on: a
+			// Warning, which `kubectl get events --field-selector
+			// type=Warning` lists.
+			kind := corev1.EventTypeNormal
+			if !doc.Chosen.Feasible {
+				kind = corev1.EventTypeWarning
+			}
+			notes = append(notes, note{kind, "Planned", "Plan", planMessage(&doc, reason)})
 		}
-		stored = &storedPlan{doc: doc, inputs: inputs, reason: reason, rates: assumed}
-		if err := storePlan(ctx, r.Client, es, stored); err != nil {
-			return ctrl.Result{}, nil, err
-		}
-		recordReplan(es, reason, search)
-		log.FromContext(ctx).Info("planned", "reason", reason, "feasible", doc.Chosen.Feasible, "cost", doc.Chosen.Cost,
-			"initialNodes", doc.Chosen.InitialNodes, "maxNodes", doc.Chosen.MaxNodes, "batchSizeFactor", doc.Chosen.BatchSizeFactor,
-			"readyNodes", ready, "searchSeconds", search.Seconds())
-		es.Status.LastPlanTime = &metav1.Time{Time: now}
-		// A plan that misses a deadline is something to act on: a Warning,
-		// which `kubectl get events --field-selector type=Warning` lists.
-		kind := corev1.EventTypeNormal
-		if !doc.Chosen.Feasible {
-			kind = corev1.EventTypeWarning
-		}
-		notes = append(notes, note{kind, "Planned", "Plan", planMessage(&doc, reason)})
 	}
 	doc := &stored.doc
 	writePlanStatus(es, doc, now)
@@ -477,8 +522,12 @@ func (r *ElasticScheduleReconciler) plan(ctx context.Context, es *laxityv1alpha1
 		withLaunched(&holding[i], launched[name], now)
 	}
 	busy := dispatch.FreeAt(holding, now).Sub(now).Seconds()
+	w.Planning.MaxSteps = r.Options.MaxPlanSteps
+	// The budget is compute time, whatever r.Clock is.
+	search, cancel := context.WithTimeout(ctx, r.Options.planTimeout())
+	defer cancel()
 	started := r.Clock.Now()
-	doc, assumed, err := replan.Plan(w, observed, rateRules(es), int(ready), busy)
+	doc, assumed, err := replan.PlanContext(search, w, observed, rateRules(es), int(ready), busy)
 	doc.SearchSeconds = r.Clock.Since(started).Seconds()
 	return doc, assumed, err
 }
@@ -919,8 +968,11 @@ func at(origin time.Time, seconds float64) time.Time {
 
 // scheduleState is what the schedule's conditions are computed from.
 type scheduleState struct {
-	noQueries        bool
+	noQueries bool
+	// invalid is why no plan could be made; invalidReason its condition
+	// reason ("" means InvalidSpec).
 	invalid          error
+	invalidReason    string
 	doc              *planner.Document
 	requested, ready int32
 	// backendErr is the pass's backend failure, if any.
@@ -959,9 +1011,13 @@ func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) 
 		stalled("", "")
 		return
 	case s.invalid != nil:
-		set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionFalse, laxityv1alpha1.InvalidSpecReason, s.invalid.Error())
-		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.InvalidSpecReason, s.invalid.Error())
-		stalled(laxityv1alpha1.InvalidSpecReason, s.invalid.Error())
+		reason := s.invalidReason
+		if reason == "" {
+			reason = laxityv1alpha1.InvalidSpecReason
+		}
+		set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionFalse, reason, s.invalid.Error())
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, reason, s.invalid.Error())
+		stalled(reason, s.invalid.Error())
 		return
 	}
 	c := s.doc.Chosen

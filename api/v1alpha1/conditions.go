@@ -165,6 +165,11 @@ const (
 	// vanished; laxity re-plans from the nodes still there and requests the
 	// rest again.
 	NodesLostReason = "NodesLost"
+
+	// SearchBudgetExceededReason surfaces when the plan search ran longer
+	// than the manager allows one search (its --plan-timeout); the message
+	// says what to change. A schedule that already has a plan keeps it.
+	SearchBudgetExceededReason = "SearchBudgetExceeded"
 )
 
 // UndecodableReason surfaces, with Ready False and Stalled True, when the

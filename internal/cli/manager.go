@@ -22,6 +22,7 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/controllers"
+	"github.com/laxity-dev/laxity/internal/planner"
 )
 
 type managerOptions struct {
@@ -35,6 +36,10 @@ type managerOptions struct {
 	resultRoot             string
 	maxAttempts            int
 	backoff, poll          time.Duration
+	planTimeout            time.Duration
+	maxPlanSteps           int
+	stuckFactor            float64
+	stuckMinExtra          time.Duration
 	zap                    zap.Options
 }
 
@@ -62,6 +67,10 @@ election is off unless --leader-elect. No webhook is needed.`,
 	f.IntVar(&o.maxAttempts, "max-attempts", 3, "tries of one step before its query is re-planned")
 	f.DurationVar(&o.backoff, "retry-backoff", 30*time.Second, "wait before retrying a failed step, doubled for each further retry")
 	f.DurationVar(&o.poll, "poll", 15*time.Second, "how often schedules with open windows look at their arrivals")
+	f.DurationVar(&o.planTimeout, "plan-timeout", controllers.DefaultPlanTimeout, "compute time one plan search may take; a schedule whose search runs longer keeps the plan it has, or gets Planned=False with reason SearchBudgetExceeded")
+	f.IntVar(&o.maxPlanSteps, "max-plan-steps", planner.DefaultMaxSteps, "most batches and merges one schedule's plan may hold; a larger workload gets Planned=False naming the fields to change")
+	f.Float64Var(&o.stuckFactor, "stuck-step-factor", controllers.DefaultStuckFactor, "a step pending or running longer than this many times its modelled duration (and longer than --stuck-step-min-extra more than it) is cancelled and retried")
+	f.DurationVar(&o.stuckMinExtra, "stuck-step-min-extra", controllers.DefaultStuckMinExtra, "least time a step may run past its modelled duration before it counts as stuck")
 	goFlags := flag.NewFlagSet("manager", flag.ContinueOnError)
 	o.zap.BindFlags(goFlags)
 	f.AddGoFlagSet(goFlags)
@@ -76,6 +85,9 @@ func (o *managerOptions) run(cmd *cobra.Command) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
 	if o.scheduleWorkers < 1 || o.queryWorkers < 1 {
 		return &usageError{err: fmt.Errorf("manager: --schedule-workers and --query-workers must be at least 1, got %d and %d", o.scheduleWorkers, o.queryWorkers)}
+	}
+	if o.planTimeout <= 0 || o.maxPlanSteps < 1 || o.stuckFactor < 1 || o.stuckMinExtra < 0 {
+		return &usageError{err: fmt.Errorf("manager: --plan-timeout must be positive, --max-plan-steps at least 1, --stuck-step-factor at least 1 and --stuck-step-min-extra not negative; got %s, %d, %g and %s", o.planTimeout, o.maxPlanSteps, o.stuckFactor, o.stuckMinExtra)}
 	}
 	if o.leaderElect && o.leaderElectionNS == "" {
 		if _, err := os.Stat(inClusterNamespaceFile); err != nil {
@@ -126,6 +138,8 @@ func (o *managerOptions) controllerOptions() controllers.Options {
 	return controllers.Options{
 		MaxAttempts: o.maxAttempts, Backoff: o.backoff, ResultRoot: o.resultRoot, Poll: o.poll,
 		ScheduleWorkers: o.scheduleWorkers, QueryWorkers: o.queryWorkers,
+		PlanTimeout: o.planTimeout, MaxPlanSteps: o.maxPlanSteps,
+		StuckFactor: o.stuckFactor, StuckMinExtra: o.stuckMinExtra,
 	}
 }
 
