@@ -31,8 +31,12 @@ import (
 // of stories_test.go and the fs helpers of stories_failure_test.go; their
 // own helpers carry an ss prefix.
 
+// ssTickEvery is how far the clock moves between the stories' ticks.
+const ssTickEvery = 5 * time.Second
+
 // ssTick is one tick of the world, with what the schedule's Ready and
 // PoolReady conditions said after it.
+
 type ssTick struct {
 	at               time.Time
 	ready, poolReady metav1.Condition
@@ -41,10 +45,11 @@ type ssTick struct {
 // ssRun ticks the world from origin, calling feed before each tick, until
 // it has settled or limit, and returns the schedule's conditions tick by
 // tick and the events emitted.
-func ssRun(ctx context.Context, w *world, limit, step time.Duration, feed func(ctx context.Context, now time.Time)) ([]ssTick, []string) {
+
+func ssRun(ctx context.Context, w *world, limit time.Duration, feed func(ctx context.Context, now time.Time)) ([]ssTick, []string) {
 	var ticks []ssTick
 	var evs []string
-	for t := origin; !t.After(origin.Add(limit)); t = t.Add(step) {
+	for t := origin; !t.After(origin.Add(limit)); t = t.Add(ssTickEvery) {
 		w.clock.SetTime(t)
 		feed(ctx, t)
 		w.tick(ctx, t)
@@ -198,7 +203,7 @@ var _ = Describe("Forged SparkApplications created mid-window", Ordered, func() 
 			queryObject(w.ns, "alpha", "50", 3*time.Minute),
 			queryObject(w.ns, "bravo", "40", 4*time.Minute),
 		)
-		ticks, evs = ssRun(ctx, w, 30*time.Minute, 5*time.Second, func(ctx context.Context, now time.Time) {
+		ticks, evs = ssRun(ctx, w, 30*time.Minute, func(ctx context.Context, now time.Time) {
 			if !now.Equal(windowStart.Add(4 * time.Minute)) {
 				return
 			}
@@ -289,7 +294,7 @@ var _ = Describe("Step names taken before laxity launches the steps", Ordered, f
 			queryObject(w.ns, "bravo", "40", 5*time.Minute),
 		)
 		squatted = []*unstructured.Unstructured{ssSquat(ctx, w, "alpha-b0"), ssSquat(ctx, w, "bravo-final")}
-		_, evs = ssRun(ctx, w, 30*time.Minute, 5*time.Second, func(context.Context, time.Time) {})
+		_, evs = ssRun(ctx, w, 30*time.Minute, func(context.Context, time.Time) {})
 	})
 
 	It("makes progress anyway and meets every deadline", func(ctx SpecContext) {
@@ -352,7 +357,7 @@ var _ = Describe("A step stuck in SUBMITTED", Ordered, func() {
 			queryObject(w.ns, "alpha", "50", 4*time.Minute),
 			queryObject(w.ns, "bravo", "40", 5*time.Minute),
 		)
-		ticks, evs = ssRun(ctx, w, 30*time.Minute, 5*time.Second, func(context.Context, time.Time) {})
+		ticks, evs = ssRun(ctx, w, 30*time.Minute, func(context.Context, time.Time) {})
 	})
 
 	It("cancels the stuck step once past its bound and retries it", func(ctx SpecContext) {
@@ -415,7 +420,7 @@ var _ = Describe("The pool scaled to zero under a running step", Ordered, func()
 			queryObject(w.ns, "alpha", "50", 5*time.Minute),
 			queryObject(w.ns, "bravo", "40", 6*time.Minute),
 		)
-		ticks, evs = ssRun(ctx, w, 40*time.Minute, 5*time.Second, func(ctx context.Context, now time.Time) {
+		ticks, evs = ssRun(ctx, w, 40*time.Minute, func(ctx context.Context, now time.Time) {
 			if !lostAt.IsZero() || now.Before(windowStart.Add(3*time.Minute)) {
 				return
 			}
