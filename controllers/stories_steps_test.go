@@ -36,7 +36,6 @@ const ssTickEvery = 5 * time.Second
 
 // ssTick is one tick of the world, with what the schedule's Ready and
 // PoolReady conditions said after it.
-
 type ssTick struct {
 	at               time.Time
 	ready, poolReady metav1.Condition
@@ -45,7 +44,6 @@ type ssTick struct {
 // ssRun ticks the world from origin, calling feed before each tick, until
 // it has settled or limit, and returns the schedule's conditions tick by
 // tick and the events emitted.
-
 func ssRun(ctx context.Context, w *world, limit time.Duration, feed func(ctx context.Context, now time.Time)) ([]ssTick, []string) {
 	var ticks []ssTick
 	var evs []string
