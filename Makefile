@@ -65,11 +65,12 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: manifests generate ## Regenerate and fail on any diff; check purity and chart CRD and RBAC drift.
+verify: manifests generate ## Regenerate and fail on any diff; check purity, layering and chart CRD and RBAC drift.
 	git --no-pager diff --exit-code -- api config charts
 	@new="$$(git ls-files --others --exclude-standard -- 'api/*zz_generated*' config/crd config/rbac/role.yaml charts/laxity/crds charts/laxity/files)"; \
 	if [[ -n "$$new" ]]; then echo "Generated files are not committed:"; echo "$$new"; exit 1; fi
 	hack/verify-purity.sh
+	hack/verify-layering.sh
 	diff -r config/crd/bases charts/laxity/crds
 	diff config/rbac/role.yaml charts/laxity/files/manager-role.yaml
 

@@ -16,6 +16,10 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
+// origin is the instant the unit tests and stories of this package start
+// from.
+var origin = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
 // conditionSummary is a condition's type, status and reason.
 type conditionSummary map[string]string
 
@@ -329,6 +333,24 @@ func TestSucceededSaysWhatTheResultLeftOut(t *testing.T) {
 		setQueryConditions(q, queryState{now: deadline, planned: true})
 		if got := meta.FindStatusCondition(q.Status.Conditions, laxityv1alpha1.IntermittentQuerySucceededCondition).Message; got != tc.want {
 			t.Errorf("arrived %d, processed %d: Succeeded says %q, want %q", tc.arrived, tc.processed, got, tc.want)
+		}
+	}
+}
+
+func TestDampedSlack(t *testing.T) {
+	for _, tc := range []struct {
+		previous string
+		slack    time.Duration
+		want     string
+	}{
+		{"", 90 * time.Second, "90"},
+		{"90", 60 * time.Second, "90"},
+		{"90", 20 * time.Second, "20"},
+		{"30", -5 * time.Second, "-5"},
+		{"garbage", 10 * time.Second, "10"},
+	} {
+		if got := dampedSlack(tc.previous, tc.slack); got != tc.want {
+			t.Errorf("dampedSlack(%q, %v) = %q, want %q", tc.previous, tc.slack, got, tc.want)
 		}
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/replan"
 	"github.com/laxity-dev/laxity/internal/source"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/internal/spec"
 )
 
 // poolFinalizer returns the pool to zero nodes before an ElasticSchedule
@@ -265,7 +266,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 		return ctrl.Result{}, nil, err
 	}
 	if len(queries) == 0 {
-		if err := keepBackendError(r.request(ctx, es, idleNodes(es), &notes), &backendErrs); err != nil {
+		if err := keepBackendError(r.request(ctx, es, spec.IdleNodes(es), &notes), &backendErrs); err != nil {
 			return ctrl.Result{}, nil, err
 		}
 		backendErr := joinBackendErrors(backendErrs)
@@ -310,7 +311,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 		return ctrl.Result{}, nil, fmt.Errorf("counting ready nodes: %w", err)
 	}
 	previousReady := ptr.Deref(es.Status.NodesReady, ready)
-	lead := time.Duration(durationOr(es.Spec.NodePool.ProvisioningLeadTime, defaultProvisioningLeadTime) * float64(time.Second))
+	lead := spec.LeadTime(es)
 	inputs := inputsHash(es, queries)
 	reason := replanReason(es, queries, stored, inputs, rates, now)
 	var dqs []dispatch.Query
@@ -319,7 +320,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 			return ctrl.Result{}, nil, err
 		}
 		withSources(dqs, sources, es)
-		if exhausted := dispatch.Decide(now, r.settings(es), dqs, dispatch.Pool{}).Exhausted; len(exhausted) > 0 && stored.reason != ReplanStepFailed {
+		if exhausted := dispatch.Decide(now, spec.DispatchSettings(es, r.Options.MaxAttempts, r.Options.Backoff), dqs, dispatch.Pool{}).Exhausted; len(exhausted) > 0 && stored.reason != ReplanStepFailed {
 			reason = ReplanStepFailed
 		}
 	}
@@ -464,12 +465,12 @@ func replanReason(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.I
 	}
 	for i := range queries {
 		q := &queries[i]
-		pq, err := queryOf(q, q.Spec.Window.Start.Time)
+		pq, err := spec.Query(q, q.Spec.Window.Start.Time)
 		if err != nil {
 			continue // the spec is checked where the plan is made
 		}
 		declared := replan.RateAt(pq.Rates, now.Sub(q.Spec.Window.Start.Time).Seconds())
-		switch replan.Compare(measuredRate(es, pq, rates), declared, stored.rates[q.Name], stored.doc.MaxSupportedRateFactor, rateRules(es)) {
+		switch replan.Compare(measuredRate(es, pq, rates), declared, stored.rates[q.Name], stored.doc.MaxSupportedRateFactor, spec.RateRules(es)) {
 		case replan.Exceeds:
 			return ReplanRateExceeded
 		case replan.FellBack:
@@ -477,15 +478,6 @@ func replanReason(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.I
 		}
 	}
 	return ""
-}
-
-// rateRules is how the schedule treats rates other than the declared ones.
-func rateRules(es *laxityv1alpha1.ElasticSchedule) replan.Rates {
-	r := replan.Rates{Pessimistic: es.Spec.Planning.RateModel != laxityv1alpha1.RateModelOptimistic}
-	if t := es.Spec.Planning.RateTolerancePercent; t != nil {
-		r.Tolerance = float64(*t) / 100
-	}
-	return r
 }
 
 // measuredRate is the query's measured rate, if any, and what the
@@ -499,7 +491,7 @@ func measuredRate(es *laxityv1alpha1.ElasticSchedule, pq planner.Query, rates ma
 // assumes, executable on the nodes ready now. It also returns the rates so
 // assumed, by query, which the plan's maximum supported rate is relative to.
 func (r *ElasticScheduleReconciler) plan(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, launched map[string]launchedSteps, arrived map[string]int64, rates map[string]float64, now time.Time) (planner.Document, map[string]float64, error) {
-	w, err := Workload(es, queries, now)
+	w, err := spec.Workload(es, queries, now)
 	if err != nil {
 		return planner.Document{}, nil, err
 	}
@@ -511,14 +503,14 @@ func (r *ElasticScheduleReconciler) plan(ctx context.Context, es *laxityv1alpha1
 	holding := make([]dispatch.Query, len(queries))
 	for i := range queries {
 		name := queries[i].Name
-		pq, err := queryOf(&queries[i], now)
+		pq, err := spec.Query(&queries[i], now)
 		if err != nil {
 			return planner.Document{}, nil, fmt.Errorf("IntermittentQuery %s: %w", name, err)
 		}
 		o := measuredRate(es, pq, rates)
 		o.Arrived, o.Done = arrived[name], progressOf(launched[name])
 		observed[name] = o
-		holding[i] = dispatch.Query{Name: name, Cost: pq.Cost.Scaled(runtimeMargin(es))}
+		holding[i] = dispatch.Query{Name: name, Cost: pq.Cost.Scaled(spec.RuntimeMargin(es))}
 		withLaunched(&holding[i], launched[name], now)
 	}
 	busy := dispatch.FreeAt(holding, now).Sub(now).Seconds()
@@ -527,7 +519,7 @@ func (r *ElasticScheduleReconciler) plan(ctx context.Context, es *laxityv1alpha1
 	search, cancel := context.WithTimeout(ctx, r.Options.planTimeout())
 	defer cancel()
 	started := r.Clock.Now()
-	doc, assumed, err := replan.PlanContext(search, w, observed, rateRules(es), int(ready), busy)
+	doc, assumed, err := replan.PlanContext(search, w, observed, spec.RateRules(es), int(ready), busy)
 	doc.SearchSeconds = r.Clock.Since(started).Seconds()
 	return doc, assumed, err
 }
@@ -571,19 +563,12 @@ func (r *ElasticScheduleReconciler) request(ctx context.Context, es *laxityv1alp
 	return nil
 }
 
-func idleNodes(es *laxityv1alpha1.ElasticSchedule) int32 {
-	if es.Spec.NodePool.IdleNodes != nil {
-		return *es.Spec.NodePool.IdleNodes
-	}
-	return 0
-}
-
 // dispatchQueries builds the run-time view of every query the plan covers.
 func dispatchQueries(queries []laxityv1alpha1.IntermittentQuery, doc *planner.Document, launched map[string]launchedSteps, arrived map[string]int64, now time.Time) ([]dispatch.Query, error) {
 	var out []dispatch.Query
 	for i := range queries {
 		q := &queries[i]
-		pq, err := queryOf(q, doc.Origin)
+		pq, err := spec.Query(q, doc.Origin)
 		if err != nil {
 			return nil, fmt.Errorf("IntermittentQuery %s: %w", q.Name, err)
 		}
@@ -606,34 +591,14 @@ func withSources(dqs []dispatch.Query, sources map[string]source.Source, es *lax
 			dqs[i].ArrivalOf = f.ArrivalOf
 		}
 		dqs[i].Held = !ok
-		dqs[i].Cost = dqs[i].Cost.Scaled(runtimeMargin(es))
+		dqs[i].Cost = dqs[i].Cost.Scaled(spec.RuntimeMargin(es))
 	}
-}
-
-// runtimeMargin is the factor the plan's modelled durations carry.
-func runtimeMargin(es *laxityv1alpha1.ElasticSchedule) float64 {
-	margin := 1.0
-	if m := es.Spec.Planning.RuntimeMarginPercent; m != nil {
-		margin += float64(*m) / 100
-	}
-	return margin
-}
-
-func (r *ElasticScheduleReconciler) settings(es *laxityv1alpha1.ElasticSchedule) dispatch.Settings {
-	s := dispatch.Settings{Policy: planner.LeastLaxity, MaxAttempts: r.Options.MaxAttempts, Backoff: r.Options.Backoff}
-	if es.Spec.Planning.Policy == laxityv1alpha1.PolicyEarliestDeadline {
-		s.Policy = planner.EarliestDeadline
-	}
-	for _, size := range es.Spec.NodePool.Sizes {
-		s.Sizes = append(s.Sizes, int(size))
-	}
-	return s
 }
 
 // dispatch launches the next step, if one is due; created is the step it
 // created in this pass, nil when none.
 func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, dqs []dispatch.Query, launched map[string]launchedSteps, sources map[string]source.Source, current dispatch.Pool, now time.Time) (_ dispatch.Decision, created *dispatch.Step, _ []note, _ error) {
-	decision := dispatch.Decide(now, r.settings(es), dqs, current)
+	decision := dispatch.Decide(now, spec.DispatchSettings(es, r.Options.MaxAttempts, r.Options.Backoff), dqs, current)
 	logger := log.FromContext(ctx)
 	if decision.Launch == nil {
 		logger.V(1).Info("nothing to launch", "why", decision.Why, "readyNodes", current.Ready, "exhausted", decision.Exhausted)

@@ -23,6 +23,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/dispatch"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/internal/spec"
 )
 
 // IntermittentQueryReconciler keeps a query's status: arrivals, every step
@@ -142,7 +143,7 @@ func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1
 	}
 	state := queryState{now: now, failedOut: failedOutTaken(q, r.Options.MaxAttempts, namesTaken(launched)), inputErr: inputErr}
 	if stored != nil {
-		pq, err := queryOf(q, stored.doc.Origin)
+		pq, err := spec.Query(q, stored.doc.Origin)
 		if err != nil {
 			return 0, err
 		}

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/dispatch"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/internal/spec"
 )
 
 // Labels laxity puts on the objects it creates (DESIGN.md, SparkApplication
@@ -146,29 +146,11 @@ func withLaunched(dq *dispatch.Query, launched launchedSteps, now time.Time) {
 // and its launched steps. ok is false when the plan does not cover the query
 // yet (it is re-planned first).
 func dispatchQuery(q *laxityv1alpha1.IntermittentQuery, pq planner.Query, doc *planner.Document, launched launchedSteps, arrived int64, now time.Time) (dispatch.Query, bool) {
-	var planned *planner.QueryPlan
-	for i := range doc.Queries {
-		if doc.Queries[i].Name == q.Name {
-			planned = &doc.Queries[i]
-		}
+	dq, ok := spec.DispatchQuery(q, pq, doc, arrived)
+	if ok {
+		withLaunched(&dq, launched, now)
 	}
-	if planned == nil {
-		return dispatch.Query{}, false
-	}
-	dq := dispatch.Query{
-		Name:          q.Name,
-		Deadline:      q.Spec.Deadline.Time,
-		Closed:        q.Spec.Window.End.Add(allowedLateness(q)),
-		Cost:          pq.Cost,
-		BatchSize:     planned.BatchSize,
-		ExpectedTotal: doc.PlannedTotal(q.Name),
-		Arrived:       arrived,
-	}
-	if pq.PartialEvery > 0 {
-		dq.PartialEvery = max(int(math.Ceil(pq.PartialEvery*float64(planned.Batches)-1e-9)), 1)
-	}
-	withLaunched(&dq, launched, now)
-	return dq, true
+	return dq, ok
 }
 
 // find is the latest attempt of the step of kind and index, nil when none

@@ -15,6 +15,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/source"
 	"github.com/laxity-dev/laxity/internal/source/kafka"
 	"github.com/laxity-dev/laxity/internal/source/objectstore"
+	"github.com/laxity-dev/laxity/internal/spec"
 )
 
 // Sources opens the input sources of queries. A source that holds clients
@@ -62,7 +63,7 @@ func (s *Sources) For(ctx context.Context, q *laxityv1alpha1.IntermittentQuery) 
 	case in.ObjectStore != nil:
 		field, ref = "spec.input.objectStore", in.ObjectStore.SecretRef
 	default:
-		return SyntheticSource(ctx, q)
+		return spec.SyntheticSource(ctx, q)
 	}
 	var data map[string][]byte
 	version := ""
@@ -177,10 +178,4 @@ func (s *Sources) forget(key types.NamespacedName) {
 		delete(s.open, key)
 	}
 	delete(s.seen, key)
-}
-
-// SyntheticSource is the source of a query without a real input: arrivals
-// follow spec.input, or spec.input.actualProfile when set, by the clock.
-func SyntheticSource(_ context.Context, q *laxityv1alpha1.IntermittentQuery) (source.Source, error) {
-	return source.FromSpec(q, q.Spec.Input.ActualProfile)
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/laxity-dev/laxity/internal/spec"
 )
 
 // A source that reports only what has arrived by now is measured from the
@@ -43,7 +45,7 @@ func TestRateOverCountsSeenBefore(t *testing.T) {
 // A source that follows the clock says what had arrived a window ago.
 func TestRateOverAsksAClockedSource(t *testing.T) {
 	q := queryObject("ns", "q", "10", time.Minute) // 10 tuples/s in units of 500
-	src, err := SyntheticSource(context.Background(), q)
+	src, err := spec.SyntheticSource(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
 	}

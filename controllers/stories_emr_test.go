@@ -24,6 +24,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/pool"
 	"github.com/laxity-dev/laxity/internal/simulation"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/internal/spec"
 )
 
 // useEMR makes w's schedule run its steps on aws, an in-process EMR on EKS
@@ -58,7 +59,7 @@ func emrSchedule(ns string, sizes []int32, leadTime time.Duration, aws *emrfake.
 // was created, completing unless w.failRun says it fails; a cancelled run
 // is gone on the next tick.
 func (w *world) runJobRuns(ctx context.Context, now time.Time) {
-	duration := simulation.ModelledDuration(k8sClient, CostModel)
+	duration := simulation.ModelledDuration(k8sClient, spec.CostModel)
 	for _, run := range w.aws.Runs() {
 		switch run.State {
 		case emr.StatePending, emr.StateSubmitted:
@@ -179,7 +180,7 @@ var _ = Describe("A schedule running three queries as EMR on EKS job runs", Orde
 			for _, tighter := range rank[:slices.Index(rank, l.query)] {
 				var q laxityv1alpha1.IntermittentQuery
 				Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: tighter}, &q)).To(Succeed())
-				src, err := SyntheticSource(ctx, &q)
+				src, err := spec.SyntheticSource(ctx, &q)
 				Expect(err).NotTo(HaveOccurred())
 				arrived, err := src.Arrived(l.at)
 				Expect(err).NotTo(HaveOccurred())

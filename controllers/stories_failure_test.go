@@ -26,6 +26,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/pool"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/internal/spec"
 )
 
 // Stories 4–6: what laxity does when steps fail, when the manager is
@@ -811,7 +812,7 @@ var _ = Describe("A workload no pool size can finish in time", Ordered, func() {
 		// tight is the query that cannot make it; its slack is the least
 		// throughout, so whenever its next batch has arrived it goes first.
 		// Merges go before any batch (dispatch), so only batches compare.
-		src, err := SyntheticSource(ctx, fsQuery(ctx, w, "tight"))
+		src, err := spec.SyntheticSource(ctx, fsQuery(ctx, w, "tight"))
 		Expect(err).NotTo(HaveOccurred())
 		var tight []launch
 		for _, l := range w.launches {

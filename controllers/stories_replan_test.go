@@ -15,6 +15,7 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/spec"
 )
 
 // Stories of re-planning while the queries run: a query that joins a
@@ -113,7 +114,7 @@ func (w *world) expectBatchesTile(totals map[string]int64) {
 
 // arrivedBy is what the query's source has delivered by t.
 func arrivedBy(q *laxityv1alpha1.IntermittentQuery, t time.Time) int64 {
-	src, err := SyntheticSource(context.Background(), q)
+	src, err := spec.SyntheticSource(context.Background(), q)
 	Expect(err).NotTo(HaveOccurred())
 	n, err := src.Arrived(t)
 	Expect(err).NotTo(HaveOccurred())

@@ -25,6 +25,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/pool"
 	"github.com/laxity-dev/laxity/internal/simulation"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/internal/spec"
 )
 
 // world is one schedule in its own namespace, with the reconcilers on a
@@ -77,7 +78,7 @@ func newWorld(ctx context.Context, name string, leadTime time.Duration) *world {
 	w.es = &ElasticScheduleReconciler{Client: k8sClient, Clock: w.clock, Recorder: events.NewFakeRecorder(10000), Options: opts, Backend: backend, Sources: &Sources{}}
 	w.iq = &IntermittentQueryReconciler{Client: k8sClient, Clock: w.clock, Options: opts, Sources: &Sources{}}
 	w.nodes = &simulation.Provisioner{Client: k8sClient, Delay: leadTime}
-	w.spark = &simulation.Spark{Client: k8sClient, Duration: simulation.ModelledDuration(k8sClient, CostModel)}
+	w.spark = &simulation.Spark{Client: k8sClient, Duration: simulation.ModelledDuration(k8sClient, spec.CostModel)}
 	return w
 }
 

@@ -13,11 +13,11 @@ import (
 	"github.com/spf13/cobra"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
-	"github.com/laxity-dev/laxity/controllers"
 	"github.com/laxity-dev/laxity/internal/baseline"
 	"github.com/laxity-dev/laxity/internal/gantt"
 	"github.com/laxity-dev/laxity/internal/manifest"
 	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/spec"
 )
 
 type planOptions struct {
@@ -198,11 +198,11 @@ func planSchedule(set *manifest.Set, s manifest.ElasticSchedule, origin *time.Ti
 		}
 		return fmt.Errorf("%s: %s %s/%s: %w", source, kind, es.Namespace, name, err)
 	}
-	w, err := controllers.Workload(es, queries, t0)
+	w, err := spec.Workload(es, queries, t0)
 	if err != nil {
 		var errs []error
 		for _, e := range unjoin(err) {
-			var oe *controllers.ObjectError
+			var oe *spec.ObjectError
 			if errors.As(e, &oe) {
 				e = located(oe.Kind, oe.Name, oe.Err)
 			}

@@ -39,6 +39,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/pool"
 	"github.com/laxity-dev/laxity/internal/simulation"
+	"github.com/laxity-dev/laxity/internal/spec"
 )
 
 // Options configure a demo run.
@@ -289,7 +290,7 @@ func newRun(cfg *rest.Config, set *manifest.Set, o Options) (*run, error) {
 		for _, q := range s.queries {
 			queries = append(queries, *q)
 		}
-		w, err := controllers.Workload(es, queries, time.Time{})
+		w, err := spec.Workload(es, queries, time.Time{})
 		if err != nil {
 			return nil, fmt.Errorf("ElasticSchedule %s: %w", s.key(), err)
 		}
@@ -368,7 +369,7 @@ func (r *run) startManager(ctx context.Context) (<-chan error, error) {
 	for _, s := range r.schedules {
 		s.provisioner.Client = mgr.GetClient()
 	}
-	r.spark = &simulation.Spark{Client: mgr.GetClient(), Duration: simulation.ModelledDuration(mgr.GetClient(), controllers.CostModel)}
+	r.spark = &simulation.Spark{Client: mgr.GetClient(), Duration: simulation.ModelledDuration(mgr.GetClient(), spec.CostModel)}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	if !mgr.GetCache().WaitForCacheSync(ctx) {

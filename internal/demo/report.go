@@ -15,6 +15,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/source"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/internal/spec"
 )
 
 // The report gives every time in whole seconds from its origin, as the API
@@ -30,9 +31,9 @@ func (r *run) report(ctx context.Context, s *schedule) (Report, error) {
 	origin = origin.Truncate(time.Second)
 	out := Report{Schedule: s.object, Plan: s.firstPlan, Replans: max(s.plans-1, 0), Windows: map[string][2]float64{}}
 	var queries []executedQuery
-	for _, spec := range s.queries {
+	for _, applied := range s.queries {
 		var q laxityv1alpha1.IntermittentQuery
-		if err := r.client.Get(ctx, client.ObjectKeyFromObject(spec), &q); err != nil {
+		if err := r.client.Get(ctx, client.ObjectKeyFromObject(applied), &q); err != nil {
 			return out, err
 		}
 		apps := &unstructured.UnstructuredList{}
@@ -40,7 +41,7 @@ func (r *run) report(ctx context.Context, s *schedule) (Report, error) {
 		if err := r.client.List(ctx, apps, client.InNamespace(q.Namespace), client.MatchingLabels{controllers.LabelQuery: q.Name}); err != nil {
 			return out, err
 		}
-		src, err := controllers.SyntheticSource(ctx, &q)
+		src, err := spec.SyntheticSource(ctx, &q)
 		if err != nil {
 			return out, fmt.Errorf("IntermittentQuery %s/%s: spec.input: %w", q.Namespace, q.Name, err)
 		}

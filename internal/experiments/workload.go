@@ -12,9 +12,9 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/config/samples"
-	"github.com/laxity-dev/laxity/controllers"
 	"github.com/laxity-dev/laxity/internal/manifest"
 	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/spec"
 )
 
 // Sample is the 13-query workload the experiments vary, planned from its
@@ -46,7 +46,7 @@ func sampleFile(name string) (planner.Workload, error) {
 			origin = start
 		}
 	}
-	return controllers.Workload(es, queries, origin)
+	return spec.Workload(es, queries, origin)
 }
 
 // variant is one experiment's change to the sample.

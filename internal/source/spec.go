@@ -6,8 +6,6 @@ package source
 import (
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 	"time"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
@@ -27,8 +25,8 @@ import (
 // rates may all be zero. The controllers pass spec.input.actualProfile.
 //
 // Errors name the spec field (spec.input.profile[1].ratePerSecond: …); the
-// caller names the object, as controllers.Workload does. Decimal strings are
-// parsed like the planner's input (strconv.ParseFloat), and a rate then
+// caller names the object, as spec.Workload does. Decimal strings are
+// parsed like the planner's input (laxityv1alpha1.ParseDecimal), and a rate then
 // stands for the shortest decimal that parses to it, as at NewSynthetic, so
 // "0.3" is exactly 3/10.
 func FromSpec(q *laxityv1alpha1.IntermittentQuery, actual []laxityv1alpha1.RateSegment) (*Synthetic, error) {
@@ -79,19 +77,8 @@ func profileSource(start, end time.Time, granularity int64, profile []laxityv1al
 	return newSynthetic(start, end, granularity, segments, names)
 }
 
-// decimal parses one of the API's non-negative decimal strings.
+// decimal parses one of the API's rate strings with the CRDs' checks
+// (laxityv1alpha1.ParseDecimal, the one parser of the API's decimals).
 func decimal(field, s string) (float64, error) {
-	if s == "" {
-		return 0, fmt.Errorf("%s: required", field)
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	switch {
-	case errors.Is(err, strconv.ErrRange):
-		return 0, fmt.Errorf("%s: %q is out of range", field, s)
-	case err != nil:
-		return 0, fmt.Errorf("%s: %q is not a number", field, s)
-	case math.IsNaN(v) || math.IsInf(v, 0) || v < 0:
-		return 0, fmt.Errorf("%s: must be a finite non-negative number, got %q", field, s)
-	}
-	return v, nil
+	return laxityv1alpha1.ParseDecimal(field, s, laxityv1alpha1.MaxRatePerSecond)
 }

@@ -155,8 +155,15 @@ func TestFromSpecErrors(t *testing.T) {
 			`spec.input.ratePerSecond: must be a finite non-negative number, got "-5"`},
 		{"NaN rate", func(q *laxityv1alpha1.IntermittentQuery) { q.Spec.Input.RatePerSecond = "NaN" }, nil,
 			`spec.input.ratePerSecond: must be a finite non-negative number`},
-		{"total beyond int64", func(q *laxityv1alpha1.IntermittentQuery) { q.Spec.Input.RatePerSecond = "1e300" }, nil,
-			"spec.input.ratePerSecond: the window's total"},
+		{"total beyond int64", func(q *laxityv1alpha1.IntermittentQuery) {
+			// The largest rate the API accepts over the longest window.
+			q.Spec.Input.RatePerSecond = "1e12"
+			q.Spec.Window.End = metav1.NewTime(at(8784 * time.Hour))
+		}, nil, "spec.input.ratePerSecond: the window's total"},
+		{"rate above the API's bound", func(q *laxityv1alpha1.IntermittentQuery) { q.Spec.Input.RatePerSecond = "1e300" }, nil,
+			`spec.input.ratePerSecond: "1e300" is out of range`},
+		{"rate not a decimal", func(q *laxityv1alpha1.IntermittentQuery) { q.Spec.Input.RatePerSecond = "NaN" }, nil,
+			`spec.input.ratePerSecond: must be a finite non-negative number, got "NaN"`},
 		{"negative total", func(q *laxityv1alpha1.IntermittentQuery) {
 			q.Spec.Input = laxityv1alpha1.Input{TotalTuples: ptr[int64](-1)}
 		}, nil, "spec.input.totalTuples: must not be negative, got -1"},

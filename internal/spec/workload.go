@@ -1,7 +1,10 @@
-// Package controllers holds laxity's reconcilers and the pure helpers they
-// share with the command line, such as turning API objects into the
-// planner's workload.
-package controllers
+// Package spec turns laxity's API objects into the inputs of its pure
+// parts: the planner's workload, the dispatcher's settings and per-query
+// view, the re-planner's rate rules and a query's synthetic source. The
+// controllers and every offline tool (laxity plan, laxity experiments, the
+// demo) translate through it, so that they plan alike. Errors name the
+// object and the field. It reads no cluster and keeps no state.
+package spec
 
 import (
 	"errors"
@@ -22,7 +25,7 @@ import (
 // so that both paths plan alike.
 const (
 	defaultBillingMinimum       = time.Minute
-	defaultProvisioningLeadTime = 6 * time.Minute
+	DefaultProvisioningLeadTime = 6 * time.Minute
 	defaultMaxBatchDuration     = 10 * time.Minute
 )
 
@@ -45,7 +48,7 @@ func Workload(schedule *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1
 	sorted := slices.Clone(queries)
 	slices.SortFunc(sorted, func(a, b laxityv1alpha1.IntermittentQuery) int { return strings.Compare(a.Name, b.Name) })
 	for i := range sorted {
-		q, err := queryOf(&sorted[i], origin)
+		q, err := Query(&sorted[i], origin)
 		if err != nil {
 			errs = append(errs, objectError("IntermittentQuery", &sorted[i].ObjectMeta, err))
 			continue
@@ -75,7 +78,7 @@ func objectError(kind string, meta *metav1.ObjectMeta, err error) error {
 func poolOf(spec laxityv1alpha1.NodePool) (planner.Pool, error) {
 	pool := planner.Pool{
 		BillingMinimum:       durationOr(spec.BillingMinimum, defaultBillingMinimum),
-		ProvisioningLeadTime: durationOr(spec.ProvisioningLeadTime, defaultProvisioningLeadTime),
+		ProvisioningLeadTime: durationOr(spec.ProvisioningLeadTime, DefaultProvisioningLeadTime),
 	}
 	for _, s := range spec.Sizes {
 		pool.Sizes = append(pool.Sizes, int(s))
@@ -90,7 +93,7 @@ func poolOf(spec laxityv1alpha1.NodePool) (planner.Pool, error) {
 	if spec.ReleaseAfterIdle != nil {
 		pool.ReleaseAfterIdle = spec.ReleaseAfterIdle.Seconds()
 	}
-	price, err := decimal("spec.nodePool.pricePerNodeHour", spec.PricePerNodeHour, laxityv1alpha1.MaxPricePerNodeHour)
+	price, err := laxityv1alpha1.ParseDecimal("spec.nodePool.pricePerNodeHour", spec.PricePerNodeHour, laxityv1alpha1.MaxPricePerNodeHour)
 	pool.PricePerNodeHour = price
 	return pool, err
 }
@@ -123,11 +126,13 @@ func planningOf(spec laxityv1alpha1.Planning) planner.Planning {
 // CostModel is a query's cost model as the planner uses it: the given
 // coefficients, or the fit of its samples.
 func CostModel(q *laxityv1alpha1.IntermittentQuery) (costmodel.Model, error) {
-	pq, err := queryOf(q, q.Spec.Window.Start.Time)
+	pq, err := Query(q, q.Spec.Window.Start.Time)
 	return pq.Cost, err
 }
 
-func queryOf(q *laxityv1alpha1.IntermittentQuery, origin time.Time) (planner.Query, error) {
+// Query is one IntermittentQuery as the planner sees it, with every time in
+// seconds from origin. Errors name the field; the caller names the object.
+func Query(q *laxityv1alpha1.IntermittentQuery, origin time.Time) (planner.Query, error) {
 	spec := q.Spec
 	out := planner.Query{
 		Name:            q.Name,
@@ -135,7 +140,7 @@ func queryOf(q *laxityv1alpha1.IntermittentQuery, origin time.Time) (planner.Que
 		WindowEnd:       spec.Window.End.Sub(origin).Seconds(),
 		Deadline:        spec.Deadline.Sub(origin).Seconds(),
 		Granularity:     max(spec.Input.Granularity, 1),
-		AllowedLateness: allowedLateness(q).Seconds(),
+		AllowedLateness: AllowedLateness(q).Seconds(),
 	}
 	rates, err := ratesOf(spec.Input, out.WindowEnd-out.WindowStart)
 	if err != nil {
@@ -149,7 +154,7 @@ func queryOf(q *laxityv1alpha1.IntermittentQuery, origin time.Time) (planner.Que
 		return out, err
 	}
 	if pa := spec.PartialAggregation; pa != nil {
-		if out.PartialEvery, err = decimal("spec.partialAggregation.every", pa.Every, 1); err != nil {
+		if out.PartialEvery, err = laxityv1alpha1.ParseDecimal("spec.partialAggregation.every", pa.Every, 1); err != nil {
 			return out, err
 		}
 	}
@@ -159,14 +164,14 @@ func queryOf(q *laxityv1alpha1.IntermittentQuery, origin time.Time) (planner.Que
 func ratesOf(in laxityv1alpha1.Input, window float64) ([]planner.RateSegment, error) {
 	switch {
 	case in.RatePerSecond != "":
-		r, err := decimal("spec.input.ratePerSecond", in.RatePerSecond, laxityv1alpha1.MaxRatePerSecond)
+		r, err := laxityv1alpha1.ParseDecimal("spec.input.ratePerSecond", in.RatePerSecond, laxityv1alpha1.MaxRatePerSecond)
 		return []planner.RateSegment{{TuplesPerSecond: r}}, err
 	case in.TotalTuples != nil:
 		return []planner.RateSegment{{TuplesPerSecond: float64(*in.TotalTuples) / window}}, nil
 	case len(in.Profile) > 0:
 		segments := make([]planner.RateSegment, 0, len(in.Profile))
 		for i, seg := range in.Profile {
-			r, err := decimal(fmt.Sprintf("spec.input.profile[%d].ratePerSecond", i), seg.RatePerSecond, laxityv1alpha1.MaxRatePerSecond)
+			r, err := laxityv1alpha1.ParseDecimal(fmt.Sprintf("spec.input.profile[%d].ratePerSecond", i), seg.RatePerSecond, laxityv1alpha1.MaxRatePerSecond)
 			if err != nil {
 				return nil, err
 			}
@@ -205,7 +210,7 @@ func fit(field string, n int, sample func(i int) (nodes int32, work int64, secon
 	samples := make([]costmodel.Sample, 0, n)
 	for i := range n {
 		nodes, work, s := sample(i)
-		seconds, err := decimal(fmt.Sprintf("%s.samples[%d].seconds", field, i), s, laxityv1alpha1.MaxSampleSeconds)
+		seconds, err := laxityv1alpha1.ParseDecimal(fmt.Sprintf("%s.samples[%d].seconds", field, i), s, laxityv1alpha1.MaxSampleSeconds)
 		if err != nil {
 			return costmodel.Linear{}, err
 		}
@@ -221,27 +226,19 @@ func fit(field string, n int, sample func(i int) (nodes int32, work int64, secon
 func coefficients(field, overhead, serial, parallel, serialName, parallelName string) (costmodel.Linear, error) {
 	var l costmodel.Linear
 	var err error
-	if l.Overhead, err = decimal(field+".overheadSeconds", overhead, laxityv1alpha1.MaxCoefficientSeconds); err != nil {
+	if l.Overhead, err = laxityv1alpha1.ParseDecimal(field+".overheadSeconds", overhead, laxityv1alpha1.MaxCoefficientSeconds); err != nil {
 		return l, err
 	}
-	if l.Serial, err = decimal(field+"."+serialName, serial, laxityv1alpha1.MaxCoefficientSeconds); err != nil {
+	if l.Serial, err = laxityv1alpha1.ParseDecimal(field+"."+serialName, serial, laxityv1alpha1.MaxCoefficientSeconds); err != nil {
 		return l, err
 	}
-	if l.Parallel, err = decimal(field+"."+parallelName, parallel, laxityv1alpha1.MaxCoefficientSeconds); err != nil {
+	if l.Parallel, err = laxityv1alpha1.ParseDecimal(field+"."+parallelName, parallel, laxityv1alpha1.MaxCoefficientSeconds); err != nil {
 		return l, err
 	}
 	if err := l.Validate(); err != nil {
 		return l, fmt.Errorf("%s: %w", field, err)
 	}
 	return l, nil
-}
-
-// decimal parses one of the API's decimal strings with the CRDs' checks
-// (laxityv1alpha1.ParseDecimal, which the offline validator's CRD rules
-// mirror): a finite non-negative number of at most limit, or an error
-// naming the field.
-func decimal(field, s string, limit float64) (float64, error) {
-	return laxityv1alpha1.ParseDecimal(field, s, limit)
 }
 
 func durationOr(d *metav1.Duration, fallback time.Duration) float64 {
@@ -251,10 +248,10 @@ func durationOr(d *metav1.Duration, fallback time.Duration) float64 {
 	return d.Seconds()
 }
 
-// allowedLateness is how long after window.end the query's last batch
+// AllowedLateness is how long after window.end the query's last batch
 // waits: spec.input.allowedLateness, and for object storage at least the
 // settle time, before which the window's last objects do not count.
-func allowedLateness(q *laxityv1alpha1.IntermittentQuery) time.Duration {
+func AllowedLateness(q *laxityv1alpha1.IntermittentQuery) time.Duration {
 	lateness := q.Spec.Input.AllowedLateness.Duration
 	if os := q.Spec.Input.ObjectStore; os != nil {
 		lateness = max(lateness, os.Settle.Duration)

@@ -1,4 +1,4 @@
-package controllers
+package spec
 
 import (
 	"strconv"
@@ -160,23 +160,5 @@ func TestWorkloadErrorsNameObjectAndField(t *testing.T) {
 				t.Errorf("err = %v, want it to contain %q", err, tc.want)
 			}
 		})
-	}
-}
-
-func TestDampedSlack(t *testing.T) {
-	for _, tc := range []struct {
-		previous string
-		slack    time.Duration
-		want     string
-	}{
-		{"", 90 * time.Second, "90"},
-		{"90", 60 * time.Second, "90"},
-		{"90", 20 * time.Second, "20"},
-		{"30", -5 * time.Second, "-5"},
-		{"garbage", 10 * time.Second, "10"},
-	} {
-		if got := dampedSlack(tc.previous, tc.slack); got != tc.want {
-			t.Errorf("dampedSlack(%q, %v) = %q, want %q", tc.previous, tc.slack, got, tc.want)
-		}
 	}
 }

@@ -1,0 +1,96 @@
+package spec
+
+import (
+	"context"
+	"math"
+	"time"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/dispatch"
+	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/replan"
+	"github.com/laxity-dev/laxity/internal/source"
+)
+
+// LeadTime is how long the schedule's pool takes to bring a node:
+// spec.nodePool.provisioningLeadTime, or its default.
+func LeadTime(es *laxityv1alpha1.ElasticSchedule) time.Duration {
+	return time.Duration(durationOr(es.Spec.NodePool.ProvisioningLeadTime, DefaultProvisioningLeadTime) * float64(time.Second))
+}
+
+// IdleNodes is the pool size the schedule keeps when nothing is planned.
+func IdleNodes(es *laxityv1alpha1.ElasticSchedule) int32 {
+	if es.Spec.NodePool.IdleNodes != nil {
+		return *es.Spec.NodePool.IdleNodes
+	}
+	return 0
+}
+
+// RateRules is how the schedule treats measured rates other than the
+// declared ones: the rate model and the tolerance.
+func RateRules(es *laxityv1alpha1.ElasticSchedule) replan.Rates {
+	r := replan.Rates{Pessimistic: es.Spec.Planning.RateModel != laxityv1alpha1.RateModelOptimistic}
+	if t := es.Spec.Planning.RateTolerancePercent; t != nil {
+		r.Tolerance = float64(*t) / 100
+	}
+	return r
+}
+
+// RuntimeMargin is the factor the plan's modelled durations carry:
+// 1 + spec.planning.runtimeMarginPercent/100.
+func RuntimeMargin(es *laxityv1alpha1.ElasticSchedule) float64 {
+	margin := 1.0
+	if m := es.Spec.Planning.RuntimeMarginPercent; m != nil {
+		margin += float64(*m) / 100
+	}
+	return margin
+}
+
+// DispatchSettings are the dispatcher's settings for the schedule: its
+// policy and pool sizes, with the manager's attempt limit and backoff.
+func DispatchSettings(es *laxityv1alpha1.ElasticSchedule, maxAttempts int, backoff time.Duration) dispatch.Settings {
+	s := dispatch.Settings{Policy: planner.LeastLaxity, MaxAttempts: maxAttempts, Backoff: backoff}
+	if es.Spec.Planning.Policy == laxityv1alpha1.PolicyEarliestDeadline {
+		s.Policy = planner.EarliestDeadline
+	}
+	for _, size := range es.Spec.NodePool.Sizes {
+		s.Sizes = append(s.Sizes, int(size))
+	}
+	return s
+}
+
+// DispatchQuery is the run-time view of one query under the plan doc, with
+// arrived tuples in so far and nothing launched yet (the caller adds the
+// launched steps). pq is the query as the planner sees it from doc.Origin.
+// ok is false when the plan does not cover the query (it is re-planned
+// first).
+func DispatchQuery(q *laxityv1alpha1.IntermittentQuery, pq planner.Query, doc *planner.Document, arrived int64) (dispatch.Query, bool) {
+	var planned *planner.QueryPlan
+	for i := range doc.Queries {
+		if doc.Queries[i].Name == q.Name {
+			planned = &doc.Queries[i]
+		}
+	}
+	if planned == nil {
+		return dispatch.Query{}, false
+	}
+	dq := dispatch.Query{
+		Name:          q.Name,
+		Deadline:      q.Spec.Deadline.Time,
+		Closed:        q.Spec.Window.End.Add(AllowedLateness(q)),
+		Cost:          pq.Cost,
+		BatchSize:     planned.BatchSize,
+		ExpectedTotal: doc.PlannedTotal(q.Name),
+		Arrived:       arrived,
+	}
+	if pq.PartialEvery > 0 {
+		dq.PartialEvery = max(int(math.Ceil(pq.PartialEvery*float64(planned.Batches)-1e-9)), 1)
+	}
+	return dq, true
+}
+
+// SyntheticSource is the source of a query without a real input: arrivals
+// follow spec.input, or spec.input.actualProfile when set, by the clock.
+func SyntheticSource(_ context.Context, q *laxityv1alpha1.IntermittentQuery) (source.Source, error) {
+	return source.FromSpec(q, q.Spec.Input.ActualProfile)
+}
