@@ -107,15 +107,15 @@ func dropJobRunFinalizer(ctx context.Context, c client.Writer, q *laxityv1alpha1
 
 func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1alpha1.IntermittentQuery, now time.Time) (time.Duration, error) {
 	q.Status.ObservedGeneration = q.Generation
-	// An input that cannot be read leaves the last count in place and shows
-	// in the conditions; the schedule starts nothing of the query meanwhile.
-	src, inputErr := r.Sources.For(ctx, q)
+	// The query's input is read by its schedule's pass (Sources.Read), once
+	// for both controllers; this reports the latest reading. An input that
+	// could not be read leaves the last count in place and shows in the
+	// conditions; the schedule starts nothing of the query meanwhile.
 	arrived := ptr.Deref(q.Status.ArrivedTuples, 0)
-	if inputErr == nil {
-		if n, err := src.Arrived(now); err != nil {
-			inputErr = fmt.Errorf("reading arrivals: %w", err)
-		} else {
-			arrived = n
+	var inputErr error
+	if reading, ok := r.Sources.Latest(q); ok {
+		if inputErr = reading.Err; inputErr == nil {
+			arrived = reading.Arrived
 		}
 	}
 	q.Status.ArrivedTuples = &arrived

@@ -9,6 +9,7 @@ import (
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/replan"
+	"github.com/laxity-dev/laxity/internal/spec"
 )
 
 func TestReplanReasonComparesWithTheAssumedRate(t *testing.T) {
@@ -17,6 +18,11 @@ func TestReplanReasonComparesWithTheAssumedRate(t *testing.T) {
 	queries := []laxityv1alpha1.IntermittentQuery{query("q1", nil)} // declared 9500/s
 	now := origin.Add(20 * time.Minute)
 	inputs := inputsHash(es, queries)
+	w, err := spec.Workload(es, queries, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned := map[string]planner.Query{"q1": w.Queries[0]}
 	stored := func(factor float64, rates map[string]float64) *storedPlan {
 		return &storedPlan{doc: planner.Document{MaxSupportedRateFactor: factor}, inputs: inputs, rates: rates}
 	}
@@ -38,7 +44,7 @@ func TestReplanReasonComparesWithTheAssumedRate(t *testing.T) {
 		{"infeasible plan", stored(0, nil), 100000, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := replanReason(es, queries, tc.stored, inputs, map[string]float64{"q1": tc.measured}, now)
+			got := replanReason(es, queries, planned, tc.stored, inputs, map[string]float64{"q1": tc.measured}, now)
 			if got != tc.want {
 				t.Errorf("replanReason = %q, want %q", got, tc.want)
 			}

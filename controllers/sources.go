@@ -32,6 +32,21 @@ type Sources struct {
 	// seen are the arrival counts read from sources that cannot say what
 	// had arrived at an earlier instant, by query, oldest first.
 	seen map[types.NamespacedName][]sample
+	// latest is each query's latest reading, which the ElasticSchedule
+	// controller takes once per pass and the IntermittentQuery controller
+	// reports, so that one read of an input serves both.
+	latest map[types.NamespacedName]Reading
+}
+
+// Reading is what a query's input said at one instant: the tuples arrived
+// by then, or why the input could not be read.
+type Reading struct {
+	// UID is the query's: a query deleted and made again under the same
+	// name does not see the old one's reading.
+	UID     types.UID
+	At      time.Time
+	Arrived int64
+	Err     error
 }
 
 // sample is a count of arrived tuples and when it was read.
@@ -131,6 +146,39 @@ func openObjectStore(q *laxityv1alpha1.IntermittentQuery, secret map[string][]by
 	return objectstore.New(cfg, q.Spec.Window.Start.Time, q.Spec.Window.End.Time)
 }
 
+// Read reads q's input at now and keeps the reading as q's latest. src is
+// nil when the input cannot be read; the reading then says why.
+func (s *Sources) Read(ctx context.Context, q *laxityv1alpha1.IntermittentQuery, now time.Time) (source.Source, Reading) {
+	reading := Reading{UID: q.UID, At: now}
+	src, err := s.For(ctx, q)
+	if err == nil {
+		if reading.Arrived, err = src.Arrived(now); err != nil {
+			err = fmt.Errorf("reading arrivals: %w", err)
+		}
+	}
+	reading.Err = err
+	key := client.ObjectKeyFromObject(q)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.latest == nil {
+		s.latest = map[types.NamespacedName]Reading{}
+	}
+	s.latest[key] = reading
+	if err != nil {
+		return nil, reading
+	}
+	return src, reading
+}
+
+// Latest is q's latest reading, if its input was read since the query was
+// made (or the manager started).
+func (s *Sources) Latest(q *laxityv1alpha1.IntermittentQuery) (Reading, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.latest[client.ObjectKeyFromObject(q)]
+	return r, ok && r.UID == q.UID
+}
+
 // RateOver is the rate q's tuples arrived at over the window up to now, when
 // it can be told. A source that follows the clock (source.Forecaster) says
 // what had arrived window ago; for the others, which report only what has
@@ -178,4 +226,5 @@ func (s *Sources) forget(key types.NamespacedName) {
 		delete(s.open, key)
 	}
 	delete(s.seen, key)
+	delete(s.latest, key)
 }

@@ -1,0 +1,181 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/dispatch"
+	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/source"
+	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/internal/spec"
+)
+
+// dispatch decides the next step on the pool as it stands and launches it,
+// if one is due; created is the step it created in this pass, nil when none.
+func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, v *view, dqs []dispatch.Query, p *passResult) (_ dispatch.Decision, created *dispatch.Step, _ error) {
+	es, now, doc := v.es, v.now, &v.stored.doc
+	current := dispatch.Pool{Ready: int(v.ready)}
+	current.Coming, current.ComingBy = dispatch.Coming(doc.Origin, doc.Requests, v.lead, now)
+	decision := dispatch.Decide(now, spec.DispatchSettings(es, r.Options.MaxAttempts, r.Options.Backoff), dqs, current)
+	logger := log.FromContext(ctx)
+	if decision.Launch == nil {
+		logger.V(1).Info("nothing to launch", "why", decision.Why, "readyNodes", current.Ready, "comingNodes", current.Coming, "exhausted", decision.Exhausted)
+		return decision, nil, nil
+	}
+	l := decision.Launch
+	logger.V(1).Info("dispatch decision", "why", decision.Why, "query", l.Query, "kind", l.Kind, "index", l.Index, "attempt", l.Attempt, "nodes", l.Nodes, "slack", l.Slack)
+	q := queryNamed(v.queries, l.Query)
+	launched := v.launched[q.Name]
+	step := sparkapp.Step{
+		Kind: l.Kind, Index: l.Index, Attempt: l.Attempt, NamesTaken: l.NamesTaken,
+		FromTuple: l.FromTuple, ToTuple: l.ToTuple, Inputs: l.Inputs,
+		Nodes: int32(l.Nodes), ReadyNodes: int32(current.Ready), LaunchedAt: now,
+	}
+	step.InputLocations = inputLocations(launched, step)
+	if slicer, ok := v.inputs[q.Name].src.(source.Slicer); ok && l.Kind == planner.StepBatch {
+		var err error
+		if step.Slice, step.ToTuple, err = batchSlice(ctx, slicer, launched, *l, now); err != nil {
+			return decision, nil, fmt.Errorf("IntermittentQuery %s: batch %d: %w", q.Name, l.Index, err)
+		}
+	}
+	// A name an object laxity does not own already has is never taken
+	// over: that object is left alone and reported, and the step is
+	// launched under its next attempt's name (-r<n>), the same step with
+	// the same tuple range and input. The attempt number passed over is
+	// recorded on the step (NamesTaken) and is not charged as a failure,
+	// so squatting neither costs a try nor stops the query; the foreign
+	// object is never read as the step, so nothing runs twice or is lost.
+	// At most maxNamesTaken names are passed over in one pass.
+	for taken := 0; ; taken++ {
+		app, err := sparkapp.Render(q, es, step, sparkapp.Locations{Input: q.Spec.Input.Location, ResultRoot: r.Options.ResultRoot})
+		if err != nil {
+			return decision, nil, err
+		}
+		if _, gone := r.cancelled.Load(es.Namespace + "/" + app.GetName()); gone {
+			// Deleted as stuck; the cache has not shown its record yet.
+			logger.Info("holding a launch: the step was cancelled as stuck and its record is not seen yet", "step", app.GetName())
+			return decision, nil, nil
+		}
+		// A job run whose start failed after its record was written is
+		// launched: the next pass starts it.
+		made, squatter, err := r.launch(ctx, es, q, app, now)
+		if squatter != "" {
+			message := fmt.Sprintf("%s of IntermittentQuery %s: the name %s is taken by %s, which laxity does not own; it is left alone, and the step runs as attempt %d instead, not counted as a failure",
+				stepTitle(l.Kind, l.Index), q.Name, app.GetName(), squatter, step.Attempt+1)
+			logger.Info("step name taken", "query", q.Name, "step", app.GetName(), "takenBy", squatter, "nextAttempt", step.Attempt+1)
+			p.note(corev1.EventTypeWarning, laxityv1alpha1.StepNameTakenReason, "Launch", message)
+			if taken+1 >= maxNamesTaken {
+				return decision, nil, fmt.Errorf("IntermittentQuery %s: %s: %d attempt names in a row are taken by objects laxity does not own", q.Name, stepTitle(l.Kind, l.Index), maxNamesTaken)
+			}
+			step.Attempt++
+			step.NamesTaken++
+			continue
+		}
+		if !made {
+			return decision, nil, err
+		}
+		recordLaunch(es, l.Kind)
+		message := fmt.Sprintf("Launched %s on %d nodes (%s %d of %s, tuples [%d, %d), slack %s)",
+			app.GetName(), l.Nodes, l.Kind, l.Index, l.Query, step.FromTuple, step.ToTuple, l.Slack.Round(time.Second))
+		kind := "Launched"
+		if step.Attempt > step.NamesTaken {
+			kind = "Retried"
+		}
+		logger.Info(strings.ToLower(kind), "query", q.Name, "step", app.GetName(), "kind", l.Kind, "index", l.Index, "attempt", step.Attempt,
+			"nodes", l.Nodes, "readyNodes", current.Ready, "fromTuple", step.FromTuple, "toTuple", step.ToTuple, "slack", l.Slack.Round(time.Second))
+		p.note(corev1.EventTypeNormal, kind, "Launch", message)
+		return decision, l, err
+	}
+}
+
+// maxNamesTaken bounds the attempt names passed over in one pass: names
+// taken by the dozen are someone's doing, better stopped at and reported.
+const maxNamesTaken = 5
+
+// stepTitle names a step for messages: "Batch 3", "Partial merge 1", "The
+// final merge".
+func stepTitle(kind planner.StepKind, index int) string {
+	switch kind {
+	case planner.StepBatch:
+		return fmt.Sprintf("Batch %d", index)
+	case planner.StepPartial:
+		return fmt.Sprintf("Partial merge %d", index)
+	}
+	return "The final merge"
+}
+
+func earliestTime(a, b time.Time) time.Time {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero() || a.Before(b):
+		return a
+	}
+	return b
+}
+
+// batchSlice is the exact input of batch l of a query whose source slices
+// its stream: a retry reads what the failed attempt read, a new batch
+// continues from where the batch before it ended, as recorded on that
+// batch's SparkApplication. It also returns the batch's tuple range end,
+// which follows what the slice holds.
+func batchSlice(ctx context.Context, slicer source.Slicer, launched launchedSteps, l dispatch.Step, now time.Time) (map[string]string, int64, error) {
+	batches := launched.batches
+	if l.Index < len(batches) {
+		tried := batches[l.Index].step
+		if tried.Slice == nil {
+			return nil, 0, fmt.Errorf("its attempt %d records no input slice to retry", tried.Attempt)
+		}
+		return tried.Slice, tried.ToTuple, nil
+	}
+	var previous map[string]string
+	if l.Index > 0 {
+		if previous = batches[l.Index-1].step.Slice; previous == nil {
+			return nil, 0, fmt.Errorf("batch %d records no input slice to continue from", l.Index-1)
+		}
+	}
+	slice, taken, err := slicer.Slice(ctx, now, previous, l.ToTuple-l.FromTuple)
+	if err != nil {
+		return nil, 0, err
+	}
+	if taken <= 0 {
+		return nil, 0, fmt.Errorf("no tuples of [%d, %d) are there to read", l.FromTuple, l.ToTuple)
+	}
+	return slice, l.FromTuple + taken, nil
+}
+
+// inputLocations are the results a merge combines: a partial merge the
+// batches since the previous one, the final merge the partials and the
+// batches after the last one.
+func inputLocations(launched launchedSteps, step sparkapp.Step) []string {
+	if step.Kind == planner.StepBatch {
+		return nil
+	}
+	batches, partials := launched.batches, launched.partials
+	var out []string
+	if step.Kind == planner.StepPartial {
+		c := step.Inputs
+		for _, b := range batches[min(step.Index*c, len(batches)):min((step.Index+1)*c, len(batches))] {
+			out = append(out, b.result)
+		}
+		return out
+	}
+	for _, p := range partials {
+		out = append(out, p.result)
+	}
+	covered := 0
+	if len(partials) > 0 && len(batches) > 0 {
+		covered = len(batches) - (step.Inputs - len(partials))
+	}
+	for _, b := range batches[min(max(covered, 0), len(batches)):] {
+		out = append(out, b.result)
+	}
+	return out
+}

@@ -1,0 +1,91 @@
+package controllers
+
+import (
+	"time"
+
+	"github.com/laxity-dev/laxity/internal/dispatch"
+)
+
+// Defaults of the stuck-step bound (Options.StuckFactor, StuckMinExtra).
+// Three times the modelled duration leaves room for the run-to-run spread
+// of Spark jobs (stragglers, a slow executor, garbage collection), which is
+// well within 3x for the steps cost models are fitted on; two minutes more
+// than modelled covers what the cost model does not see in a short step:
+// pulling the image, scheduling the driver and executors, JVM start-up.
+const (
+	DefaultStuckFactor   = 3.0
+	DefaultStuckMinExtra = 2 * time.Minute
+)
+
+// Options are the run-time settings shared by both reconcilers.
+type Options struct {
+	// MaxAttempts bounds the tries of one step; Backoff is the wait before
+	// the first retry, doubled for each further one.
+	MaxAttempts int
+	Backoff     time.Duration
+	// ResultRoot is where step results go: <root>/<namespace>/<query>/<step>.
+	ResultRoot string
+	// Poll is how often a schedule with open windows is looked at again when
+	// nothing else wakes it (arrivals are not events).
+	Poll time.Duration
+	// ClockRate is how many seconds pass on the reconcilers' clock per real
+	// second: 1 (or 0) on a cluster, more on the demo's scaled clock. The
+	// workqueue waits in real time, so requeue delays shrink to match.
+	ClockRate float64
+	// NoSparkApplications says that the cluster serves no SparkApplication
+	// kind (no spark-operator): steps run only as EMR on EKS job runs, and
+	// SparkApplications are neither watched nor listed.
+	NoSparkApplications bool
+	// StuckFactor and StuckMinExtra bound how long a step may stay pending
+	// or running: max(StuckFactor × modelled, modelled + StuckMinExtra),
+	// its modelled duration carrying the schedule's runtime margin. Past
+	// the bound it is cancelled and retried as a failed attempt. Zero means
+	// the default (DefaultStuckFactor, DefaultStuckMinExtra); a negative
+	// value leaves that term out, and both negative bound nothing.
+	StuckFactor   float64
+	StuckMinExtra time.Duration
+	// ScheduleWorkers and QueryWorkers are how many schedules, and how many
+	// queries, are reconciled at once (0 means 1): a schedule whose plan
+	// takes long then holds back no other schedule.
+	ScheduleWorkers, QueryWorkers int
+	// PlanTimeout bounds one plan search in compute time (0 means
+	// DefaultPlanTimeout): a workload whose search would run longer gets a
+	// condition instead of holding a worker and the manager's memory.
+	PlanTimeout time.Duration
+	// MaxPlanSteps bounds the batches and merges one plan may hold (0 means
+	// planner.DefaultMaxSteps).
+	MaxPlanSteps int
+}
+
+// DefaultPlanTimeout is Options.PlanTimeout's default: well above the
+// search time of every sample and of 10,000 queries over a day, well below
+// what would let one tenant's plan stall the others.
+const DefaultPlanTimeout = 30 * time.Second
+
+// planTimeout is the time budget of one plan search.
+func (o Options) planTimeout() time.Duration {
+	if o.PlanTimeout > 0 {
+		return o.PlanTimeout
+	}
+	return DefaultPlanTimeout
+}
+
+// stuckRule is the stuck-step bound the options give.
+func (o Options) stuckRule() dispatch.StuckRule {
+	r := dispatch.StuckRule{Factor: o.StuckFactor, MinExtra: o.StuckMinExtra}
+	if r.Factor == 0 {
+		r.Factor = DefaultStuckFactor
+	}
+	if r.MinExtra == 0 {
+		r.MinExtra = DefaultStuckMinExtra
+	}
+	return dispatch.StuckRule{Factor: max(r.Factor, 0), MinExtra: max(r.MinExtra, 0)}
+}
+
+// realDelay is the real time to wait for d to pass on the clock.
+func (o Options) realDelay(d time.Duration) time.Duration {
+	if o.ClockRate <= 1 {
+		return d
+	}
+	return time.Duration(float64(d) / o.ClockRate)
+}

@@ -1,0 +1,192 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/dispatch"
+	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/pool"
+	"github.com/laxity-dev/laxity/internal/source"
+	"github.com/laxity-dev/laxity/internal/spec"
+)
+
+// view is what one pass over a schedule reads, each thing once: its live
+// queries and their planner form, every query's input, the launched steps,
+// the ready nodes and the plan in force. The phases of the pass (plan, size
+// the pool, dispatch, report) read it; only the plan and the launched steps
+// change during a pass, and only through the phases that change them.
+type view struct {
+	es  *laxityv1alpha1.ElasticSchedule
+	now time.Time
+	// queries are the schedule's queries not being deleted.
+	queries []laxityv1alpha1.IntermittentQuery
+	// workload is the planner's input from now; workloadErr says which
+	// objects' specs could not be converted. planned holds its queries by
+	// name: their cost models, rates and partial-merge fractions do not
+	// depend on the origin, so dispatch and the rate checks use them too.
+	workload    planner.Workload
+	workloadErr error
+	planned     map[string]planner.Query
+	// inputs is each query's input as read in this pass.
+	inputs map[string]input
+	// steps are laxity's own steps of the schedule; launched the latest
+	// attempt of each step, by query.
+	steps    []stepObject
+	launched map[string]launchedSteps
+	// ready is the number of ready pool nodes; previousReady what the last
+	// pass saw.
+	ready, previousReady int32
+	lead                 time.Duration
+	// stored is the plan in force, nil before the first; inputsHash is what
+	// the plan must have been made from to still hold.
+	stored     *storedPlan
+	inputsHash string
+}
+
+// input is one query's input as a pass read it.
+type input struct {
+	// src is the query's source, nil when it could not be read; arrived is
+	// then the count its status last reported.
+	src     source.Source
+	arrived int64
+	// rate is the measured arrival rate over the schedule's rate window,
+	// when measured is true.
+	rate     float64
+	measured bool
+}
+
+// passResult is what the phases of one pass gather for its end: the events
+// to emit and the backend errors that let the pass go on.
+type passResult struct {
+	notes       []note
+	backendErrs []error
+}
+
+func (p *passResult) note(kind, reason, action, message string) {
+	p.notes = append(p.notes, note{kind, reason, action, message})
+}
+
+// keep records err when it is a backend error, for the pass to go on, and
+// returns any other error.
+func (p *passResult) keep(err error) error {
+	return keepBackendError(err, &p.backendErrs)
+}
+
+// observe reads the schedule's view. Before it reads the queries' inputs
+// it brings the job runs up to date and lets the queries being deleted go,
+// which may fail with backend errors that p keeps.
+func (r *ElasticScheduleReconciler) observe(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, p *passResult) (*view, error) {
+	v := &view{es: es, now: r.Clock.Now(), lead: spec.LeadTime(es)}
+	queries, err := queriesOf(ctx, r.Client, es)
+	if err != nil {
+		return nil, err
+	}
+	steps, foreign, err := listAllSteps(ctx, r.Client, r.Options, es.Namespace, client.MatchingLabels{LabelSchedule: es.Name})
+	if err != nil {
+		return nil, err
+	}
+	p.notes = append(p.notes, r.reportForeign(ctx, foreign)...)
+	if err := p.keep(r.syncJobRuns(ctx, es, steps, v.now)); err != nil {
+		return nil, err
+	}
+	v.steps = steps
+	queries, err = r.releaseDeleted(ctx, es, queries, steps)
+	if err := p.keep(err); err != nil {
+		return nil, err
+	}
+	v.queries = queries
+	if len(queries) == 0 {
+		return v, nil
+	}
+	v.launched = observeSteps(steps)
+	v.workload, v.workloadErr = spec.Workload(es, queries, v.now)
+	v.planned = make(map[string]planner.Query, len(v.workload.Queries))
+	for _, pq := range v.workload.Queries {
+		v.planned[pq.Name] = pq
+	}
+	v.inputs = make(map[string]input, len(queries))
+	for i := range queries {
+		v.inputs[queries[i].Name] = r.readInput(ctx, es, &queries[i], v.now, p)
+	}
+	if v.stored, err = loadPlan(ctx, r.Client, es); err != nil {
+		return nil, err
+	}
+	// The ready nodes are counted before the plan is judged: nodes that
+	// vanished make it a plan for a pool that is not there.
+	if v.ready, err = pool.ReadyNodes(ctx, r.Client, es.Spec.NodePool.NodeSelector); err != nil {
+		return nil, fmt.Errorf("counting ready nodes: %w", err)
+	}
+	v.previousReady = ptr.Deref(es.Status.NodesReady, v.ready)
+	v.inputsHash = inputsHash(es, queries)
+	return v, nil
+}
+
+// readInput reads one query's input and, once its window has been open a
+// rate window, the rate its tuples arrived at over that window. A query
+// whose input cannot be read starts nothing until it can be read again and
+// is planned from what it last reported; the other queries go on.
+func (r *ElasticScheduleReconciler) readInput(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, q *laxityv1alpha1.IntermittentQuery, now time.Time, p *passResult) input {
+	src, reading := r.Sources.Read(ctx, q, now)
+	if reading.Err != nil {
+		p.note(corev1.EventTypeWarning, laxityv1alpha1.InputUnavailableReason, "Read", fmt.Sprintf("IntermittentQuery %s: %v", q.Name, reading.Err))
+		return input{arrived: ptr.Deref(q.Status.ArrivedTuples, 0)}
+	}
+	in := input{src: src, arrived: reading.Arrived}
+	window := es.Spec.Planning.RateWindow.Duration
+	if window > 0 && now.Sub(q.Spec.Window.Start.Time) >= window && now.Before(q.Spec.Window.End.Time) {
+		in.rate, in.measured = r.Sources.RateOver(q, src, now, reading.Arrived, window)
+	}
+	return in
+}
+
+// dispatchQueries is the run-time view of every query the plan in force
+// covers: its plan, its arrivals, its launched steps and what its source
+// tells (see withSource).
+func (v *view) dispatchQueries(runtimeMargin float64) ([]dispatch.Query, error) {
+	doc := &v.stored.doc
+	var out []dispatch.Query
+	for i := range v.queries {
+		q := &v.queries[i]
+		pq, ok := v.planned[q.Name]
+		if !ok {
+			return nil, fmt.Errorf("IntermittentQuery %s: %w", q.Name, v.workloadErr)
+		}
+		in := v.inputs[q.Name]
+		if dq, ok := dispatchQuery(q, pq, doc, v.launched[q.Name], in.arrived, v.now); ok {
+			withSource(&dq, in, runtimeMargin)
+			out = append(out, dq)
+		}
+	}
+	return out, nil
+}
+
+// withSource gives dispatch what the query's source tells: the instant a
+// batch fills up, for the sources that can tell (source.Forecaster; the
+// others are polled), and whether its input could be read this pass (held:
+// it starts nothing). It also gives dispatch's estimates the plan's runtime
+// margin, so that it judges slack as the plan did.
+func withSource(dq *dispatch.Query, in input, runtimeMargin float64) {
+	if f, forecasts := in.src.(source.Forecaster); forecasts {
+		dq.ArrivalOf = f.ArrivalOf
+	}
+	dq.Held = in.src == nil
+	dq.Cost = dq.Cost.Scaled(runtimeMargin)
+}
+
+// rates are the measured rates of the queries that have one.
+func (v *view) rates() map[string]float64 {
+	out := map[string]float64{}
+	for name, in := range v.inputs {
+		if in.measured {
+			out[name] = in.rate
+		}
+	}
+	return out
+}

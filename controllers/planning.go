@@ -1,0 +1,208 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/dispatch"
+	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/replan"
+	"github.com/laxity-dev/laxity/internal/spec"
+)
+
+// Re-plan reasons, recorded on the plan and counted in metrics.
+const (
+	ReplanInitial      = "Initial"
+	ReplanSpecChanged  = "SpecChanged"
+	ReplanRateExceeded = "RateExceeded"
+	ReplanRateFellBack = "RateFellBack"
+	ReplanStepFailed   = "StepFailed"
+	// ReplanNodesLost: ready nodes fell below what the running or due step
+	// needs and what the plan expects ready (dispatch.NodesLost); the new
+	// plan starts from the nodes really there.
+	ReplanNodesLost = "NodesLost"
+)
+
+// errKeptPlan marks a re-plan whose search ran out of its budget while a
+// plan was in force: that plan goes on.
+var errKeptPlan = errors.New("the plan in force is kept")
+
+// budgetRetry is how long a schedule whose search ran out of its budget
+// waits before trying again: the same inputs would run out again.
+const budgetRetry = 5 * time.Minute
+
+// replanning is why the pass re-plans ("" when the plan in force holds)
+// and, when the reason is lost nodes, what the PoolReady condition says
+// about them.
+type replanning struct {
+	reason    string
+	nodesLost string
+}
+
+// judge says whether the plan in force still holds: there is one, it was
+// made from the same specs, the measured rates are within what it supports,
+// no step has used up its attempts since it was made, and the ready nodes
+// did not fall below what the work in progress needs.
+func (r *ElasticScheduleReconciler) judge(ctx context.Context, v *view, p *passResult) (replanning, error) {
+	if reason := replanReason(v.es, v.queries, v.planned, v.stored, v.inputsHash, v.rates(), v.now); reason != "" {
+		return replanning{reason: reason}, nil
+	}
+	dqs, err := v.dispatchQueries(spec.RuntimeMargin(v.es))
+	if err != nil {
+		return replanning{}, err
+	}
+	settings := spec.DispatchSettings(v.es, r.Options.MaxAttempts, r.Options.Backoff)
+	if exhausted := dispatch.Exhausted(v.now, settings, dqs); len(exhausted) > 0 && v.stored.reason != ReplanStepFailed {
+		return replanning{reason: ReplanStepFailed}, nil
+	}
+	doc := &v.stored.doc
+	need := max(dispatch.Holding(dqs), dispatch.BehindSchedule(doc, dqs, r.Options.MaxAttempts, v.now))
+	expected := dispatch.ExpectedReady(doc.Origin, doc.Requests, v.lead, v.now)
+	if !dispatch.NodesLost(int(v.previousReady), int(v.ready), need, expected) {
+		return replanning{}, nil
+	}
+	message := fmt.Sprintf("Ready nodes fell from %d to %d, below the %d the work in progress needs and the %d the plan expects ready now: re-planning from the %d there and requesting the nodes again",
+		v.previousReady, v.ready, need, expected, v.ready)
+	log.FromContext(ctx).Info("nodes lost", "from", v.previousReady, "to", v.ready, "need", need, "expected", expected)
+	p.note(corev1.EventTypeWarning, laxityv1alpha1.NodesLostReason, "Replan", message)
+	return replanning{reason: ReplanNodesLost, nodesLost: message}, nil
+}
+
+// replanReason says why the plan in force no longer holds by its inputs and
+// the measured rates, or "". planned are the queries in the planner's form,
+// by name; a query missing there has a spec the plan search reports on.
+func replanReason(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, planned map[string]planner.Query, stored *storedPlan, inputs string, rates map[string]float64, now time.Time) string {
+	switch {
+	case stored == nil:
+		return ReplanInitial
+	case stored.inputs != inputs:
+		return ReplanSpecChanged
+	}
+	for i := range queries {
+		q := &queries[i]
+		pq, ok := planned[q.Name]
+		if !ok {
+			continue
+		}
+		declared := replan.RateAt(pq.Rates, now.Sub(q.Spec.Window.Start.Time).Seconds())
+		switch replan.Compare(measuredRate(es, pq, rates), declared, stored.rates[q.Name], stored.doc.MaxSupportedRateFactor, spec.RateRules(es)) {
+		case replan.Exceeds:
+			return ReplanRateExceeded
+		case replan.FellBack:
+			return ReplanRateFellBack
+		}
+	}
+	return ""
+}
+
+// measuredRate is the query's measured rate, if any, and what the
+// measurement can tell apart.
+func measuredRate(es *laxityv1alpha1.ElasticSchedule, pq planner.Query, rates map[string]float64) replan.Observed {
+	return replan.Observed{Measured: rates[pq.Name], Resolution: replan.Resolution(pq.Granularity, es.Spec.Planning.RateWindow.Seconds())}
+}
+
+// replan makes a new plan and stores it as the plan in force. A search
+// that runs out of its budget keeps the plan in force when there is one;
+// without one, or when the specs cannot be planned, the schedule's
+// conditions say why and done is true: the pass ends there, to be tried
+// again after result's delay.
+func (r *ElasticScheduleReconciler) replan(ctx context.Context, v *view, reason string, p *passResult) (result time.Duration, done bool, err error) {
+	es := v.es
+	logger := log.FromContext(ctx)
+	wall := time.Now() // plan_search_seconds is compute time, whatever r.Clock is
+	doc, assumed, err := r.plan(ctx, v)
+	search := time.Since(wall)
+	switch {
+	case errors.Is(err, planner.ErrSearchBudget):
+		msg := fmt.Sprintf("the plan search (%s) ran longer than the %s one search may take: raise spec.planning.batchSizeFactors, shorten the windows, or split the queries over several schedules", reason, r.Options.planTimeout())
+		logger.Info("plan search out of budget", "reason", reason, "budget", r.Options.planTimeout(), "keepingPlan", v.stored != nil)
+		p.note(corev1.EventTypeWarning, laxityv1alpha1.SearchBudgetExceededReason, "Plan", msg)
+		if v.stored == nil {
+			setScheduleConditions(es, scheduleState{invalid: errors.New(msg), invalidReason: laxityv1alpha1.SearchBudgetExceededReason})
+			return budgetRetry, true, nil
+		}
+		// The plan in force goes on; the search is tried again on the next
+		// pass that finds a reason to re-plan.
+		return 0, false, nil
+	case err != nil:
+		setScheduleConditions(es, scheduleState{invalid: err})
+		p.note(corev1.EventTypeWarning, laxityv1alpha1.InvalidSpecReason, "Plan", err.Error())
+		return 0, true, nil
+	}
+	stored := &storedPlan{doc: doc, inputs: v.inputsHash, reason: reason, rates: assumed}
+	if err := storePlan(ctx, r.Client, es, stored); err != nil {
+		return 0, true, err
+	}
+	v.stored = stored
+	recordReplan(es, reason, search)
+	logger.Info("planned", "reason", reason, "feasible", doc.Chosen.Feasible, "cost", doc.Chosen.Cost,
+		"initialNodes", doc.Chosen.InitialNodes, "maxNodes", doc.Chosen.MaxNodes, "batchSizeFactor", doc.Chosen.BatchSizeFactor,
+		"readyNodes", v.ready, "searchSeconds", search.Seconds())
+	es.Status.LastPlanTime = &metav1.Time{Time: v.now}
+	// A plan that misses a deadline is something to act on: a Warning,
+	// which `kubectl get events --field-selector type=Warning` lists.
+	kind := corev1.EventTypeNormal
+	if !doc.Chosen.Feasible {
+		kind = corev1.EventTypeWarning
+	}
+	p.note(kind, "Planned", "Plan", planMessage(&doc, reason))
+	return 0, false, nil
+}
+
+// plan makes a new plan from now (replan.Plan): from the observed progress
+// of every query whose window has opened, with the rates the rate model
+// assumes, executable on the nodes ready now. It also returns the rates so
+// assumed, by query, which the plan's maximum supported rate is relative to.
+func (r *ElasticScheduleReconciler) plan(ctx context.Context, v *view) (planner.Document, map[string]float64, error) {
+	if v.workloadErr != nil {
+		return planner.Document{}, nil, v.workloadErr
+	}
+	es, now, rates := v.es, v.now, v.rates()
+	observed := map[string]replan.Observed{}
+	holding := make([]dispatch.Query, 0, len(v.queries))
+	for i := range v.queries {
+		name := v.queries[i].Name
+		pq := v.planned[name]
+		o := measuredRate(es, pq, rates)
+		o.Arrived, o.Done = v.inputs[name].arrived, progressOf(v.launched[name])
+		observed[name] = o
+		dq := dispatch.Query{Name: name, Cost: pq.Cost.Scaled(spec.RuntimeMargin(es))}
+		withLaunched(&dq, v.launched[name], now)
+		holding = append(holding, dq)
+	}
+	busy := dispatch.FreeAt(holding, now).Sub(now).Seconds()
+	w := v.workload
+	w.Planning.MaxSteps = r.Options.MaxPlanSteps
+	// The budget is compute time, whatever r.Clock is.
+	search, cancel := context.WithTimeout(ctx, r.Options.planTimeout())
+	defer cancel()
+	started := r.Clock.Now()
+	doc, assumed, err := replan.PlanContext(search, w, observed, spec.RateRules(es), int(v.ready), busy)
+	doc.SearchSeconds = r.Clock.Since(started).Seconds()
+	return doc, assumed, err
+}
+
+// progressOf is how far the query's launched steps have got.
+func progressOf(launched launchedSteps) replan.Progress {
+	p := replan.Progress{Batches: len(launched.batches), Partials: len(launched.partials)}
+	if n := len(launched.batches); n > 0 {
+		p.Tuples = launched.batches[n-1].step.ToTuple
+		p.LastFrom = launched.batches[n-1].step.FromTuple
+	}
+	return p
+}
+
+func planMessage(doc *planner.Document, reason string) string {
+	c := doc.Chosen
+	if !c.Feasible {
+		return fmt.Sprintf("Re-planned (%s): no plan meets every deadline; %s would be %.0fs late even on %d nodes", reason, c.Failure.Query, c.Failure.LateSeconds, c.InitialNodes)
+	}
+	return fmt.Sprintf("Re-planned (%s): %d initial nodes, %dX batches, cost %.2f, at most %d nodes", reason, c.InitialNodes, c.BatchSizeFactor, c.Cost, c.MaxNodes)
+}

@@ -1,0 +1,157 @@
+package controllers
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/planner"
+)
+
+// writePlanStatus copies the plan in force into the status.
+func writePlanStatus(es *laxityv1alpha1.ElasticSchedule, doc *planner.Document, now time.Time) {
+	c := doc.Chosen
+	es.Status.Chosen = &laxityv1alpha1.ChosenPlan{
+		InitialNodes: int32(c.InitialNodes), BatchSizeFactor: int32(c.BatchSizeFactor),
+		Cost: money(c.Cost), ExecutableCost: money(c.ExecutableCost), MaxNodes: int32(c.MaxNodes), Feasible: c.Feasible,
+	}
+	es.Status.Candidates = nil
+	for _, cand := range doc.Candidates {
+		es.Status.Candidates = append(es.Status.Candidates, laxityv1alpha1.PlanCandidate{
+			InitialNodes: int32(cand.InitialNodes), BatchSizeFactor: int32(cand.BatchSizeFactor),
+			Cost: money(cand.Cost), MaxNodes: int32(cand.MaxNodes), Feasible: cand.Feasible,
+		})
+	}
+	es.Status.Queries = nil
+	for _, q := range doc.Queries {
+		es.Status.Queries = append(es.Status.Queries, laxityv1alpha1.QueryPlan{
+			Name: q.Name, BatchSize: q.BatchSize, Batches: int32(q.Batches),
+			Finish: wholeSeconds(at(doc.Origin, q.Finish)), Deadline: wholeSeconds(at(doc.Origin, q.Deadline)),
+			SlackSeconds: strconv.FormatFloat(math.Round(q.Slack*10)/10, 'f', -1, 64),
+		})
+	}
+	es.Status.NodeRequests = nil
+	for _, p := range doc.Requests {
+		if t := at(doc.Origin, p.At); !t.Before(now) {
+			es.Status.NodeRequests = append(es.Status.NodeRequests, laxityv1alpha1.NodeRequest{At: wholeSeconds(t), Nodes: int32(p.Nodes)})
+		}
+	}
+	es.Status.SearchSeconds = strconv.FormatFloat(doc.SearchSeconds, 'f', 3, 64)
+	es.Status.MaxSupportedRateFactor = strconv.FormatFloat(doc.MaxSupportedRateFactor, 'f', 2, 64)
+	origin := wholeSeconds(doc.Origin)
+	es.Status.PlanOrigin = &origin
+}
+
+// wholeSeconds is t as the status can hold it: metav1.Time is serialized to
+// the second, so a finer instant read back from the API server never equals
+// the one just computed, and the status would be written on every pass.
+func wholeSeconds(t time.Time) metav1.Time {
+	return metav1.NewTime(t.Truncate(time.Second))
+}
+
+func money(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
+
+// at is the instant seconds after origin, to the millisecond.
+func at(origin time.Time, seconds float64) time.Time {
+	return origin.Add(time.Duration(math.Round(seconds*1000)) * time.Millisecond)
+}
+
+// scheduleState is what the schedule's conditions are computed from.
+type scheduleState struct {
+	noQueries bool
+	// invalid is why no plan could be made; invalidReason its condition
+	// reason ("" means InvalidSpec).
+	invalid          error
+	invalidReason    string
+	doc              *planner.Document
+	requested, ready int32
+	// backendErr is the pass's backend failure, if any.
+	backendErr error
+	// stuck describes the steps cancelled as stuck and waiting for their
+	// retry, "" when there are none.
+	stuck string
+	// nodesLost says how the ready nodes fell in this pass (NodesLost),
+	// "" when they did not.
+	nodesLost string
+}
+
+// setScheduleConditions computes Planned, Feasible, PoolReady, Ready and
+// Stalled.
+func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) {
+	set := func(t string, status metav1.ConditionStatus, reason, message string) {
+		meta.SetStatusCondition(&es.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: es.Generation})
+	}
+	stalled := func(reason, message string) {
+		if reason == "" {
+			meta.RemoveStatusCondition(&es.Status.Conditions, laxityv1alpha1.ElasticScheduleStalledCondition)
+			return
+		}
+		set(laxityv1alpha1.ElasticScheduleStalledCondition, metav1.ConditionTrue, reason, message)
+	}
+	switch {
+	case s.noQueries:
+		set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionFalse, laxityv1alpha1.NoQueriesReason, "No IntermittentQuery names this schedule")
+		if s.backendErr != nil {
+			set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionFalse, laxityv1alpha1.BackendErrorReason, s.backendErr.Error())
+			set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.BackendErrorReason, s.backendErr.Error())
+		} else {
+			meta.RemoveStatusCondition(&es.Status.Conditions, laxityv1alpha1.ElasticSchedulePoolReadyCondition)
+			set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionTrue, laxityv1alpha1.NoQueriesReason, "Nothing to run; the pool is at its idle size")
+		}
+		stalled("", "")
+		return
+	case s.invalid != nil:
+		reason := s.invalidReason
+		if reason == "" {
+			reason = laxityv1alpha1.InvalidSpecReason
+		}
+		set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionFalse, reason, s.invalid.Error())
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, reason, s.invalid.Error())
+		stalled(reason, s.invalid.Error())
+		return
+	}
+	c := s.doc.Chosen
+	set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionTrue, laxityv1alpha1.PlanFoundReason,
+		fmt.Sprintf("%d initial nodes, %dX batches, cost %.2f", c.InitialNodes, c.BatchSizeFactor, c.Cost))
+	poolReady := fmt.Sprintf("%d of %d requested nodes ready", s.ready, s.requested)
+	// Nodes lost stay the reason the pool is not ready until it is again:
+	// the condition keeps saying so on the passes that wait for them.
+	waiting, waitingMessage := laxityv1alpha1.WaitingForNodesReason, poolReady
+	if prev := meta.FindStatusCondition(es.Status.Conditions, laxityv1alpha1.ElasticSchedulePoolReadyCondition); s.nodesLost != "" {
+		waiting, waitingMessage = laxityv1alpha1.NodesLostReason, s.nodesLost+"; "+poolReady
+	} else if prev != nil && prev.Status == metav1.ConditionFalse && prev.Reason == laxityv1alpha1.NodesLostReason {
+		waiting, waitingMessage = laxityv1alpha1.NodesLostReason, "Ready nodes were lost and are requested again: "+poolReady
+	}
+	switch {
+	case s.backendErr != nil:
+		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionFalse, laxityv1alpha1.BackendErrorReason, s.backendErr.Error())
+	case s.ready >= s.requested:
+		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionTrue, laxityv1alpha1.NodesReadyReason, poolReady)
+	default:
+		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionFalse, waiting, waitingMessage)
+	}
+	if !c.Feasible {
+		infeasible := fmt.Sprintf("%s would be %.0fs late even on %d nodes", c.Failure.Query, c.Failure.LateSeconds, c.InitialNodes)
+		set(laxityv1alpha1.ElasticScheduleFeasibleCondition, metav1.ConditionFalse, laxityv1alpha1.NoFeasiblePlanReason, infeasible)
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.NoFeasiblePlanReason, "No plan meets every deadline")
+		stalled(laxityv1alpha1.NoFeasiblePlanReason, "No plan meets every deadline: "+infeasible)
+		return
+	}
+	set(laxityv1alpha1.ElasticScheduleFeasibleCondition, metav1.ConditionTrue, laxityv1alpha1.DeadlinesMetReason, "The plan meets every deadline")
+	stalled("", "")
+	switch {
+	case s.backendErr != nil:
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.BackendErrorReason, s.backendErr.Error())
+	case s.stuck != "":
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.StepStuckReason, s.stuck)
+	case s.ready >= s.requested:
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionTrue, laxityv1alpha1.DeadlinesMetReason, "Planned and running")
+	default:
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, waiting, waitingMessage)
+	}
+}
