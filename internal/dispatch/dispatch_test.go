@@ -225,6 +225,17 @@ func TestDecide(t *testing.T) {
 			ready:   2,
 			want:    Decision{Why: "no step is ready", Exhausted: []string{"a"}},
 		},
+		{
+			// Nothing is judged while a step holds the pool.
+			name: "attempts exhausted while another query's step runs",
+			now:  500,
+			queries: []Query{
+				query("a", 900, 300, Batch{From: 0, To: 100, Attempt: Attempt{Number: 2, State: Failed, Ended: at(20)}}),
+				query("b", 900, 300, Batch{From: 0, To: 100, Attempt: Attempt{State: Running}}),
+			},
+			ready: 2,
+			want:  Decision{Why: "batch 0 of query b is running"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -235,6 +246,11 @@ func TestDecide(t *testing.T) {
 			got := Decide(at(tc.now), s, tc.queries, Pool{Ready: tc.ready, Coming: tc.coming, ComingBy: tc.comingBy})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("decision (-want +got):\n%s", diff)
+			}
+			// The controllers judge the plan by Exhausted before they
+			// decide: it must name what Decide does.
+			if diff := cmp.Diff(got.Exhausted, Exhausted(at(tc.now), s, tc.queries)); diff != "" {
+				t.Errorf("Exhausted disagrees with Decide (-decide +exhausted):\n%s", diff)
 			}
 		})
 	}
