@@ -141,7 +141,7 @@ func (r *ElasticScheduleReconciler) readInput(ctx context.Context, es *laxityv1a
 	in := input{src: src, arrived: reading.Arrived}
 	window := es.Spec.Planning.RateWindow.Duration
 	if window > 0 && now.Sub(q.Spec.Window.Start.Time) >= window && now.Before(q.Spec.Window.End.Time) {
-		in.rate, in.measured = r.Sources.RateOver(q, src, now, reading.Arrived, window)
+		in.rate, in.measured = r.Sources.RateOver(ctx, q, src, now, reading.Arrived, window)
 	}
 	return in
 }

@@ -20,7 +20,7 @@ type recordingSlicer struct {
 	previous []map[string]string
 }
 
-func (s *recordingSlicer) Arrived(time.Time) (int64, error) { return 0, nil }
+func (s *recordingSlicer) Arrived(context.Context, time.Time) (int64, error) { return 0, nil }
 
 func (s *recordingSlicer) Slice(_ context.Context, _ time.Time, previous map[string]string, tuples int64) (map[string]string, int64, error) {
 	s.previous = append(s.previous, previous)

@@ -152,7 +152,7 @@ func (s *Sources) Read(ctx context.Context, q *laxityv1alpha1.IntermittentQuery,
 	reading := Reading{UID: q.UID, At: now}
 	src, err := s.For(ctx, q)
 	if err == nil {
-		if reading.Arrived, err = src.Arrived(now); err != nil {
+		if reading.Arrived, err = src.Arrived(ctx, now); err != nil {
 			err = fmt.Errorf("reading arrivals: %w", err)
 		}
 	}
@@ -185,9 +185,9 @@ func (s *Sources) Latest(q *laxityv1alpha1.IntermittentQuery) (Reading, bool) {
 // arrived by now, RateOver keeps the counts it is given and measures from
 // the latest one read at least window ago. After a restart such a source
 // has no rate until a window has passed.
-func (s *Sources) RateOver(q *laxityv1alpha1.IntermittentQuery, src source.Source, now time.Time, arrived int64, window time.Duration) (float64, bool) {
+func (s *Sources) RateOver(ctx context.Context, q *laxityv1alpha1.IntermittentQuery, src source.Source, now time.Time, arrived int64, window time.Duration) (float64, bool) {
 	if _, clocked := src.(source.Forecaster); clocked {
-		earlier, err := src.Arrived(now.Add(-window))
+		earlier, err := src.Arrived(ctx, now.Add(-window))
 		return float64(arrived-earlier) / window.Seconds(), err == nil
 	}
 	key := client.ObjectKeyFromObject(q)

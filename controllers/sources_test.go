@@ -30,14 +30,14 @@ func TestRateOverCountsSeenBefore(t *testing.T) {
 		{at: 200, arrived: 450, want: 350.0 / 200, measured: true},
 		{at: 250, arrived: 500, want: 340.0 / 190, measured: true}, // from the count at 60
 	} {
-		got, ok := s.RateOver(q, src, origin.Add(time.Duration(tc.at*float64(time.Second))), tc.arrived, window)
+		got, ok := s.RateOver(context.Background(), q, src, origin.Add(time.Duration(tc.at*float64(time.Second))), tc.arrived, window)
 		if ok != tc.measured || math.Abs(got-tc.want) > 1e-9 {
 			t.Errorf("at %gs: RateOver = %v, %v; want %v, %v", tc.at, got, ok, tc.want, tc.measured)
 		}
 	}
 	// Forgetting the query forgets its counts: a new window must pass.
 	s.Forget(client.ObjectKeyFromObject(q))
-	if _, ok := s.RateOver(q, src, origin.Add(time.Hour), 900, window); ok {
+	if _, ok := s.RateOver(context.Background(), q, src, origin.Add(time.Hour), 900, window); ok {
 		t.Error("a rate right after Forget")
 	}
 }
@@ -50,11 +50,11 @@ func TestRateOverAsksAClockedSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := q.Spec.Window.Start.Add(5 * time.Minute)
-	arrived, err := src.Arrived(now)
+	arrived, err := src.Arrived(context.Background(), now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, ok := (&Sources{}).RateOver(q, src, now, arrived, 3*time.Minute)
+	got, ok := (&Sources{}).RateOver(context.Background(), q, src, now, arrived, 3*time.Minute)
 	if !ok || math.Abs(got-10) > 500.0/180 {
 		t.Errorf("RateOver = %v, %v; want about 10 a second", got, ok)
 	}

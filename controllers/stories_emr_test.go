@@ -182,7 +182,7 @@ var _ = Describe("A schedule running three queries as EMR on EKS job runs", Orde
 				Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: tighter}, &q)).To(Succeed())
 				src, err := spec.SyntheticSource(ctx, &q)
 				Expect(err).NotTo(HaveOccurred())
-				arrived, err := src.Arrived(l.at)
+				arrived, err := src.Arrived(context.Background(), l.at)
 				Expect(err).NotTo(HaveOccurred())
 				for _, t := range next[tighter] {
 					if t.at.After(l.at) && t.step.Kind == planner.StepBatch {

@@ -826,7 +826,7 @@ var _ = Describe("A workload no pool size can finish in time", Ordered, func() {
 			}
 			for _, t := range tight {
 				if t.at.After(l.at) {
-					arrived, err := src.Arrived(l.at)
+					arrived, err := src.Arrived(context.Background(), l.at)
 					Expect(err).NotTo(HaveOccurred())
 					Expect(arrived).To(BeNumerically("<", t.step.ToTuple),
 						"%s launched at %s while %s's tuples had all arrived", l.name, l.at.Sub(origin), t.name)

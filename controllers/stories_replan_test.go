@@ -116,7 +116,7 @@ func (w *world) expectBatchesTile(totals map[string]int64) {
 func arrivedBy(q *laxityv1alpha1.IntermittentQuery, t time.Time) int64 {
 	src, err := spec.SyntheticSource(context.Background(), q)
 	Expect(err).NotTo(HaveOccurred())
-	n, err := src.Arrived(t)
+	n, err := src.Arrived(context.Background(), t)
 	Expect(err).NotTo(HaveOccurred())
 	return n
 }

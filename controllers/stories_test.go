@@ -196,7 +196,7 @@ func (w *world) observe(ctx context.Context, now time.Time) {
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: query}, &q)).To(Succeed())
 		src, err := w.es.Sources.For(ctx, &q)
 		Expect(err).NotTo(HaveOccurred())
-		arrived, err := src.Arrived(now)
+		arrived, err := src.Arrived(context.Background(), now)
 		Expect(err).NotTo(HaveOccurred())
 		w.launches = append(w.launches, launch{name: app.GetName(), at: now, query: query, step: step, ready: ready, arrived: arrived})
 	}

@@ -22,6 +22,7 @@
 package execsim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -243,7 +244,7 @@ func (s *sim) run() (Result, error) {
 		}
 		s.finishStep(now)
 		for i := range s.queries {
-			n, err := s.sources[i].Arrived(now)
+			n, err := s.sources[i].Arrived(context.Background(), now)
 			if err != nil {
 				return Result{}, err
 			}
@@ -298,7 +299,7 @@ func (s *sim) replanIfStale(now time.Time) error {
 		}
 		start, end := at(s.origin, q.WindowStart), at(s.origin, q.WindowEnd)
 		if now.Sub(start) >= window && now.Before(end) {
-			earlier, err := s.sources[i].Arrived(now.Add(-window))
+			earlier, err := s.sources[i].Arrived(context.Background(), now.Add(-window))
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -66,7 +67,7 @@ func FuzzSynthetic(f *testing.F) {
 		slices.SortFunc(times, time.Time.Compare)
 		prev := int64(0)
 		for _, now := range times {
-			got, err := s.Arrived(now)
+			got, err := s.Arrived(context.Background(), now)
 			if err != nil {
 				t.Fatalf("Arrived(%v): %v", now, err)
 			}

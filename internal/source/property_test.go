@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"math"
 	"slices"
 	"testing"
@@ -92,7 +93,7 @@ func TestSyntheticProperties(t *testing.T) {
 		prev := int64(0)
 		for _, o := range offsets {
 			e := time.Duration(o)
-			got, err := s.Arrived(at(e))
+			got, err := s.Arrived(context.Background(), at(e))
 			if err != nil {
 				t.Fatalf("Arrived: %v", err)
 			}
@@ -135,7 +136,7 @@ func TestMeasuredRateProperty(t *testing.T) {
 		var now time.Time
 		for i := range ticks {
 			now = at(time.Duration(i) * every)
-			n, _ := s.Arrived(now)
+			n, _ := s.Arrived(context.Background(), now)
 			h.Record(Sample{At: now, Arrived: n})
 		}
 		m, ok := h.Measure(window, now)

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"math"
 	"sync"
 	"testing"
@@ -371,7 +372,7 @@ func TestVariableRateRuns(t *testing.T) {
 			var replanAt time.Duration
 			for tick := time.Duration(0); tick <= length; tick += 10 * time.Second {
 				now := at(tick)
-				arrived, err := actual.Arrived(now)
+				arrived, err := actual.Arrived(context.Background(), now)
 				if err != nil {
 					t.Fatal(err)
 				}

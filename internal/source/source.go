@@ -19,7 +19,7 @@ type Source interface {
 	// Arrived is the number of the query's tuples that have arrived by now,
 	// in whole arrival units (granularity): a unit counts only once all its
 	// tuples are there. It never decreases for increasing now.
-	Arrived(now time.Time) (int64, error)
+	Arrived(ctx context.Context, now time.Time) (int64, error)
 }
 
 // Forecaster is a Source that can say when its arrivals will reach a count:

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -130,7 +131,7 @@ func TestFromSpec(t *testing.T) {
 				t.Errorf("Total() = %d, want %d", s.Total(), tc.total)
 			}
 			for _, p := range tc.probes {
-				if got, err := s.Arrived(at(p.at)); err != nil || got != p.want {
+				if got, err := s.Arrived(context.Background(), at(p.at)); err != nil || got != p.want {
 					t.Errorf("Arrived(t0%+v) = %d, %v, want %d, nil", p.at, got, err, p.want)
 				}
 			}

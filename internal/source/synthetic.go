@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -213,7 +214,7 @@ var errNotConstructed = errors.New("source: synthetic source not built by NewSyn
 // Arrived implements Source: the tuples arrived by now in whole units, the
 // window's total N from the window end on. Its error is always nil for a
 // Synthetic from one of the constructors.
-func (s *Synthetic) Arrived(now time.Time) (int64, error) {
+func (s *Synthetic) Arrived(_ context.Context, now time.Time) (int64, error) {
 	if s == nil {
 		return 0, errNotConstructed
 	}

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"context"
 	"math"
 	"strings"
 	"sync"
@@ -118,7 +119,7 @@ func TestSyntheticArrived(t *testing.T) {
 				t.Errorf("Total() = %d, want %d", got, tc.total)
 			}
 			for _, p := range tc.probes {
-				got, err := s.Arrived(at(p.at))
+				got, err := s.Arrived(context.Background(), at(p.at))
 				if err != nil || got != p.want {
 					t.Errorf("Arrived(t0%+v) = %d, %v, want %d, nil", p.at, got, err, p.want)
 				}
@@ -203,7 +204,7 @@ func TestNewUniform(t *testing.T) {
 				t.Errorf("Total() = %d, want %d", s.Total(), tc.total)
 			}
 			for _, p := range tc.probes {
-				if got, err := s.Arrived(at(p.at)); err != nil || got != p.want {
+				if got, err := s.Arrived(context.Background(), at(p.at)); err != nil || got != p.want {
 					t.Errorf("Arrived(t0%+v) = %d, %v, want %d, nil", p.at, got, err, p.want)
 				}
 			}
@@ -266,7 +267,7 @@ func TestSyntheticAccessors(t *testing.T) {
 	}
 
 	var none *Synthetic
-	if n, err := none.Arrived(t0); err == nil || n != 0 {
+	if n, err := none.Arrived(context.Background(), t0); err == nil || n != 0 {
 		t.Errorf("nil Synthetic: Arrived() = %d, %v; want 0 and an error", n, err)
 	}
 	start, end = none.Window()
@@ -276,7 +277,7 @@ func TestSyntheticAccessors(t *testing.T) {
 	// The zero value has an empty window and reports nothing.
 	var zero Synthetic
 	for _, now := range []time.Time{{}, t0} {
-		if n, err := zero.Arrived(now); n != 0 || err != nil {
+		if n, err := zero.Arrived(context.Background(), now); n != 0 || err != nil {
 			t.Errorf("zero Synthetic: Arrived(%v) = %d, %v; want 0, nil", now, n, err)
 		}
 	}
@@ -291,13 +292,13 @@ func TestSyntheticConcurrent(t *testing.T) {
 	}
 	want := make([]int64, 100)
 	for i := range want {
-		want[i], _ = s.Arrived(at(time.Duration(i) * 37 * time.Second))
+		want[i], _ = s.Arrived(context.Background(), at(time.Duration(i)*37*time.Second))
 	}
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for i := range want {
-				got, _ := s.Arrived(at(time.Duration(i) * 37 * time.Second))
+				got, _ := s.Arrived(context.Background(), at(time.Duration(i)*37*time.Second))
 				_ = s.MeanRate(at(time.Duration(i)*time.Second), at(time.Duration(i)*time.Minute))
 				if got != want[i] {
 					t.Errorf("concurrent Arrived #%d = %d, want %d", i, got, want[i])
@@ -336,10 +337,10 @@ func TestArrivalOfInvertsArrived(t *testing.T) {
 			if !ok {
 				t.Fatalf("%s: ArrivalOf(%d) = never, below the total %d", name, n, s.Total())
 			}
-			if got, _ := s.Arrived(at); got < n {
+			if got, _ := s.Arrived(context.Background(), at); got < n {
 				t.Errorf("%s: ArrivalOf(%d) = %v, but Arrived there is %d", name, n, at.Sub(start), got)
 			}
-			if before, _ := s.Arrived(at.Add(-time.Nanosecond)); n > 0 && before >= n {
+			if before, _ := s.Arrived(context.Background(), at.Add(-time.Nanosecond)); n > 0 && before >= n {
 				t.Errorf("%s: ArrivalOf(%d) = %v, but Arrived a nanosecond earlier is already %d", name, n, at.Sub(start), before)
 			}
 		}

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -127,7 +128,7 @@ func checkReport(doc *planner.Document, set *manifest.Set) {
 			case planner.StepBatch:
 				Expect(s.FromTuple).To(Equal(next), "%s batch %d does not start where the previous ended", s.Query, s.Index)
 				Expect(s.ToTuple).To(BeNumerically(">", s.FromTuple))
-				arrived, err := src.Arrived(doc.Origin.Add(time.Duration(s.Start) * time.Second).Add(time.Second))
+				arrived, err := src.Arrived(context.Background(), doc.Origin.Add(time.Duration(s.Start)*time.Second).Add(time.Second))
 				Expect(err).NotTo(HaveOccurred())
 				Expect(arrived).To(BeNumerically(">=", s.ToTuple), "%s batch %d ran tuples that had not arrived", s.Query, s.Index)
 				next = s.ToTuple

@@ -133,8 +133,8 @@ var errNotConstructed = errors.New("kafka: source not built by New")
 // Arrived implements source.Source: the window's records the brokers hold,
 // summed over the partitions. now is not used: the brokers, not the clock,
 // say what has arrived, and records keep arriving late.
-func (s *Source) Arrived(time.Time) (int64, error) {
-	offsets, err := s.Snapshot(context.Background())
+func (s *Source) Arrived(ctx context.Context, _ time.Time) (int64, error) {
+	offsets, err := s.Snapshot(ctx)
 	if err != nil {
 		return 0, err
 	}

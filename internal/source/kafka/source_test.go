@@ -78,7 +78,7 @@ func TestArrived(t *testing.T) {
 		}
 		// now is ignored: the same count at any instant.
 		for _, now := range []time.Time{{}, windowStart, windowEnd.Add(time.Hour)} {
-			arrived, err := src.Arrived(now)
+			arrived, err := src.Arrived(context.Background(), now)
 			if err != nil {
 				t.Fatalf("%s: Arrived(%v): %v", step.name, now, err)
 			}
@@ -113,7 +113,7 @@ func TestConcurrentArrived(t *testing.T) {
 		wg.Go(func() {
 			prev := int64(0)
 			for range polls {
-				arrived, err := src.Arrived(windowEnd)
+				arrived, err := src.Arrived(context.Background(), windowEnd)
 				switch {
 				case err != nil:
 					errs <- err
@@ -134,7 +134,7 @@ func TestConcurrentArrived(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if arrived, err := src.Arrived(windowEnd); err != nil || arrived != 10 {
+	if arrived, err := src.Arrived(context.Background(), windowEnd); err != nil || arrived != 10 {
 		t.Errorf("Arrived = %d, %v; want 10", arrived, err)
 	}
 }
@@ -191,7 +191,7 @@ func TestNewErrors(t *testing.T) {
 func TestSnapshotUnknownTopic(t *testing.T) {
 	brokers := newCluster(t)
 	src := newSource(t, Config{Brokers: brokers, Topic: "no-such-topic"})
-	_, err := src.Arrived(windowEnd)
+	_, err := src.Arrived(context.Background(), windowEnd)
 	if err == nil {
 		t.Fatal("Arrived succeeded on a topic that does not exist")
 	}
@@ -202,7 +202,7 @@ func TestSnapshotUnknownTopic(t *testing.T) {
 
 func TestNilSource(t *testing.T) {
 	var src *Source
-	if _, err := src.Arrived(windowEnd); err == nil {
+	if _, err := src.Arrived(context.Background(), windowEnd); err == nil {
 		t.Error("Arrived on a nil source succeeded")
 	}
 	src.Close()
@@ -230,7 +230,7 @@ func TestSASL(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ConfigFromSecret: %v", err)
 			}
-			arrived, err := newSource(t, cfg).Arrived(windowEnd)
+			arrived, err := newSource(t, cfg).Arrived(context.Background(), windowEnd)
 			if err != nil {
 				t.Fatalf("Arrived: %v", err)
 			}
@@ -242,7 +242,7 @@ func TestSASL(t *testing.T) {
 	t.Run("wrong password", func(t *testing.T) {
 		src := newSource(t, Config{Brokers: brokers, Topic: testTopic,
 			SASL: &SASL{Mechanism: MechanismPlain, Username: user, Password: "wrong"}})
-		_, err := src.Arrived(windowEnd)
+		_, err := src.Arrived(context.Background(), windowEnd)
 		if err == nil {
 			t.Fatal("Arrived succeeded with a wrong password")
 		}
@@ -271,7 +271,7 @@ func TestMutualTLS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ConfigFromSecret: %v", err)
 	}
-	arrived, err := newSource(t, cfg).Arrived(windowEnd)
+	arrived, err := newSource(t, cfg).Arrived(context.Background(), windowEnd)
 	if err != nil {
 		t.Fatalf("Arrived: %v", err)
 	}

@@ -188,7 +188,7 @@ func TestSliceSlowUpload(t *testing.T) {
 	if want := fmt.Sprintf("[%q]", key(7*time.Minute)); slice["objectstore-keys"] != want || taken != 1 {
 		t.Errorf("keys = %s, taken %d; want %s, 1", slice["objectstore-keys"], taken, want)
 	}
-	if arrived, err := batches.src.Arrived(windowStart.Add(20 * time.Minute)); err != nil || arrived != 3 {
+	if arrived, err := batches.src.Arrived(context.Background(), windowStart.Add(20*time.Minute)); err != nil || arrived != 3 {
 		t.Errorf("Arrived = %d, %v; want 3", arrived, err)
 	}
 }
@@ -202,7 +202,7 @@ func TestSliceLargeBatch(t *testing.T) {
 		st.put(t, fmt.Sprintf("%s%04d", testPrefix, i), 0, windowStart.Add(time.Duration(i)*time.Millisecond))
 	}
 	src := newSource(t, st.config())
-	if arrived, err := src.Arrived(windowEnd); err != nil || arrived != objects {
+	if arrived, err := src.Arrived(context.Background(), windowEnd); err != nil || arrived != objects {
 		t.Fatalf("Arrived = %d, %v; want %d", arrived, err, objects)
 	}
 	slice, taken, err := src.Slice(context.Background(), windowEnd, nil, objects)
@@ -329,7 +329,7 @@ func TestSliceTilesTheWindow(t *testing.T) {
 					t.Errorf("object %s outside the window is in %d batches", o.key, reads[o.key])
 				}
 			}
-			if arrived, err := batches.src.Arrived(windowStart.Add(drainAt)); err != nil || arrived != want {
+			if arrived, err := batches.src.Arrived(context.Background(), windowStart.Add(drainAt)); err != nil || arrived != want {
 				t.Errorf("Arrived = %d, %v; want %d", arrived, err, want)
 			}
 			t.Logf("%d objects, %d in the window, %d of them read as late", len(all), windowObjects, lateReads)

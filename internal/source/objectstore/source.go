@@ -174,11 +174,11 @@ var errNotConstructed = errors.New("objectstore: source not built by New")
 // Arrived implements source.Source: the tuples of the window's objects that
 // count at now, those with a LastModified at or before now − Settle. It
 // never decreases for increasing now while objects are only added.
-func (s *Source) Arrived(now time.Time) (int64, error) {
+func (s *Source) Arrived(ctx context.Context, now time.Time) (int64, error) {
 	if s == nil {
 		return 0, errNotConstructed
 	}
-	objects, err := s.list(context.Background())
+	objects, err := s.list(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -22,7 +22,7 @@ type arrivedAt struct {
 func checkArrived(t *testing.T, src *Source, checks []arrivedAt) {
 	t.Helper()
 	for _, c := range checks {
-		got, err := src.Arrived(windowStart.Add(c.now))
+		got, err := src.Arrived(context.Background(), windowStart.Add(c.now))
 		if err != nil {
 			t.Fatalf("Arrived(start%+v): %v", c.now, err)
 		}
@@ -146,7 +146,7 @@ func TestCredentials(t *testing.T) {
 	st.put(t, testPrefix+"a", 1, windowStart.Add(time.Minute))
 	arrived := func(t *testing.T, cfg Config) (int64, error) {
 		t.Helper()
-		return newSource(t, cfg).Arrived(windowEnd)
+		return newSource(t, cfg).Arrived(context.Background(), windowEnd)
 	}
 	t.Run("from a secret", func(t *testing.T) {
 		creds, err := CredentialsFromSecret(map[string][]byte{
@@ -202,7 +202,7 @@ func TestUnknownBucket(t *testing.T) {
 	st := newStore(t)
 	cfg := st.config()
 	cfg.Bucket = "no-such-bucket"
-	_, err := newSource(t, cfg).Arrived(windowEnd)
+	_, err := newSource(t, cfg).Arrived(context.Background(), windowEnd)
 	if want := `objectstore bucket "no-such-bucket": listing prefix "clicks/"`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Arrived error = %v, want one containing %q", err, want)
 	}
@@ -248,7 +248,7 @@ func TestNewErrors(t *testing.T) {
 
 func TestNilSource(t *testing.T) {
 	var src *Source
-	if _, err := src.Arrived(windowEnd); err == nil {
+	if _, err := src.Arrived(context.Background(), windowEnd); err == nil {
 		t.Error("Arrived on a nil source succeeded")
 	}
 	if _, _, err := src.Slice(context.Background(), windowEnd, nil, 1); err == nil {
