@@ -51,7 +51,8 @@ const (
 
 var (
 	// planCostMetric is the plan in force's cost, for its instantaneous
-	// (simulated, the seed's figure) and its executable node timeline.
+	// node timeline (the simulated one, where nodes come the moment they are
+	// asked for) and its executable one (lead time, keep-alive, billing minimum).
 	planCostMetric = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: metricsNamespace, Name: "plan_cost",
 		Help: "Cost of the plan in force, in the currency of pricePerNodeHour, for its simulated (instantaneous) and its executable node timeline.",

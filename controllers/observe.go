@@ -19,7 +19,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/spec"
 )
 
-// Labels laxity puts on the objects it creates (DESIGN.md, SparkApplication
+// Labels laxity puts on the objects it creates (docs/design.md, the step
 // contract).
 const (
 	LabelSchedule = "laxity.dev/schedule"

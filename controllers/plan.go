@@ -25,7 +25,7 @@ import (
 )
 
 // The plan in force is kept in a ConfigMap owned by the ElasticSchedule, as
-// the plan document of DESIGN.md, so that it survives manager restarts, is
+// the plan document (docs/design.md, the plan document), so that it survives manager restarts, is
 // the same for every reconcile until something re-plans, and can be read by
 // other programs (kubectl get cm <schedule>-plan -o jsonpath='{.data.plan\.json}';
 // a plan too large for that is in binaryData, gzipped, under plan.json.gz).

@@ -34,7 +34,7 @@ import (
 // shows them.
 
 // backendStoryMachineDeployment is a MachineDeployment the real Cluster API
-// CRD accepts, at the DESIGN sample's apiVersion, holding one node (the
+// CRD accepts, at the apiVersion of the design document's sample, holding one node (the
 // schedule's idle size), with fields a /scale write must leave alone.
 const backendStoryMachineDeployment = `
 apiVersion: cluster.x-k8s.io/v1beta1

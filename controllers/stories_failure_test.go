@@ -268,7 +268,7 @@ var _ = Describe("A batch that fails twice and then succeeds", Ordered, func() {
 	})
 
 	It("runs one step at a time; during a backoff only other queries' steps may use the pool", func() {
-		// DESIGN: one step on the pool at a time, and "whenever the pool is
+		// The dispatch rule: one step on the pool at a time, and "whenever the pool is
 		// free, among queries whose next batch is ready launch the least
 		// slack". A query waiting out a backoff has no ready step, so the
 		// pool is free for the others; the failing query itself launches
