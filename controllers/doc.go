@@ -1,0 +1,26 @@
+// Package controllers holds laxity's two reconcilers. The ElasticSchedule
+// controller plans a schedule, drives its node pool and launches its
+// queries' steps one at a time; the IntermittentQuery controller reports a
+// query's progress. Both observe the cluster, call the pure parts (planner,
+// dispatch, replan) through the translation of internal/spec, and act.
+//
+// One pass over a schedule, in the order it runs:
+//
+//	elasticschedule_controller.go  Reconcile and the pass: observe, judge, re-plan, size, dispatch
+//	pass.go                        the view a pass reads once: queries, inputs, steps, nodes, plan
+//	planning.go                    whether the plan in force holds, and re-planning
+//	dispatching.go                 the next step: decided by dispatch, rendered and launched
+//	schedule_status.go             the schedule's status and conditions
+//
+// What the pass reads and writes:
+//
+//	observe.go       launched steps read back, latest attempt of each
+//	jobruns.go       steps run as EMR on EKS job runs and their records
+//	plan.go          the plan in force, kept in the <schedule>-plan ConfigMap
+//	sources.go       queries' inputs, read once per pass for both controllers
+//	undecodable.go   stored objects that no longer decode
+//
+// The IntermittentQuery controller is intermittentquery_controller.go, its
+// status and conditions query_status.go. options.go holds the manager's
+// settings, setup.go the wiring into a manager, metrics.go the metrics.
+package controllers
