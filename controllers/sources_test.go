@@ -3,11 +3,13 @@ package controllers
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/spec"
 )
 
@@ -57,5 +59,51 @@ func TestRateOverAsksAClockedSource(t *testing.T) {
 	got, ok := (&Sources{}).RateOver(context.Background(), q, src, now, arrived, 3*time.Minute)
 	if !ok || math.Abs(got-10) > 500.0/180 {
 		t.Errorf("RateOver = %v, %v; want about 10 a second", got, ok)
+	}
+}
+
+// One read of a query's input serves both controllers: the schedule's pass
+// reads it (Read), and the query's controller reports that reading
+// (Latest) without reading the input again. A query made again under the
+// same name sees none of the old one's readings.
+func TestReadKeepsTheLatestReading(t *testing.T) {
+	ctx := context.Background()
+	s := &Sources{}
+	q := queryObject("ns", "q", "10", time.Minute) // 10 tuples/s in units of 500
+	q.UID = "first"
+	if _, ok := s.Latest(q); ok {
+		t.Fatal("a reading before any read")
+	}
+	now := q.Spec.Window.Start.Add(5 * time.Minute)
+	src, reading := s.Read(ctx, q, now)
+	if src == nil || reading.Err != nil || reading.Arrived != 3000 || !reading.At.Equal(now) {
+		t.Fatalf("Read = %v, %+v; want the source and 3000 tuples at %v", src, reading, now)
+	}
+	if latest, ok := s.Latest(q); !ok || latest != reading {
+		t.Errorf("Latest = %+v, %v; want %+v", latest, ok, reading)
+	}
+	again := q.DeepCopy()
+	again.UID = "second"
+	if _, ok := s.Latest(again); ok {
+		t.Error("a query made again sees the old one's reading")
+	}
+
+	// An input that cannot be read gives no source, and the reading says
+	// why, for the query's conditions.
+	broken := q.DeepCopy()
+	broken.Spec.Input = laxityv1alpha1.Input{Kafka: &laxityv1alpha1.KafkaInput{
+		Brokers: []string{"kafka:9092"}, Topic: "events",
+		SecretRef: &laxityv1alpha1.SecretReference{Name: "kafka-client"},
+	}}
+	src, reading = s.Read(ctx, broken, now)
+	if src != nil || reading.Err == nil || !strings.Contains(reading.Err.Error(), "spec.input.kafka.secretRef") {
+		t.Errorf("Read of an unreadable input = %v, %+v; want no source and an error naming the field", src, reading)
+	}
+	if latest, ok := s.Latest(broken); !ok || latest.Err == nil {
+		t.Errorf("Latest = %+v, %v; want the failed reading", latest, ok)
+	}
+	s.Forget(client.ObjectKeyFromObject(q))
+	if _, ok := s.Latest(q); ok {
+		t.Error("a reading after Forget")
 	}
 }
