@@ -13,8 +13,8 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
-// writeTable prints a plan for people: the candidate grid in the layout of
-// the seed's Table 3 (cost:maxNodes per initial size and factor), the
+// writeTable prints a plan for people: the candidate grid, one column per
+// initial pool size and one row per batch-size factor (cost:maxNodes per initial size and factor), the
 // queries, and the node timeline with the requests that drive it.
 func writeTable(out io.Writer, schedule string, d planner.Document) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
