@@ -115,7 +115,7 @@ demo: envtest build ## Run the sample workload end to end: a local control plane
 	$(LOCALBIN)/laxity demo $(DEMO_FLAGS)
 
 .PHONY: experiments
-experiments: ## Reproduce the seed paper's planner experiments into docs/experiments.md.
+experiments: ## Run the planner experiments against the published numbers into docs/experiments.md.
 	go run . experiments -o docs/experiments.md
 
 .PHONY: plan-sample

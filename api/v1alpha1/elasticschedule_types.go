@@ -279,8 +279,8 @@ type Planning struct {
 	BatchSizeFactors []int32 `json:"batchSizeFactors,omitempty"`
 
 	// backtrackStep is how many scheduled batches a failed simulation moves
-	// back before retrying them on more nodes (K in the seed's eq. 8).
-	// Defaults to 1.
+	// back at a time before retrying them on the next larger pool size: 1
+	// finds the cheapest plans, larger values search faster. Defaults to 1.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
@@ -331,8 +331,8 @@ type Planning struct {
 
 	// runtimeMarginPercent is added to every modelled batch and merge
 	// duration when planning: headroom for the run-to-run variation of
-	// cloud nodes, which the BCframework seed models as a per-period
-	// slowdown of 15% on average (standard deviation 10%). 0, the default,
+	// cloud nodes, whose measured slowdown is about 15% on average
+	// (standard deviation 10%) from one period to the next. 0, the default,
 	// plans with the cost model as it is; docs/experiments.md measures how
 	// the margin trades missed deadlines for cost.
 	// +optional

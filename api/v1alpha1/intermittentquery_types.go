@@ -130,7 +130,7 @@ type Input struct {
 	// actualProfile, when set, makes the synthetic input source deliver
 	// tuples at this piecewise-constant rate instead of the declared one,
 	// while the planner still plans with the declared rate: a way to
-	// exercise re-planning on rate changes (the seed's variable-rate runs).
+	// exercise re-planning when a stream turns busier or quieter than declared.
 	// Same shape and offsets rules as profile.
 	// +optional
 	// +listType=atomic
@@ -312,7 +312,8 @@ type RateSegment struct {
 	RatePerSecond string `json:"ratePerSecond"`
 }
 
-// CostModel is a query's execution-time model (seed section 2.2): with p
+// CostModel is a query's execution-time model, linear in the tuples or
+// inputs and in the inverse of the node count: with p
 // nodes a batch of t tuples takes
 // overheadSeconds + t × (serialSecondsPerTuple + parallelSecondsPerTuple / p)
 // seconds, and a merge of m intermediate results
@@ -447,7 +448,9 @@ type MergeSample struct {
 	Seconds string `json:"seconds"`
 }
 
-// PartialAggregation configures partial merges (seed section 6).
+// PartialAggregation configures partial merges: merges of the batches'
+// intermediate results during the window, which leave the final merge fewer
+// inputs after it closes.
 type PartialAggregation struct {
 	// every is the fraction φ of a query's batches after which a partial
 	// merge runs: one after every ceil(φ × batches) batches. A decimal string

@@ -15,7 +15,7 @@ func newExperimentsCommand() *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
 		Use:   "experiments [-o FILE]",
-		Short: "Reproduce the seed paper's planner experiments on the TPC-H-shaped sample, as Markdown next to the published numbers",
+		Short: "Run the planner experiments (cost grids, baselines, variable rates, run-time noise) on the TPC-H-shaped and Yahoo-like samples, as Markdown next to the numbers published for the same method",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out != "" {

@@ -55,8 +55,8 @@ func TestPlanSampleTable(t *testing.T) {
 	}
 }
 
-// TestPlanJSONHasEveryField checks the document against DESIGN.md's field
-// list: other programs read it, so every field must be there.
+// TestPlanJSONHasEveryField checks the document against the field list of
+// docs/design.md ("The plan document"): other programs read it, so every field must be there.
 func TestPlanJSONHasEveryField(t *testing.T) {
 	code, out, errOut := run(t, "plan", "-f", filepath.Join(samplesDir, "tpch.yaml"), "-o", "json")
 	if code != exitOK {
@@ -334,8 +334,8 @@ func TestPlanCompareSampleTable(t *testing.T) {
 	}
 }
 
-// TestPlanCompareSampleElasticIsCheapest is the seed's section 9.5 claim on
-// its own workload: no approach that meets every deadline costs less than
+// TestPlanCompareSampleElasticIsCheapest is the paper's claim for its
+// baselines (docs/experiments.md), on the TPC-H-shaped workload: no approach that meets every deadline costs less than
 // laxity's plan. On this sample a fixed pool of 2 nodes runs the very same
 // schedule and ties.
 func TestPlanCompareSampleElasticIsCheapest(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
-// writeTable prints a plan for people: the candidate grid in the layout of
-// the seed's Table 3 (cost:maxNodes per initial size and factor), the
+// writeTable prints a plan for people: the candidate grid, one column per
+// initial pool size and one row per batch-size factor (cost:maxNodes per initial size and factor), the
 // queries, and the node timeline with the requests that drive it.
 func writeTable(out io.Writer, schedule string, d planner.Document) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -124,7 +124,7 @@ func mergeTimelines(nodes, requests []planner.NodeLevel) []timelinePoint {
 // per approach, then a legend with each approach's rule.
 func writeComparisonTable(out io.Writer, c comparison) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "ElasticSchedule %s, origin %s: laxity's plan against the baselines of the seed's section 9.5\n", c.Schedule, c.Origin.Format(time.RFC3339))
+	fmt.Fprintf(tw, "ElasticSchedule %s, origin %s: laxity's plan against the baselines: fixed pools, LLF without batch sizing, a reactive autoscaler, micro-batch streaming\n", c.Schedule, c.Origin.Format(time.RFC3339))
 	fmt.Fprintln(tw, "APPROACH\tCOST\tMAX NODES\tDEADLINES MET")
 	for _, r := range c.Results {
 		met := "yes"
@@ -154,21 +154,19 @@ func writeLegend(out io.Writer, c comparison) error {
   timeline (nodes requested %v ahead).
 %s N: laxity's batches (1X on the smallest size, the cheapest factor
   that meets every deadline) in LLF order on N nodes, held from the origin
-  until the last step ends (seed 9.5.1).
+  until the last step ends.
 %s N: N nodes held throughout; whenever the pool is free, the
   query with the least laxity runs on all its pending arrival units as one
-  batch, and its final merge of all its batches follows its last batch
-  (seed 9.5.2).
+  batch, and its final merge of all its batches follows its last batch.
 %s: laxity's batches in LLF order on a pool that starts at
   %d nodes. Every %v it asks for the next size, which arrives %v later,
   when the last interval was at least %.0f%% busy with more than %v of work
   queued; it shrinks one size once every look for %v found it less than
-  %.0f%% busy with nothing queued. Nodes are billed from their request
-  (seed 9.5.3).
+  %.0f%% busy with nothing queued. Nodes are billed from their request.
 %s: every %v each query processes what has arrived
   since the last trigger, on the smallest size that keeps up with the peak
   rate, else the largest (here %d nodes), held throughout; its final merge
-  of all its micro-batches follows its last one (seed 9.5.4).
+  of all its micro-batches follows its last one.
 Costs bill each node per second with a minimum of %v, as the planner does.
 `,
 		baseline.Elastic, seconds(c.pool.ProvisioningLeadTime),

@@ -1,5 +1,5 @@
 // Package emr is the AWS side of the emrContainers node pool backend
-// (DESIGN.md "Node pool backends"): it starts, finds, describes and cancels
+// (docs/design.md, "Backends"): it starts, finds, describes and cancels
 // the job runs of an EMR on EKS virtual cluster, and resizes the EKS managed
 // node group the job runs are scheduled on.
 //

@@ -25,8 +25,8 @@ const (
 // spec.deps, spec.image, the driver's and executors' cores and memory and
 // spec.sparkConf (laxity's spark.laxity.* settings included) become
 // spark-submit parameters; spec.executor.instances is the executor count.
-// The tags are app's laxity.dev/ labels and annotations (DESIGN.md's
-// SparkApplication contract), except values longer than AWS allows, such as
+// The tags are app's laxity.dev/ labels and annotations (the step contract
+// of docs/design.md), except values longer than AWS allows, such as
 // a Kafka batch's offsets, which the arguments carry anyway.
 //
 // Fields are named as in the query, spec.sparkApplication.<field>, when they

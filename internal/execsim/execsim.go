@@ -6,13 +6,13 @@
 // needs (dispatch.BehindSchedule), nodes that arrive a provisioning lead
 // time after they are asked for. Every batch and merge takes its modelled
 // duration times 1 + s, with s drawn from a normal distribution per step —
-// the BCframework seed's per-period slowdown (mean 15%, standard deviation
+// BCframework's per-period slowdown of cloud nodes (mean 15%, standard deviation
 // 10%). It reports which queries missed their deadline and what the pool
 // cost. Like the operator, it does not re-plan for slow steps: re-plans
 // follow arrival rates, specs and failures.
 //
 // Streams may also arrive at rates other than the declared ones the plan
-// was made from (Options.Actual; the seed's section 9.6). Such a stream is
+// was made from (Options.Actual), as in the variable-rate runs of docs/experiments.md. Such a stream is
 // read, like the operator reads a real source, by polling: it cannot
 // forecast when a batch fills up. With Options.Replan the run measures each
 // stream's rate over the rate window and re-plans with internal/replan, the
@@ -43,7 +43,7 @@ type Noise struct {
 	Mean, StdDev float64
 }
 
-// BCFramework is the seed's measured slowdown of cloud nodes.
+// BCFramework is the measured slowdown of cloud nodes.
 var BCFramework = Noise{Mean: 0.15, StdDev: 0.10}
 
 // Options say how a run departs from the plan.

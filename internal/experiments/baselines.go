@@ -8,7 +8,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
-// seedTable7 is the seed's fixed pools (FN:n) against its elastic plan,
+// seedTable7 is the paper's fixed pools (FN:n) against its elastic plan,
 // "-" where a fixed pool misses a deadline.
 var seedTable7 = map[string][]string{
 	"1FR:0.6D": {"-", "2.05", "5.11", "6.11", "8.13", "1.14:4"},
@@ -29,7 +29,7 @@ func compare(base planner.Workload, v variant) ([]baseline.Result, error) {
 
 func table7(b *strings.Builder, base planner.Workload) error {
 	b.WriteString("## Table 7: fixed pools against the elastic plan\n\n")
-	b.WriteString("Cost of a pool held at n nodes for the whole run with laxity's batch sizes (seed 9.5.1; `-` where a deadline is missed) and of the elastic plan (`cost:max nodes`, billed on its executable timeline). Upper row laxity, lower row the seed.\n\n")
+	b.WriteString("Cost of a pool held at n nodes for the whole run with laxity's batch sizes (the paper's 9.5.1; `-` where a deadline is missed) and of the elastic plan (`cost:max nodes`, billed on its executable timeline). Upper row laxity, lower row the paper.\n\n")
 	sizes := base.Pool.Sizes
 	fmt.Fprintf(b, "| Case | Source |%s | Elastic |\n|---|---|%s---|\n", columns("FN:", sizes), strings.Repeat("---|", len(sizes)))
 	cases := []struct {
@@ -83,16 +83,16 @@ func table7(b *strings.Builder, base planner.Workload) error {
 			}
 		}
 		fmt.Fprintf(b, "| %s | laxity | %s | %s |\n", c.name, strings.Join(cells, " | "), elasticCell)
-		fmt.Fprintf(b, "| %s | seed | %s |\n", c.name, strings.Join(seedTable7[c.name], " | "))
+		fmt.Fprintf(b, "| %s | paper | %s |\n", c.name, strings.Join(seedTable7[c.name], " | "))
 	}
 	agreement := fmt.Sprintf("so it is here, in all %d cases where both meet the deadlines", bothMet)
 	if cheaper < bothMet {
 		agreement = fmt.Sprintf("here it is strictly cheaper in %d of the %d cases where both meet the deadlines; in the others its plan never grows past the smallest pool, so it is that fixed pool and costs the same", cheaper, bothMet)
 	}
 	fmt.Fprintf(b, `
-The seed's claim is that its elastic plan costs less than the cheapest fixed
+The paper's claim is that its elastic plan costs less than the cheapest fixed
 pool that meets the deadlines in every case: %s. Small fixed pools fail as
-the deadline tightens or the rate rises, as in the seed; the case laxity
+the deadline tightens or the rate rises, as in the paper; the case laxity
 cannot meet at all (0.3D) comes from the sample's tighter 1D (see Table 3).
 
 `, agreement)
@@ -127,7 +127,7 @@ func section95(b *strings.Builder, base planner.Workload) error {
 		}
 	}
 	fmt.Fprintf(b, `
-The seed reports: LLF without batch-size determination met the 1D deadlines
+The paper reports: LLF without batch-size determination met the 1D deadlines
 only on 20 nodes (laxity: met on %s nodes), because the query with the least
 laxity early on runs many small batches and uses up the pool; EMR auto
 scaling acquired 10 nodes and cost 2.38 against 1.12 for the elastic plan's
@@ -135,7 +135,7 @@ scaling acquired 10 nodes and cost 2.38 against 1.12 for the elastic plan's
 Streaming could not finish the join queries in time and cost 12 times more
 on 20 nodes for the others (laxity's micro-batch streaming: the row above).
 The direction agrees throughout; the factors differ with the sample's cost
-models and the autoscaler's thresholds, which the seed does not publish.
+models and the autoscaler's thresholds, which the paper does not publish.
 
 `, joinInts(llfMet), reactive.MaxNodes, reactive.Cost, elastic.Cost, reactive.Cost/elastic.Cost)
 	return nil

@@ -17,7 +17,7 @@ import (
 )
 
 // The margin study: plan the sample with each runtime margin, then carry
-// every plan out runs times on nodes with the BCframework seed's slowdown.
+// every plan out runs times on nodes with BCframework's measured slowdown.
 var (
 	margins = []int{0, 5, 10, 15, 20, 25, 30, 40, 50}
 	// runs per margin, seeded 0..runs-1: enough that a 1% miss rate is a
@@ -69,7 +69,7 @@ func margin(b *strings.Builder, base planner.Workload) ([]byte, error) {
 	}
 	fmt.Fprintf(b, `## Run-time noise: the runtime margin
 
-Cloud nodes are not as steady as a cost model: the BCframework seed measures
+Cloud nodes are not as steady as a cost model: BCframework, a deadline-aware scheduler for streams on public clouds, measures
 a per-period slowdown with mean 15%% and standard deviation 10%%. Each plan of
 the sample (1D, baseline rate), made with `+"`planning.runtimeMarginPercent`"+`
 added to every modelled duration, is carried out %d times by `+"`internal/execsim`"+`:

@@ -19,7 +19,7 @@ import (
 )
 
 // Section 9.6: streams that do not keep to their declared rate. The sample
-// is planned at 2FR, as in the seed, and carried out by internal/execsim
+// is planned at 2FR, as in the paper, and carried out by internal/execsim
 // while the tuples arrive at another rate; the run measures every stream
 // over the sample's rate window and re-plans as the operator does.
 
@@ -38,7 +38,7 @@ type rateProfile struct {
 }
 
 var (
-	// The seed's profiles (Figure 4) are not published as numbers; these
+	// The paper's profiles (Figure 4) are not published as numbers; these
 	// follow its description: VR1 slower than 2FR at first, then eight
 	// times 2FR; VR2 more tuples than 2FR in all, from a rise around 3000 s.
 	variableProfiles = []rateProfile{
@@ -136,7 +136,7 @@ rate alone. Costs bill the pool as asked for.
 `)
 	chosen := doc.Chosen
 	fmt.Fprintf(b, "The 2FR plan: INN %d, %dX, at most %d nodes, %.2f simulated (%.2f with its executable timeline).\n\n", chosen.InitialNodes, chosen.BatchSizeFactor, chosen.MaxNodes, chosen.Cost, chosen.ExecutableCost)
-	b.WriteString("| Case | Actual rate | Re-planning: max nodes, executed cost, re-plans | Deadlines met | Without re-planning | A plan that knew the rate | Seed (Table 8) |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| Case | Actual rate | Re-planning: max nodes, executed cost, re-plans | Deadlines met | Without re-planning | A plan that knew the rate | Paper (Table 8) |\n|---|---|---|---|---|---|---|\n")
 	var runs []variableRun
 	for _, p := range variableProfiles {
 		r, err := runVariable(w, &doc, p)
@@ -149,15 +149,15 @@ rate alone. Costs bill the pool as asked for.
 	}
 	b.WriteString("\n![Arrival rate and requested nodes over time, 2FR, VR1 and VR2](variable-rates.svg)\n\n")
 	vr1, vr2 := runs[1], runs[2]
-	fmt.Fprintf(b, `Where they agree with the seed: the plan made for 2FR carries a stream that
+	fmt.Fprintf(b, `Where they agree with the paper: the plan made for 2FR carries a stream that
 keeps to 2FR out as planned; streams that bring more tuples late in the
 window need re-plans and more nodes (VR1 %d and VR2 %d nodes at most, against
 %d planned), and re-planning is triggered several times as the measured
 rate climbs through the 3-minute window (%d times for VR1, %d for VR2; the
-seed reports 5 and 9). Without re-planning the same streams miss most
+paper reports 5 and 9). Without re-planning the same streams miss most
 deadlines, because the 2FR pool is never grown for the extra tuples.
 
-Where they differ: in the seed every variable run met its deadlines; here
+Where they differ: in the paper every variable run met its deadlines; here
 %s. The sample's deadlines leave tpch-q1 59 s after its window, and a re-plan
 that needs more nodes than are ready can only count on them a provisioning
 lead time (6 minutes) later, while it takes everything that arrives until
@@ -248,7 +248,7 @@ it learns of a rise only as the 3-minute measurement climbs, a re-plan that
 needs more nodes than are ready counts on them only a provisioning lead time
 (6 minutes) later and takes every tuple that arrives until then as waiting
 at that instant, and a plan made in advance would have had the nodes. This
-is the limit of the seed's method that this study shows; a rate forecast or
+is the limit of the paper's method that this study shows; a rate forecast or
 a planner that models the nodes on their way would move it.
 
 Two rules of the operator's re-planning came out of these runs. A re-plan

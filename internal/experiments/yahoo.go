@@ -7,7 +7,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
-// yahooCase is one row of the seed's Table 10 and its published result:
+// yahooCase is one row of the paper's Table 10 and its published result:
 // INN 2 and 32X in every case, the maximum nodes and the simulated cost.
 type yahooCase struct {
 	name           string
@@ -48,8 +48,8 @@ func table10(b *strings.Builder) error {
 		return err
 	}
 	b.WriteString("## Table 10: the Yahoo-like single query\n\n")
-	b.WriteString("`config/samples/yahoo.yaml`: 3,750 files of 40,000 events, one a second at 1FR; at xFR the same files arrive x times faster (the seed's runs), so the window is shorter. 1D is one whole-window batch on 20 nodes plus its merge after the window.\n\n")
-	b.WriteString("| Case | laxity: INN, max nodes, factor, cost | seed (simulated) |\n|---|---|---|\n")
+	b.WriteString("`config/samples/yahoo.yaml`: 3,750 files of 40,000 events, one a second at 1FR; at xFR the same files arrive x times faster (the paper's runs), so the window is shorter. 1D is one whole-window batch on 20 nodes plus its merge after the window.\n\n")
+	b.WriteString("| Case | laxity: INN, max nodes, factor, cost | paper (simulated) |\n|---|---|---|\n")
 	var grows []string
 	for i, c := range yahooCases {
 		ours := chosenText(docs[i].Chosen)
@@ -66,14 +66,14 @@ func table10(b *strings.Builder) error {
 		growing = strings.Join(grows, ", ")
 	}
 	fmt.Fprintf(b, `
-In the seed the query runs on 2 nodes in every case but the strictest
+In the paper the query runs on 2 nodes in every case but the strictest
 deadline (0.2D: 4 nodes) and the highest rate (6FR: 10 nodes): with a single
 query nothing competes for the pool, and only the work left after the window
 decides the nodes. Here the pool grows beyond its first size in %s, the same
-shape (4FR already needs 4 nodes here). The factors differ: the seed's
+shape (4FR already needs 4 nodes here). The factors differ: the paper's
 start-up is a larger share of its batches, so it always takes 32X, where the
 sample's cheaper start-up lets smaller batches cost about the same. The
-seed's cost stays at 0.75 from 1FR to 4FR although the window gets shorter;
+paper's cost stays at 0.75 from 1FR to 4FR although the window gets shorter;
 laxity bills the pool only while it is held, so its cost falls with the
 window.
 

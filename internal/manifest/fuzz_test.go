@@ -12,7 +12,7 @@ import (
 
 // FuzzLoad feeds arbitrary bytes as a manifest file: Read never panics,
 // returns either objects or an error, never both, and every error line names
-// the file. The seeds are the samples, the API tests' valid and invalid
+// the file. The corpus starts from the samples, the API tests' valid and invalid
 // manifests and YAML oddities.
 func FuzzLoad(f *testing.F) {
 	var seeds []string

@@ -1,5 +1,5 @@
 // Package pool adds and removes the nodes of an ElasticSchedule's executor
-// pool and counts the pool's ready nodes (DESIGN.md "Node pool backends").
+// pool and counts the pool's ready nodes (docs/design.md, "Backends").
 //
 // The ElasticSchedule controller builds a Backend for a schedule with New,
 // asks it for a node count with Backend.Request, and observes the pool with
@@ -167,7 +167,7 @@ func New(opts Options, schedule *laxityv1alpha1.ElasticSchedule) (Backend, error
 }
 
 // ReadyNodes counts the Node objects that match selector and whose Ready
-// condition is True: the pool's ready nodes (DESIGN.md "Run-time
+// condition is True: the pool's ready nodes (docs/design.md, "Run-time
 // invariants"). Cordoned nodes count as long as they are Ready. An empty
 // selector matches every node, exactly as an empty nodeSelector does.
 func ReadyNodes(ctx context.Context, c client.Reader, selector map[string]string) (int32, error) {

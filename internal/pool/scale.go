@@ -104,7 +104,7 @@ func hasScaleSubresource(d discovery.CachedDiscoveryInterface, gvr schema.GroupV
 // pinnedVersion is the scale client's resource mapper. The scale client asks
 // its mapper for a group-resource's preferred version and would read and
 // write /scale there; pinning the version keeps every request at the
-// apiVersion the backend reference names (DESIGN.md "Run-time invariants"),
+// apiVersion the backend reference names (docs/design.md, "Backends"),
 // for example at cluster.x-k8s.io/v1beta1 although v1beta2 is preferred. The
 // manager's RESTMapper still answers, so a version that stops being served
 // fails instead of silently moving.

@@ -13,10 +13,9 @@ type Sample struct {
 	Arrived int64
 }
 
-// MeasuredRate is the arrival rate of seed section 5 ("the actual input rate
-// is determined by averaging the total number of tuples received over a
-// given time duration", 3 minutes in the seed): the tuples received over the
-// last window before now, divided by the time they took, in tuples per
+// MeasuredRate is the measured arrival rate the rate models compare with
+// the planned one (spec.planning.rateWindow, 3 minutes by default): the
+// tuples received over the last window before now, divided by the time they took, in tuples per
 // second, from a short history of samples (a History keeps one). It is
 // Measure's rate; see there for the details and for when ok is false.
 func MeasuredRate(samples []Sample, window time.Duration, now time.Time) (perSecond float64, ok bool) {
@@ -209,15 +208,15 @@ func (h *History) Measure(window time.Duration, now time.Time) (Measurement, boo
 }
 
 // ExceedsSupported reports whether a measured arrival rate exceeds the plan's
-// maximum supported rate, planned × maxFactor (seed section 5; the plan's
+// maximum supported rate, planned × maxFactor (the plan's
 // maxSupportedRateFactor), by more than tolerancePercent percent:
 //
 //	measured > planned × maxFactor × (1 + tolerancePercent/100)
 //
 // evaluated as measured × 100 > planned × maxFactor × (100 + tolerancePercent),
 // so that a rate exactly at the tolerance does not count. With maxFactor 1 it
-// is the seed's variable-rate experiment: re-plan when the measured rate is
-// more than 2% above the estimate.
+// is the rule of the variable-rate runs in docs/experiments.md: re-plan when
+// the measured rate is more than 2% above the estimate.
 //
 // A maxFactor below 1 counts as 1: an infeasible plan reports 0, and every
 // plan was made for its planned rate. A negative tolerance counts as 0, a
@@ -231,7 +230,7 @@ func ExceedsSupported(measured, planned float64, maxFactor float64, tolerancePer
 	return measured*100 > supported*float64(100+int64(max(tolerancePercent, 0)))
 }
 
-// The rate models of seed section 5, the values of an ElasticSchedule's
+// The rate models, the values of an ElasticSchedule's
 // spec.planning.rateModel.
 const (
 	// Pessimistic: "if we see a higher input rate, we assume the higher input
@@ -248,7 +247,7 @@ const (
 )
 
 // ProjectedTotal is the window's total number of tuples that a rate model of
-// seed section 5 expects, given the tuples arrived by now, the measured rate
+// expects, given the tuples arrived by now, the measured rate
 // and the planned total. Let continued = arrived + floor(measured ×
 // remaining), where remaining is the seconds from now to the window end (0
 // once the window has closed): the total if the measured rate holds to the

@@ -258,7 +258,7 @@ func TestExceedsSupported(t *testing.T) {
 		{"within the tolerance", 1336, 1000, 1.31, 2, false},
 		{"exactly at the tolerance", 1336.2, 1000, 1.31, 2, false},
 		{"beyond the tolerance", 1336.3, 1000, 1.31, 2, true},
-		// The seed's VR runs: re-plan when more than 2% above the estimate.
+		// The variable-rate runs: re-plan when more than 2% above the estimate.
 		{"seed: 2% above the estimate", 102, 100, 1, 2, false},
 		{"seed: more than 2% above", 102.01, 100, 1, 2, true},
 		{"zero tolerance", 100.0001, 100, 1, 0, true},
@@ -322,8 +322,8 @@ func TestProjectedTotal(t *testing.T) {
 	}
 }
 
-// TestVariableRateRuns replays the seed's variable-rate runs (section 9.6,
-// Table 8) against a plan made for the declared rate: the controller samples
+// TestVariableRateRuns replays the paper's variable-rate runs (its Table 8;
+// see docs/experiments.md) against a plan made for the declared rate: the controller samples
 // the actual source every 10 s, measures over 3 minutes and re-plans once the
 // measured rate is more than 2% above the plan's maximum supported rate, the
 // planned rate taken over the interval the measurement covers.

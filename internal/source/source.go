@@ -1,12 +1,13 @@
 // Package source says where a query's tuples come from: how many of them have
 // arrived by a given instant, how fast they are arriving now, and what that
-// rate means for the window's total (seed section 5).
+// rate means for the window's total under the pessimistic and optimistic
+// rate models.
 //
 // The package is pure: it reads no clock (every function takes now) and,
 // apart from FromSpec in spec.go, which reads an IntermittentQuery's
-// spec.input, imports no Kubernetes package. The first and so far only
-// Source is Synthetic, arrivals that follow a piecewise-constant rate by the
-// clock; real sources (object storage listings, Kafka offsets) come later.
+// spec.input, imports no Kubernetes package. Synthetic arrivals follow a
+// piecewise-constant rate by the clock; the kafka and objectstore packages
+// count a topic's records and a bucket's files.
 package source
 
 import (

@@ -21,8 +21,8 @@ type Segment struct {
 }
 
 // Synthetic is a Source whose tuples arrive by the clock at a
-// piecewise-constant rate r(t) over the window [start, end], the model of
-// DESIGN.md: A(t) = ∫ r from start to t, the window's total is
+// piecewise-constant rate r(t) over the window [start, end], the arrival
+// model of docs/design.md: A(t) = ∫ r from start to t, the window's total is
 // N = floor(A(end)), and with granularity g
 //
 //	Arrived(t) = 0                   for t < start
@@ -31,8 +31,8 @@ type Segment struct {
 //
 // It is built from the query's declared input (FromSpec with no actual
 // profile), which is what the planner assumes, or from an actual profile that
-// differs from it, to exercise rate changes like the seed's variable-rate runs
-// VR1 and VR2 (section 9.6).
+// differs from it, to exercise re-planning on streams that turn busier or
+// quieter than declared (the variable-rate runs of docs/experiments.md).
 //
 // The arithmetic is exact, so that Arrived is deterministic and never
 // decreases, also at segment boundaries: instants are whole nanoseconds,

@@ -100,7 +100,8 @@ func TestSyntheticArrived(t *testing.T) {
 			probes: []probe{{0, 0}, {ns, 0}},
 		},
 		{
-			// DESIGN.md's example profile: 9,500 tuples per file.
+			// The README's example profile: 9,500 tuples per file, twice the rate
+			// after 50 minutes.
 			name: "design profile", length: 75 * time.Minute, granularity: 9500,
 			segments: []Segment{{0, 9500}, {50 * time.Minute, 19000}}, total: 57_000_000,
 			probes: []probe{

@@ -6,7 +6,8 @@
 //
 // # What a rendered SparkApplication says
 //
-// Render follows the "SparkApplication contract" of DESIGN.md:
+// Render follows the step contract of docs/design.md ("The SparkApplication
+// a step becomes"):
 //
 //   - name: <query>-b<index>, <query>-partial-<k> or <query>-final, plus
 //     -r<attempt> for a retry (see Name for the length limit);
@@ -34,8 +35,8 @@
 // guarantee that deterministic names give.
 //
 // Only the executors are pinned to the pool's nodeSelector. The pool is
-// sized in executors (ready nodes × executorsPerNode), like the seed's
-// worker nodes with the EMR primary node outside them: a driver pinned to
+// sized in executors (ready nodes × executorsPerNode), like the worker nodes
+// of an EMR cluster with its primary node outside them: a driver pinned to
 // the pool would take the room of one executor. A template that wants its
 // driver on the pool sets driver.nodeSelector itself. On a key that both the
 // template's executor.nodeSelector and the pool's nodeSelector set, the pool

@@ -39,8 +39,8 @@ func NewList() *unstructured.UnstructuredList {
 	return list
 }
 
-// Labels of every SparkApplication laxity creates (DESIGN.md, "SparkApplication
-// contract").
+// Labels of every SparkApplication laxity creates (docs/design.md, "The
+// SparkApplication a step becomes").
 const (
 	// LabelSchedule is the name of the ElasticSchedule whose pool runs the
 	// step.

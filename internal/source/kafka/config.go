@@ -22,7 +22,7 @@ const (
 
 // Config says where a query's topic is and how to reach it.
 type Config struct {
-	// Brokers are the seed brokers, host:port (the port defaults to 9092).
+	// Brokers are the bootstrap brokers, host:port (the port defaults to 9092).
 	Brokers []string
 	// Topic is the topic that carries the query's tuples.
 	Topic string
