@@ -40,8 +40,8 @@ ignored), validates them with the CRDs' own schema and CEL rules, and prints
 the cheapest plan that meets every deadline for each schedule. With --svg it
 also draws the plan of one schedule: a Gantt row per query over the planned
 and requested node timelines. With --compare it prints, instead of the plan,
-what the plan costs against the baselines of the seed's section 9.5, each
-simulated on the same workload: fixed pools of every size (with and without
+what the plan costs against the usual alternatives to it, each simulated on
+the same workload: fixed pools of every size (with and without
 laxity's batch sizes), a reactive autoscaler and micro-batch streaming.
 
 Exit status: 0 when every plan is feasible, 3 when a plan is infeasible (the

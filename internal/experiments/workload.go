@@ -1,4 +1,5 @@
-// Package experiments reproduces the seed paper's experiments (section 9:
+// Package experiments reproduces the experiments of the paper laxity's
+// planner follows (docs/design.md, where the method comes from; its section 9:
 // Tables 3, 5, 7, 9, 10, 11-13, the baselines of 9.5 and the variable
 // rates of 9.6) on laxity's 13-query TPC-H-shaped sample and its Yahoo-like
 // single query, adds the run-time noise study, and writes them next to the
@@ -18,10 +19,10 @@ import (
 )
 
 // Sample is the 13-query workload the experiments vary, planned from its
-// window start (the seed's t0).
+// window start (the paper's t0).
 func Sample() (planner.Workload, error) { return sampleFile(samples.Demo) }
 
-// yahoo is the single query shaped like the seed's Yahoo benchmark.
+// yahoo is the single query shaped like the paper's Yahoo benchmark.
 const yahoo = "yahoo.yaml"
 
 // sampleFile is the workload of one embedded sample with one schedule.
@@ -52,14 +53,15 @@ func sampleFile(name string) (planner.Workload, error) {
 // variant is one experiment's change to the sample.
 type variant struct {
 	// deadline scales each query's time from window end to deadline (the
-	// seed's xD); rate scales the arrival rates (its xFR).
+	// paper's xD); rate scales the arrival rates (its xFR).
 	deadline, rate float64
 	factors        []int
-	// backtrack is K of eq. 8; partialEvery is φ of section 6 (0: off).
+	// backtrack is the planner's backtrack step; partialEvery the fraction
+	// of batches a partial merge combines (0: off).
 	backtrack    int
 	partialEvery float64
 	// sameTotal keeps the window's tuples when the rate rises, so the
-	// window ends sooner (the seed's Yahoo runs: 3,750 files at 1 to 6 a
+	// window ends sooner (the paper's Yahoo runs: 3,750 files at 1 to 6 a
 	// second); otherwise a higher rate brings more tuples.
 	sameTotal bool
 }

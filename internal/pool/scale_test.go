@@ -190,9 +190,9 @@ var _ = Describe("scale backend", func() {
 			requestThree(md, fmt.Sprintf("/apis/cluster.x-k8s.io/%s/namespaces/%s/machinedeployments/%s/scale", version, namespace, md.GetName()))
 		},
 		Entry("at v1beta2, the stored version", "v1beta2"),
-		// The DESIGN sample's apiVersion. The group prefers v1beta2, so this
+		// The apiVersion of the design document's sample. The group prefers v1beta2, so this
 		// also shows the scale client does not drift to the preferred version.
-		Entry("at v1beta1, the DESIGN sample's apiVersion", "v1beta1"),
+		Entry("at v1beta1, the design document's sample apiVersion", "v1beta1"),
 	)
 
 	It("resizes a static Karpenter NodePool, which is cluster-scoped, through /scale", func() {

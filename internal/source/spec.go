@@ -20,7 +20,8 @@ import (
 // conversion: ratePerSecond, else totalTuples (exactly that many tuples by
 // window.end, uniformly), else profile. With an actual profile the tuples
 // arrive at that rate instead, to exercise the run-time handling of rate
-// changes (seed section 5; the variable-rate runs VR1 and VR2): the actual
+// changes (re-planning on measured rates; the variable-rate experiments
+// VR1 and VR2 of docs/experiments.md): the actual
 // profile has the shape of spec.input.profile, with the difference that its
 // rates may all be zero. The controllers pass spec.input.actualProfile.
 //
