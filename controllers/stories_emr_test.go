@@ -22,9 +22,9 @@ import (
 	"github.com/laxity-dev/laxity/internal/emr/emrfake"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/pool"
-	"github.com/laxity-dev/laxity/internal/simulation"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
 	"github.com/laxity-dev/laxity/internal/spec"
+	"github.com/laxity-dev/laxity/internal/standin"
 )
 
 // useEMR makes w's schedule run its steps on aws, an in-process EMR on EKS
@@ -59,7 +59,7 @@ func emrSchedule(ns string, sizes []int32, leadTime time.Duration, aws *emrfake.
 // was created, completing unless w.failRun says it fails; a cancelled run
 // is gone on the next tick.
 func (w *world) runJobRuns(ctx context.Context, now time.Time) {
-	duration := simulation.ModelledDuration(k8sClient, spec.CostModel)
+	duration := standin.ModelledDuration(k8sClient, spec.CostModel)
 	for _, run := range w.aws.Runs() {
 		switch run.State {
 		case emr.StatePending, emr.StateSubmitted:

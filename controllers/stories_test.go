@@ -23,9 +23,9 @@ import (
 	"github.com/laxity-dev/laxity/internal/emr/emrfake"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/pool"
-	"github.com/laxity-dev/laxity/internal/simulation"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
 	"github.com/laxity-dev/laxity/internal/spec"
+	"github.com/laxity-dev/laxity/internal/standin"
 )
 
 // world is one schedule in its own namespace, with the reconcilers on a
@@ -36,8 +36,8 @@ type world struct {
 	clock    *clocktesting.FakeClock
 	es       *ElasticScheduleReconciler
 	iq       *IntermittentQueryReconciler
-	nodes    *simulation.Provisioner
-	spark    *simulation.Spark
+	nodes    *standin.Provisioner
+	spark    *standin.Spark
 	// aws, when set, is the EMR on EKS the schedule's steps run on instead
 	// of spark (see stories_emr_test.go).
 	aws *emrfake.Server
@@ -77,8 +77,8 @@ func newWorld(ctx context.Context, name string, leadTime time.Duration) *world {
 	}
 	w.es = &ElasticScheduleReconciler{Client: k8sClient, Clock: w.clock, Recorder: events.NewFakeRecorder(10000), Options: opts, Backend: backend, Sources: &Sources{}}
 	w.iq = &IntermittentQueryReconciler{Client: k8sClient, Clock: w.clock, Options: opts, Sources: &Sources{}}
-	w.nodes = &simulation.Provisioner{Client: k8sClient, Delay: leadTime}
-	w.spark = &simulation.Spark{Client: k8sClient, Duration: simulation.ModelledDuration(k8sClient, spec.CostModel)}
+	w.nodes = &standin.Provisioner{Client: k8sClient, Delay: leadTime}
+	w.spark = &standin.Spark{Client: k8sClient, Duration: standin.ModelledDuration(k8sClient, spec.CostModel)}
 	return w
 }
 

@@ -26,7 +26,7 @@ import (
 // The suite runs the reconcilers against a real kube-apiserver and etcd,
 // with laxity's CRDs and the real SparkApplication CRD. Reconcile is called
 // directly with a fake clock; two simulation stand-ins play the cluster
-// around laxity (see internal/simulation).
+// around laxity (see internal/standin).
 
 var (
 	cfg         *rest.Config

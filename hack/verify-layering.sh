@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 module="$(go list -m)"
-offline=(./internal/spec ./internal/experiments ./internal/execsim ./internal/manifest ./internal/source/...)
+offline=(./internal/spec ./internal/experiments ./internal/offlinerun ./internal/manifest ./internal/source/...)
 forbidden="^${module}/(controllers|internal/demo)$"
 
 status=0

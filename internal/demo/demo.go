@@ -1,7 +1,7 @@
 // Package demo runs laxity end to end on one machine: a local control plane
 // (kube-apiserver and etcd), laxity's manager in-process on a scaled clock,
 // and two labelled simulations standing in for the cluster — a node
-// provisioner and the Spark operator (package simulation) — while it shows
+// provisioner and the Spark operator (package standin) — while it shows
 // the workload's progress and finally reports what ran, in the plan
 // document's format.
 package demo
@@ -38,8 +38,8 @@ import (
 	"github.com/laxity-dev/laxity/internal/manifest"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/pool"
-	"github.com/laxity-dev/laxity/internal/simulation"
 	"github.com/laxity-dev/laxity/internal/spec"
+	"github.com/laxity-dev/laxity/internal/standin"
 )
 
 // Options configure a demo run.
@@ -232,7 +232,7 @@ type schedule struct {
 	object *laxityv1alpha1.ElasticSchedule
 	// pool is the pool as the planner models it, for billing.
 	pool        planner.Pool
-	provisioner *simulation.Provisioner
+	provisioner *standin.Provisioner
 	queries     []*laxityv1alpha1.IntermittentQuery
 	// requested and ready are the pool's node counts over time, as sampled.
 	requested, ready []level
@@ -259,7 +259,7 @@ type run struct {
 	mapper      meta.RESTMapper
 	poolOptions pool.Options
 	clock       *scaledClock
-	spark       *simulation.Spark
+	spark       *standin.Spark
 	schedules   []*schedule
 	namespaces  []string
 	start       time.Time
@@ -295,7 +295,7 @@ func newRun(cfg *rest.Config, set *manifest.Set, o Options) (*run, error) {
 			return nil, fmt.Errorf("ElasticSchedule %s: %w", s.key(), err)
 		}
 		s.pool = w.Pool
-		s.provisioner = &simulation.Provisioner{Client: c, Delay: seconds(w.Pool.ProvisioningLeadTime)}
+		s.provisioner = &standin.Provisioner{Client: c, Delay: seconds(w.Pool.ProvisioningLeadTime)}
 		lead = max(lead, s.provisioner.Delay)
 		r.schedules = append(r.schedules, s)
 		if !slices.Contains(r.namespaces, es.Namespace) {
@@ -318,7 +318,7 @@ func (r *run) apply(ctx context.Context) error {
 		}
 	}
 	for _, s := range r.schedules {
-		target, err := simulation.ScaleTarget(s.object)
+		target, err := standin.ScaleTarget(s.object)
 		if err != nil {
 			return err
 		}
@@ -369,7 +369,7 @@ func (r *run) startManager(ctx context.Context) (<-chan error, error) {
 	for _, s := range r.schedules {
 		s.provisioner.Client = mgr.GetClient()
 	}
-	r.spark = &simulation.Spark{Client: mgr.GetClient(), Duration: simulation.ModelledDuration(mgr.GetClient(), spec.CostModel)}
+	r.spark = &standin.Spark{Client: mgr.GetClient(), Duration: standin.ModelledDuration(mgr.GetClient(), spec.CostModel)}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	if !mgr.GetCache().WaitForCacheSync(ctx) {

@@ -12,7 +12,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/laxity-dev/laxity/internal/execsim"
+	"github.com/laxity-dev/laxity/internal/offlinerun"
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
@@ -47,7 +47,7 @@ func marginStudy(base planner.Workload) ([]marginRow, error) {
 		}
 		row := marginRow{margin: m, planned: doc.Chosen}
 		for seed := range uint64(runs) {
-			r, err := execsim.Run(w, &doc, execsim.Options{Noise: execsim.BCFramework, Seed: seed})
+			r, err := offlinerun.Run(w, &doc, offlinerun.Options{Noise: offlinerun.BCFramework, Seed: seed})
 			if err != nil {
 				return nil, err
 			}
@@ -72,7 +72,7 @@ func margin(b *strings.Builder, base planner.Workload) ([]byte, error) {
 Cloud nodes are not as steady as a cost model: BCframework, a deadline-aware scheduler for streams on public clouds, measures
 a per-period slowdown with mean 15%% and standard deviation 10%%. Each plan of
 the sample (1D, baseline rate), made with `+"`planning.runtimeMarginPercent`"+`
-added to every modelled duration, is carried out %d times by `+"`internal/execsim`"+`:
+added to every modelled duration, is carried out %d times by `+"`internal/offlinerun`"+`:
 the operator's own dispatch decisions and pool requests on a simulated
 cluster whose every batch and merge takes its modelled time × (1 + s), s
 drawn from N(15%%, 10%%) per step (seeds 0 to %d). Costs bill the pool as it

@@ -13,13 +13,13 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/laxity-dev/laxity/internal/execsim"
+	"github.com/laxity-dev/laxity/internal/offlinerun"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/replan"
 )
 
 // Section 9.6: streams that do not keep to their declared rate. The sample
-// is planned at 2FR, as in the paper, and carried out by internal/execsim
+// is planned at 2FR, as in the paper, and carried out by internal/offlinerun
 // while the tuples arrive at another rate; the run measures every stream
 // over the sample's rate window and re-plans as the operator does.
 
@@ -79,8 +79,8 @@ func actualRates(w planner.Workload, p []change) map[string][]planner.RateSegmen
 
 // replanning is the sample's rate rules: pessimistic, its tolerance and
 // window.
-func replanning() *execsim.Replanning {
-	return &execsim.Replanning{Rates: replan.Rates{Pessimistic: true, Tolerance: 0.02}, Window: 3 * time.Minute}
+func replanning() *offlinerun.Replanning {
+	return &offlinerun.Replanning{Rates: replan.Rates{Pessimistic: true, Tolerance: 0.02}, Window: 3 * time.Minute}
 }
 
 // clairvoyant is the plan made knowing the actual rates from the start.
@@ -98,7 +98,7 @@ func clairvoyant(w planner.Workload, actual map[string][]planner.RateSegment) (p
 
 type variableRun struct {
 	profile           rateProfile
-	replanned, static execsim.Result
+	replanned, static offlinerun.Result
 	known             planner.Chosen
 }
 
@@ -106,10 +106,10 @@ func runVariable(w planner.Workload, doc *planner.Document, p rateProfile) (vari
 	run := variableRun{profile: p}
 	actual := actualRates(w, p.changes)
 	var err error
-	if run.replanned, err = execsim.Run(w, doc, execsim.Options{Actual: actual, Replan: replanning()}); err != nil {
+	if run.replanned, err = offlinerun.Run(w, doc, offlinerun.Options{Actual: actual, Replan: replanning()}); err != nil {
 		return run, err
 	}
-	if run.static, err = execsim.Run(w, doc, execsim.Options{Actual: actual}); err != nil {
+	if run.static, err = offlinerun.Run(w, doc, offlinerun.Options{Actual: actual}); err != nil {
 		return run, err
 	}
 	run.known, err = clairvoyant(w, actual)
@@ -124,7 +124,7 @@ func section96(b *strings.Builder, base planner.Workload) ([]byte, error) {
 	b.WriteString(`## Section 9.6 (Table 8): variable input rates
 
 The sample is planned at 2FR (1D, factors 2X-32X, as in Table 5) and carried
-out by ` + "`internal/execsim`" + ` while the tuples arrive at another rate. Streams that
+out by ` + "`internal/offlinerun`" + ` while the tuples arrive at another rate. Streams that
 depart from their declaration are read by polling (every 15 s, the
 operator's default), as a real source is; the run measures each stream over
 the sample's rate window (3 minutes) and re-plans with ` + "`internal/replan`" + `, the
@@ -172,14 +172,14 @@ rates from the start meets them all, for less.
 	return drawVariable(w, runs)
 }
 
-func metText(r execsim.Result, queries int) string {
+func metText(r offlinerun.Result, queries int) string {
 	if len(r.Missed) == 0 {
 		return fmt.Sprintf("all %d", queries)
 	}
 	return fmt.Sprintf("%d of %d (missed: %s)", queries-len(r.Missed), queries, strings.Join(r.Missed, ", "))
 }
 
-func staticText(r execsim.Result, queries int) string {
+func staticText(r offlinerun.Result, queries int) string {
 	return fmt.Sprintf("max %d, %.2f, %d of %d met", r.MaxNodes, r.Cost, queries-len(r.Missed), queries)
 }
 

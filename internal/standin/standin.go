@@ -1,10 +1,10 @@
-// Package simulation holds stand-ins for what a real cluster provides around
+// Package standin holds stand-ins for what a real cluster provides around
 // laxity — a node provisioner and the Spark operator — so that laxity can be
 // tested and demonstrated against a real API server without nodes or Spark.
 // Everything here is a simulation: nothing it does runs a Spark job or
 // provisions a machine. Both stand-ins are driven by explicit Tick calls with
 // the (usually fake) time, so that runs are deterministic.
-package simulation
+package standin
 
 import (
 	"context"

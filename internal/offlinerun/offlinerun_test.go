@@ -1,4 +1,4 @@
-package execsim_test
+package offlinerun_test
 
 import (
 	"math"
@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/laxity-dev/laxity/internal/execsim"
 	"github.com/laxity-dev/laxity/internal/experiments"
+	"github.com/laxity-dev/laxity/internal/offlinerun"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/replan"
 	"github.com/laxity-dev/laxity/internal/source"
@@ -34,7 +34,7 @@ func samplePlan(t *testing.T, margin float64) (planner.Workload, planner.Documen
 // executable timeline costs.
 func TestWithoutNoiseThePlanRunsAsPlanned(t *testing.T) {
 	w, doc := samplePlan(t, 0)
-	got, err := execsim.Run(w, &doc, execsim.Options{Seed: 1})
+	got, err := offlinerun.Run(w, &doc, offlinerun.Options{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestNoiseAndMargin(t *testing.T) {
 		w.Planning.RuntimeMargin = margin
 		n := 0
 		for seed := range uint64(20) {
-			r, err := execsim.Run(w, &doc, execsim.Options{Noise: execsim.BCFramework, Seed: seed})
+			r, err := offlinerun.Run(w, &doc, offlinerun.Options{Noise: offlinerun.BCFramework, Seed: seed})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,8 +90,8 @@ func TestNoiseAndMargin(t *testing.T) {
 		t.Errorf("a 40%% margin missed in %d of 20 runs, no margin in %d", with, without)
 	}
 	w, doc := samplePlan(t, 0)
-	a, _ := execsim.Run(w, &doc, execsim.Options{Noise: execsim.BCFramework, Seed: 7})
-	b, _ := execsim.Run(w, &doc, execsim.Options{Noise: execsim.BCFramework, Seed: 7})
+	a, _ := offlinerun.Run(w, &doc, offlinerun.Options{Noise: offlinerun.BCFramework, Seed: 7})
+	b, _ := offlinerun.Run(w, &doc, offlinerun.Options{Noise: offlinerun.BCFramework, Seed: 7})
 	if a.Cost != b.Cost || len(a.Steps) != len(b.Steps) || a.Steps[len(a.Steps)-1] != b.Steps[len(b.Steps)-1] {
 		t.Error("the same seed gave different runs")
 	}
@@ -108,15 +108,15 @@ func TestReplanningFollowsTheMeasuredRate(t *testing.T) {
 		rate := q.Rates[0].TuplesPerSecond
 		actual[q.Name] = []planner.RateSegment{{Offset: 0, TuplesPerSecond: rate}, {Offset: 3000, TuplesPerSecond: 1.6 * rate}}
 	}
-	rules := &execsim.Replanning{Rates: replan.Rates{Pessimistic: true, Tolerance: 0.02}, Window: 3 * time.Minute}
-	static, err := execsim.Run(w, &doc, execsim.Options{Actual: actual})
+	rules := &offlinerun.Replanning{Rates: replan.Rates{Pessimistic: true, Tolerance: 0.02}, Window: 3 * time.Minute}
+	static, err := offlinerun.Run(w, &doc, offlinerun.Options{Actual: actual})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(static.Replans) != 0 || len(static.Plans) != 1 {
 		t.Errorf("without re-planning: %d re-plans, %d plans", len(static.Replans), len(static.Plans))
 	}
-	got, err := execsim.Run(w, &doc, execsim.Options{Actual: actual, Replan: rules})
+	got, err := offlinerun.Run(w, &doc, offlinerun.Options{Actual: actual, Replan: rules})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestReplanningFollowsTheMeasuredRate(t *testing.T) {
 
 func TestActualRatesNameTheirQuery(t *testing.T) {
 	w, doc := samplePlan(t, 0)
-	_, err := execsim.Run(w, &doc, execsim.Options{Actual: map[string][]planner.RateSegment{"nope": {{TuplesPerSecond: 1}}}})
+	_, err := offlinerun.Run(w, &doc, offlinerun.Options{Actual: map[string][]planner.RateSegment{"nope": {{TuplesPerSecond: 1}}}})
 	if err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("error %v, want one naming the query", err)
 	}

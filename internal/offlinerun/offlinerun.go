@@ -1,4 +1,4 @@
-// Package execsim carries a plan out the way laxity's operator does, on a
+// Package offlinerun carries a plan out the way laxity's operator does, on a
 // simulated cluster whose nodes are slower than the cost model by a seeded
 // random amount: the same internal/dispatch decisions (least slack first,
 // merges first, waiting for nodes on their way when that pays), the pool
@@ -19,7 +19,7 @@
 // operator's own re-planning, when it exceeds what the plan supports.
 //
 // It reads no clock: a run is determined by its plan, workload and seed.
-package execsim
+package offlinerun
 
 import (
 	"context"
