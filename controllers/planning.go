@@ -52,6 +52,7 @@ type replanning struct {
 // did not fall below what the work in progress needs.
 func (r *ElasticScheduleReconciler) judge(ctx context.Context, v *view, p *passResult) (replanning, error) {
 	if reason := replanReason(v.es, v.queries, v.planned, v.stored, v.inputsHash, v.rates(), v.now); reason != "" {
+		log.FromContext(ctx).V(1).Info("re-planning", "reason", reason)
 		return replanning{reason: reason}, nil
 	}
 	dqs, err := v.dispatchQueries(spec.RuntimeMargin(v.es))
@@ -60,12 +61,14 @@ func (r *ElasticScheduleReconciler) judge(ctx context.Context, v *view, p *passR
 	}
 	settings := spec.DispatchSettings(v.es, r.Options.MaxAttempts, r.Options.Backoff)
 	if exhausted := dispatch.Exhausted(v.now, settings, dqs); len(exhausted) > 0 && v.stored.reason != ReplanStepFailed {
+		log.FromContext(ctx).V(1).Info("re-planning", "reason", ReplanStepFailed, "exhausted", exhausted)
 		return replanning{reason: ReplanStepFailed}, nil
 	}
 	doc := &v.stored.doc
 	need := max(dispatch.Holding(dqs), dispatch.BehindSchedule(doc, dqs, r.Options.MaxAttempts, v.now))
 	expected := dispatch.ExpectedReady(doc.Origin, doc.Requests, v.lead, v.now)
 	if !dispatch.NodesLost(int(v.previousReady), int(v.ready), need, expected) {
+		log.FromContext(ctx).V(1).Info("the plan in force holds", "planReason", v.stored.reason, "readyNodes", v.ready, "expectedReady", expected, "need", need)
 		return replanning{}, nil
 	}
 	message := fmt.Sprintf("Ready nodes fell from %d to %d, below the %d the work in progress needs and the %d the plan expects ready now: re-planning from the %d there and requesting the nodes again",
