@@ -68,16 +68,12 @@ func llfWithoutBatching(w planner.Workload, curves []arrivalCurve, n int) Result
 
 // leastRemaining is the least modelled work query q has left on n nodes
 // when it processes [from, to) now after done earlier batches: this batch,
-// the tuples still to arrive as one more batch, and the final merge of
-// them all.
+// then the work planner.RemainingSeconds counts with no batch size, which
+// takes the tuples still to arrive as one more batch and the final merge
+// of them all.
 func leastRemaining(q planner.Query, c *arrivalCurve, n int, from, to int64, done int) float64 {
-	work := q.Cost.BatchSeconds(n, to-from)
-	inputs := done + 1
-	if rest := c.Total() - to; rest > 0 {
-		work += q.Cost.BatchSeconds(n, rest)
-		inputs++
-	}
-	return work + q.Cost.MergeSeconds(n, inputs)
+	after := planner.Progress{Total: c.Total(), From: to, Batches: done + 1}
+	return q.Cost.BatchSeconds(n, to-from) + planner.RemainingSeconds(q.Cost, n, after)
 }
 
 // finalMerge is query q's final merge of inputs batch results over its
