@@ -6,7 +6,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
-// llfWithoutBatching is seed section 9.5.2 on a pool held at n nodes: LLF
+// llfWithoutBatching is the LLF-without-batching baseline on a pool held at n nodes: LLF
 // without batch-size determination. Whenever the pool is free, among the
 // queries with at least one arrival unit pending it runs the one with the
 // least slack on all its pending tuples as one batch. Slack is the

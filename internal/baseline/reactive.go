@@ -6,7 +6,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
-// The reactive autoscaler's rule (seed section 9.5.3). The seed ran EMR's
+// The reactive autoscaler's rule. The paper's experiments ran EMR's
 // auto scaling on YARN memory; the thresholds follow EMR's default rules,
 // with the busy fraction of the pool standing in for YARN memory in use
 // and the queued work for pending containers.
@@ -32,7 +32,7 @@ const (
 	ScaleInCooldown = 300.0
 )
 
-// reactive is seed section 9.5.3: laxity's batches on a pool grown and
+// reactive is the reactive-autoscaler baseline: laxity's batches on a pool grown and
 // shrunk by an EMR-style rule that knows nothing of deadlines.
 //
 // The pool starts at the smallest size. Every ControlInterval seconds from

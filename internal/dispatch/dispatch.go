@@ -1,9 +1,8 @@
-// Package dispatch makes laxity's run-time decisions (DESIGN.md "Run time";
-// seed section 4): which step of which query to launch on the pool now, and
+// Package dispatch makes laxity's run-time decisions: which step of which query to launch on the pool now, and
 // how many nodes to ask the pool for. It is pure: the controllers observe the
 // cluster, call Decide with what they saw and the clock's now, and act.
 //
-// One step runs on the pool at a time, as in the seed's model. Among the
+// One step runs on the pool at a time, as the plan assumes. Among the
 // queries whose next batch is ready — a full batch of tuples has arrived, or
 // the window (plus allowed lateness) has closed and tuples remain — the one
 // with the least slack is launched (or the earliest deadline with the
