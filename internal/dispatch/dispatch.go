@@ -540,6 +540,22 @@ func (q *Query) progress(now time.Time, step Step) planner.Progress {
 	return p
 }
 
+// SlackNow is the query's slack at now on nodes nodes, for its status:
+// its deadline less the modelled work left from its next batch (the final
+// merge once every tuple is in a batch and the window has closed), or,
+// when it is done, the time its final merge ended before the deadline.
+func (q *Query) SlackNow(now time.Time, nodes int) time.Duration {
+	if q.Final != nil && q.Final.State == Succeeded {
+		return q.Deadline.Sub(q.Final.Ended)
+	}
+	next := Step{Kind: planner.StepFinal}
+	if n := len(q.Batches); now.Before(q.Closed) || n == 0 || q.processed() < q.Arrived {
+		from := q.processed()
+		next = Step{Kind: planner.StepBatch, Index: n, FromTuple: from, ToTuple: from}
+	}
+	return q.Slack(now, next, nodes)
+}
+
 // Slack is the query's slack with step launched at now on nodes nodes.
 func (q *Query) Slack(now time.Time, step Step, nodes int) time.Duration {
 	return q.Deadline.Sub(now) - q.Remaining(now, step, nodes)
