@@ -73,7 +73,7 @@ func llfWithoutBatching(w planner.Workload, curves []arrivalCurve, n int) Result
 // of them all.
 func leastRemaining(q planner.Query, c *arrivalCurve, n int, from, to int64, done int) float64 {
 	after := planner.Progress{Total: c.Total(), From: to, Batches: done + 1}
-	return q.Cost.BatchSeconds(n, to-from) + planner.RemainingSeconds(q.Cost, n, after)
+	return q.Cost.BatchSeconds(n, to-from) + planner.RemainingSeconds(q.Cost.OnNodes(n), after)
 }
 
 // finalMerge is query q's final merge of inputs batch results over its

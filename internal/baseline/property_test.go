@@ -297,7 +297,7 @@ func TestReactiveSlackCountsThePlansJobs(t *testing.T) {
 						for _, j := range jobs[q][next:] {
 							sum += j.seconds(m.Queries[q], n)
 						}
-						got := planner.RemainingSeconds(m.Queries[q].Cost, n, progress(jobs[q], next))
+						got := planner.RemainingSeconds(m.Queries[q].Cost.OnNodes(n), progress(jobs[q], next))
 						if math.Abs(got-sum) > 1e-6*max(1, sum) {
 							t.Errorf("%s: %s from job %d on %d nodes: counted %v, the jobs sum to %v", w.Name, m.Queries[q].Name, next, n, got, sum)
 						}

@@ -159,7 +159,7 @@ func leastSlackReady(queries []planner.Query, jobs [][]job, next []int, now floa
 		if next[q] == len(jobs[q]) || jobs[q][next[q]].ready > now+eps {
 			continue
 		}
-		remaining := planner.RemainingSeconds(queries[q].Cost, n, progress(jobs[q], next[q]))
+		remaining := planner.RemainingSeconds(queries[q].Cost.OnNodes(n), progress(jobs[q], next[q]))
 		if slack := queries[q].Deadline - now - remaining; chosen < 0 || slack < chosenSlack {
 			chosen, chosenSlack = q, slack
 		}

@@ -85,6 +85,33 @@ func (m Model) MergeSeconds(nodes int, inputs int) float64 {
 	return m.Merge.Seconds(nodes, float64(inputs))
 }
 
+// OnNodes is the model on one pool size, with the per-unit terms divided
+// out once: what a caller that prices much work on the same nodes keeps.
+// Its durations equal the model's to the last bit.
+type OnNodes struct {
+	batchOverhead, batchPerUnit float64
+	mergeOverhead, mergePerUnit float64
+}
+
+// OnNodes is m on nodes nodes.
+func (m Model) OnNodes(nodes int) OnNodes {
+	return OnNodes{
+		batchOverhead: m.Batch.Overhead, batchPerUnit: m.Batch.PerUnit(nodes),
+		mergeOverhead: m.Merge.Overhead, mergePerUnit: m.Merge.PerUnit(nodes),
+	}
+}
+
+// BatchOverhead is the fixed cost of one batch, in seconds.
+func (o OnNodes) BatchOverhead() float64 { return o.batchOverhead }
+
+// BatchPerTuple is the seconds per tuple of a batch.
+func (o OnNodes) BatchPerTuple() float64 { return o.batchPerUnit }
+
+// MergeSeconds is the modelled duration of a merge of inputs results.
+func (o OnNodes) MergeSeconds(inputs int) float64 {
+	return o.mergeOverhead + float64(inputs)*o.mergePerUnit
+}
+
 // Sample is one measured run: Work units (tuples for batches, intermediate
 // results for merges) on Nodes nodes took Seconds.
 type Sample struct {

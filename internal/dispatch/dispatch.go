@@ -520,7 +520,7 @@ func (q *Query) succeededBatches() int {
 // counts them. A batch step counts from its own first tuple, so a retry
 // counts the batch it repeats, and in full even past the expected total.
 func (q *Query) Remaining(now time.Time, step Step, nodes int) time.Duration {
-	return seconds(planner.RemainingSeconds(q.Cost, nodes, q.progress(now, step)))
+	return seconds(planner.RemainingSeconds(q.Cost.OnNodes(nodes), q.progress(now, step)))
 }
 
 // progress is where the query stands with step launched at now.

@@ -25,10 +25,9 @@ type layout struct {
 	// partialEvery is c: a partial merge of c batches follows every c-th
 	// batch but the last; 0 disables partial merges.
 	partialEvery int
-	// model is cost as a costmodel.Model and nodes the pool sizes, by
-	// index: what RemainingSeconds is called with.
-	model costmodel.Model
-	nodes []int
+	// onNodes is cost on each pool size, by index: what RemainingSeconds
+	// is called with.
+	onNodes []costmodel.OnNodes
 }
 
 // costModel caches the coefficients the simulation needs on its hot path.
@@ -87,7 +86,7 @@ func (l *layout) finalInputs() int {
 // remaining is the modelled work, in seconds on pool size index size, of
 // batches next..k-1 with their partial merges and the final merge.
 func (l *layout) remaining(next, size int) float64 {
-	return RemainingSeconds(l.model, l.nodes[size], l.progress(next))
+	return RemainingSeconds(l.onNodes[size], l.progress(next))
 }
 
 // progress is where the query stands before batch next.
@@ -101,8 +100,11 @@ func (l *layout) progress(next int) Progress {
 
 // precompute readies the layout for remaining on the pool sizes.
 func (l *layout) precompute(sizes []int) {
-	l.model = l.cost.model()
-	l.nodes = sizes
+	model := l.cost.model()
+	l.onNodes = make([]costmodel.OnNodes, len(sizes))
+	for i, n := range sizes {
+		l.onNodes[i] = model.OnNodes(n)
+	}
 }
 
 // unitBatchSize is the 1X batch size of section 3.1 on the smallest pool size

@@ -22,13 +22,13 @@ type Progress struct {
 	Batches, Partials int
 }
 
-// RemainingSeconds is the modelled work a query has left at p on nodes
-// nodes, in seconds: its batches still to run, the partial merges they call
+// RemainingSeconds is the modelled work a query has left at p on a pool
+// of cost's size (costmodel.Model.OnNodes), in seconds: its batches still to run, the partial merges they call
 // for and the final merge of every partial and the batch results after the
 // last one. A query's slack is its deadline, less now, less this. The
 // planner's simulation and dispatch both count slack with it, so that the
 // operator orders queries as the plan did.
-func RemainingSeconds(cost costmodel.Model, nodes int, p Progress) float64 {
+func RemainingSeconds(cost costmodel.OnNodes, p Progress) float64 {
 	rest := max(p.Total-p.From, 0)
 	left := int64(0)
 	switch {
@@ -49,10 +49,10 @@ func RemainingSeconds(cost costmodel.Model, nodes int, p Progress) float64 {
 	}
 	// The sum is in the order the planner has always added it, so that its
 	// plans stay the same to the last bit.
-	work := float64(left)*cost.Batch.Overhead + float64(rest)*cost.Batch.PerUnit(nodes) +
-		cost.MergeSeconds(nodes, partials+batches-partials*p.PartialEvery)
+	work := float64(left)*cost.BatchOverhead() + float64(rest)*cost.BatchPerTuple() +
+		cost.MergeSeconds(partials+batches-partials*p.PartialEvery)
 	if p.PartialEvery > 0 {
-		work += float64(partialMerges) * cost.MergeSeconds(nodes, p.PartialEvery)
+		work += float64(partialMerges) * cost.MergeSeconds(p.PartialEvery)
 	}
 	return work
 }
