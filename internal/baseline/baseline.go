@@ -1,5 +1,5 @@
-// Package baseline simulates the alternatives the seed compares laxity with
-// (section 9.5) on the same workload and the same model as the planner: the
+// Package baseline simulates the alternatives laxity is compared with (the
+// baselines of "Elastic Scheduling of Intermittent Query Processing in a Cluster Environment") on the same workload and the same model as the planner: the
 // same arrivals, cost models, one step at a time on the pool, and the same
 // billing (planner.Cost). Each baseline is a simulation, not a formula, and
 // returns its steps and node timeline along with its cost, its largest pool
@@ -22,17 +22,17 @@ type Kind string
 const (
 	// Elastic is laxity's own plan: the chosen candidate of planner.Plan.
 	Elastic Kind = "elastic"
-	// Fixed is seed section 9.5.1: laxity's batch-size determination and
+	// Fixed is laxity's batch-size determination and
 	// LLF on a pool held at one size for the whole run.
 	Fixed Kind = "fixed"
-	// LLFNoBatching is seed section 9.5.2: LLF over whatever has arrived,
+	// LLFNoBatching is LLF over whatever has arrived,
 	// without batch-size determination, on a pool held at one size.
 	LLFNoBatching Kind = "llf-no-batching"
-	// ReactiveAutoscaler is seed section 9.5.3: laxity's batches in LLF
+	// ReactiveAutoscaler is laxity's batches in LLF
 	// order on a pool that an EMR-style rule grows and shrinks from what
 	// it observes.
 	ReactiveAutoscaler Kind = "reactive-autoscaler"
-	// MicroBatchStreaming is seed section 9.5.4: every trigger interval
+	// MicroBatchStreaming is micro-batch streaming: every trigger interval
 	// each query processes what arrived since the last trigger, on a pool
 	// sized for the peak rate and held for the whole run.
 	MicroBatchStreaming Kind = "micro-batch-streaming"
@@ -117,7 +117,8 @@ func modelled(w planner.Workload) planner.Workload {
 // elastic is laxity's chosen plan. Its cost is that of the executable
 // timeline (increases requested ProvisioningLeadTime ahead): what the
 // operator actually requests, billed as the reactive autoscaler's requests
-// are. The plan's simulated cost, the seed's figure, ignores the lead time.
+// are. The plan's simulated cost, the figure the paper reports, ignores the
+// lead time.
 func elastic(plan planner.Document) Result {
 	c := plan.Chosen
 	return Result{

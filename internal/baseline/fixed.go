@@ -6,7 +6,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
-// fixed is seed section 9.5.1: laxity's batch-size determination and LLF on
+// fixed is the fixed-pool baseline: laxity's batch-size determination and LLF on
 // a pool held at n nodes. For every batch-size factor the planner simulates
 // its own batches on n nodes without growing the pool
 // (planner.SimulateFixed); the cheapest factor that meets every deadline

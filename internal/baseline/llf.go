@@ -6,7 +6,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
-// llfWithoutBatching is seed section 9.5.2 on a pool held at n nodes: LLF
+// llfWithoutBatching is the LLF-without-batching baseline on a pool held at n nodes: LLF
 // without batch-size determination. Whenever the pool is free, among the
 // queries with at least one arrival unit pending it runs the one with the
 // least slack on all its pending tuples as one batch. Slack is the
@@ -68,16 +68,12 @@ func llfWithoutBatching(w planner.Workload, curves []arrivalCurve, n int) Result
 
 // leastRemaining is the least modelled work query q has left on n nodes
 // when it processes [from, to) now after done earlier batches: this batch,
-// the tuples still to arrive as one more batch, and the final merge of
-// them all.
+// then the work planner.RemainingSeconds counts with no batch size, which
+// takes the tuples still to arrive as one more batch and the final merge
+// of them all.
 func leastRemaining(q planner.Query, c *arrivalCurve, n int, from, to int64, done int) float64 {
-	work := q.Cost.BatchSeconds(n, to-from)
-	inputs := done + 1
-	if rest := c.Total() - to; rest > 0 {
-		work += q.Cost.BatchSeconds(n, rest)
-		inputs++
-	}
-	return work + q.Cost.MergeSeconds(n, inputs)
+	after := planner.Progress{Total: c.Total(), From: to, Batches: done + 1}
+	return q.Cost.BatchSeconds(n, to-from) + planner.RemainingSeconds(q.Cost.OnNodes(n), after)
 }
 
 // finalMerge is query q's final merge of inputs batch results over its

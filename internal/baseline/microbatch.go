@@ -11,7 +11,7 @@ import (
 // long enough that per-batch overheads do not swamp a small pool.
 const TriggerInterval = 30.0
 
-// microBatch is seed section 9.5.4: eager micro-batch streaming, which
+// microBatch is the micro-batch streaming baseline: eager micro-batch streaming, which
 // processes tuples as they come instead of waiting for batches worth
 // their overhead.
 //

@@ -276,3 +276,34 @@ func TestFixedIsThePlannersSearchWithoutGrowth(t *testing.T) {
 		}
 	}
 }
+
+// TestReactiveSlackCountsThePlansJobs checks that the work the reactive
+// autoscaler's slack counts from a plan's progress, with the planner's
+// count, is the sum of the plan's jobs still to run, with and without
+// partial merges.
+func TestReactiveSlackCountsThePlansJobs(t *testing.T) {
+	for _, w := range workloads() {
+		for _, phi := range []float64{0, 0.25} {
+			w.Queries = append([]planner.Query(nil), w.Queries...)
+			for i := range w.Queries {
+				w.Queries[i].PartialEvery = phi
+			}
+			m := modelled(w)
+			jobs := jobsOf(m.Queries, mustPlan(t, w).Steps)
+			for q := range jobs {
+				for _, n := range m.Pool.Sizes {
+					for next := range jobs[q] {
+						sum := 0.0
+						for _, j := range jobs[q][next:] {
+							sum += j.seconds(m.Queries[q], n)
+						}
+						got := planner.RemainingSeconds(m.Queries[q].Cost.OnNodes(n), progress(jobs[q], next))
+						if math.Abs(got-sum) > 1e-6*max(1, sum) {
+							t.Errorf("%s: %s from job %d on %d nodes: counted %v, the jobs sum to %v", w.Name, m.Queries[q].Name, next, n, got, sum)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -6,7 +6,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
-// The reactive autoscaler's rule (seed section 9.5.3). The seed ran EMR's
+// The reactive autoscaler's rule. The paper's experiments ran EMR's
 // auto scaling on YARN memory; the thresholds follow EMR's default rules,
 // with the busy fraction of the pool standing in for YARN memory in use
 // and the queued work for pending containers.
@@ -32,7 +32,7 @@ const (
 	ScaleInCooldown = 300.0
 )
 
-// reactive is seed section 9.5.3: laxity's batches on a pool grown and
+// reactive is the reactive-autoscaler baseline: laxity's batches on a pool grown and
 // shrunk by an EMR-style rule that knows nothing of deadlines.
 //
 // The pool starts at the smallest size. Every ControlInterval seconds from
@@ -159,15 +159,37 @@ func leastSlackReady(queries []planner.Query, jobs [][]job, next []int, now floa
 		if next[q] == len(jobs[q]) || jobs[q][next[q]].ready > now+eps {
 			continue
 		}
-		remaining := 0.0
-		for _, j := range jobs[q][next[q]:] {
-			remaining += j.seconds(queries[q], n)
-		}
+		remaining := planner.RemainingSeconds(queries[q].Cost.OnNodes(n), progress(jobs[q], next[q]))
 		if slack := queries[q].Deadline - now - remaining; chosen < 0 || slack < chosenSlack {
 			chosen, chosenSlack = q, slack
 		}
 	}
 	return chosen
+}
+
+// progress is where a query whose plan has the given jobs stands before
+// job next: the plan's batch size (its first batch's), partial merges of
+// as many inputs as its partial merges have, and the window's total (its
+// final merge's tuples).
+func progress(jobs []job, next int) planner.Progress {
+	first := jobs[0].steps[0]
+	last := jobs[len(jobs)-1].steps
+	p := planner.Progress{
+		Total: last[len(last)-1].ToTuple, From: jobs[next].steps[0].FromTuple,
+		BatchSize: first.ToTuple - first.FromTuple, Batches: next,
+	}
+	for i, j := range jobs {
+		for _, s := range j.steps {
+			if s.Kind != planner.StepPartial {
+				continue
+			}
+			p.PartialEvery = s.Inputs
+			if i < next {
+				p.Partials++
+			}
+		}
+	}
+	return p
 }
 
 // job is one of a plan's batches with the merges the plan runs right after

@@ -1,5 +1,6 @@
-// Package costmodel holds the execution-time model of one query (seed section
-// 2.2, eq. 1–3): a batch of t tuples on p nodes takes
+// Package costmodel holds the execution-time model of one query (eq. 1–3 of
+// "Elastic Scheduling of Intermittent Query Processing in a Cluster
+// Environment"): a batch of t tuples on p nodes takes
 //
 //	overhead + t * (serial + parallel/p)
 //
@@ -72,14 +73,43 @@ func (m Model) Scaled(f float64) Model {
 	return Model{Batch: scale(m.Batch), Merge: scale(m.Merge)}
 }
 
-// BatchSeconds is BatchTime(p, t) of DESIGN.md.
+// BatchSeconds is the modelled duration of a batch of tuples tuples on
+// nodes nodes.
 func (m Model) BatchSeconds(nodes int, tuples int64) float64 {
 	return m.Batch.Seconds(nodes, float64(tuples))
 }
 
-// MergeSeconds is MergeTime(p, m) of DESIGN.md.
+// MergeSeconds is the modelled duration of a merge of inputs results on
+// nodes nodes.
 func (m Model) MergeSeconds(nodes int, inputs int) float64 {
 	return m.Merge.Seconds(nodes, float64(inputs))
+}
+
+// OnNodes is the model on one pool size, with the per-unit terms divided
+// out once: what a caller that prices much work on the same nodes keeps.
+// Its durations equal the model's to the last bit.
+type OnNodes struct {
+	batchOverhead, batchPerUnit float64
+	mergeOverhead, mergePerUnit float64
+}
+
+// OnNodes is m on nodes nodes.
+func (m Model) OnNodes(nodes int) OnNodes {
+	return OnNodes{
+		batchOverhead: m.Batch.Overhead, batchPerUnit: m.Batch.PerUnit(nodes),
+		mergeOverhead: m.Merge.Overhead, mergePerUnit: m.Merge.PerUnit(nodes),
+	}
+}
+
+// BatchOverhead is the fixed cost of one batch, in seconds.
+func (o OnNodes) BatchOverhead() float64 { return o.batchOverhead }
+
+// BatchPerTuple is the seconds per tuple of a batch.
+func (o OnNodes) BatchPerTuple() float64 { return o.batchPerUnit }
+
+// MergeSeconds is the modelled duration of a merge of inputs results.
+func (o OnNodes) MergeSeconds(inputs int) float64 {
+	return o.mergeOverhead + float64(inputs)*o.mergePerUnit
 }
 
 // Sample is one measured run: Work units (tuples for batches, intermediate
@@ -107,7 +137,7 @@ const (
 )
 
 // Fit finds the Linear model that minimises the squared error over samples,
-// the seed's regression (linear in work and in 1/nodes). It fails when there
+// a linear regression (linear in work and in 1/nodes). It fails when there
 // are fewer samples than unknowns, when the samples cannot tell the
 // coefficients apart (for example every sample on the same node count), or
 // when the best fit has a negative coefficient, which would make more nodes or

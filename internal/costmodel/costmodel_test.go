@@ -152,3 +152,18 @@ func FuzzFit(f *testing.F) {
 		}
 	})
 }
+
+func TestOnNodesIsTheModel(t *testing.T) {
+	m := Model{Batch: Linear{Overhead: 1.3, Serial: 0.0007, Parallel: 0.011}, Merge: Linear{Overhead: 2.1, Serial: 0.3, Parallel: 0.7}}
+	for _, nodes := range []int{1, 3, 7, 64} {
+		on := m.OnNodes(nodes)
+		for _, work := range []int{0, 1, 13, 100000} {
+			if got, want := on.BatchOverhead()+float64(work)*on.BatchPerTuple(), m.BatchSeconds(nodes, int64(work)); got != want {
+				t.Errorf("batch of %d on %d nodes: %v, the model says %v", work, nodes, got, want)
+			}
+			if got, want := on.MergeSeconds(work), m.MergeSeconds(nodes, work); got != want {
+				t.Errorf("merge of %d on %d nodes: %v, the model says %v", work, nodes, got, want)
+			}
+		}
+	}
+}

@@ -1,9 +1,8 @@
-// Package dispatch makes laxity's run-time decisions (DESIGN.md "Run time";
-// seed section 4): which step of which query to launch on the pool now, and
+// Package dispatch makes laxity's run-time decisions: which step of which query to launch on the pool now, and
 // how many nodes to ask the pool for. It is pure: the controllers observe the
 // cluster, call Decide with what they saw and the clock's now, and act.
 //
-// One step runs on the pool at a time, as in the seed's model. Among the
+// One step runs on the pool at a time, as the plan assumes. Among the
 // queries whose next batch is ready — a full batch of tuples has arrived, or
 // the window (plus allowed lateness) has closed and tuples remain — the one
 // with the least slack is launched (or the earliest deadline with the
@@ -18,7 +17,6 @@ package dispatch
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"time"
 
@@ -65,6 +63,15 @@ type Attempt struct {
 
 // failures is how many attempts of the step ran and failed before this one.
 func (a Attempt) failures() int { return max(a.Number-a.NamesTaken, 0) }
+
+// LastAllowed reports whether the attempt is the step's last allowed try
+// under maxAttempts: if it fails, the step is not retried and nothing more
+// of its query is launched. Only attempts that ran count, not attempt
+// numbers passed over because their names were taken. This is the one
+// retry rule; Decide, FailedOut and BehindSchedule all apply it.
+func (a Attempt) LastAllowed(maxAttempts int) bool {
+	return a.failures()+1 >= maxAttempts
+}
 
 // Batch is a launched batch: its tuple range [From, To) and latest attempt.
 type Batch struct {
@@ -458,10 +465,10 @@ func (q *Query) next(now time.Time, s Settings) (*Step, time.Time, bool) {
 }
 
 func (q *Query) retry(now time.Time, s Settings, step Step, last Attempt) (*Step, time.Time, bool) {
-	failures := last.failures()
-	if failures+1 >= s.MaxAttempts {
+	if last.LastAllowed(s.MaxAttempts) {
 		return nil, time.Time{}, true
 	}
+	failures := last.failures()
 	eligible := last.Ended.Add(s.Backoff << failures)
 	if now.Before(eligible) {
 		return nil, eligible, false
@@ -509,33 +516,44 @@ func (q *Query) succeededBatches() int {
 // Remaining is the modelled work left for the query on nodes nodes with
 // step launched at now: the batches still to come for the expected total
 // (what has arrived, once the window has closed), the partial merges still
-// due and the final merge — eq. 5's sum at run time. A batch step counts from
-// its own first tuple, so a retry counts the batch it repeats.
+// due and the final merge, counted by planner.RemainingSeconds as the plan
+// counts them. A batch step counts from its own first tuple, so a retry
+// counts the batch it repeats, and in full even past the expected total.
 func (q *Query) Remaining(now time.Time, step Step, nodes int) time.Duration {
+	return seconds(planner.RemainingSeconds(q.Cost.OnNodes(nodes), q.progress(now, step)))
+}
+
+// progress is where the query stands with step launched at now.
+func (q *Query) progress(now time.Time, step Step) planner.Progress {
 	total := max(q.ExpectedTotal, q.Arrived)
 	if !now.Before(q.Closed) {
 		total = q.Arrived
 	}
-	from, launched := q.processed(), len(q.Batches)
+	p := planner.Progress{
+		Total: total, From: q.processed(), BatchSize: q.BatchSize, PartialEvery: q.PartialEvery,
+		Batches: len(q.Batches), Partials: len(q.Partials),
+	}
 	if step.Kind == planner.StepBatch {
-		from, launched = step.FromTuple, step.Index
+		p.From, p.Batches = step.FromTuple, step.Index
+		p.Total = max(total, step.ToTuple)
 	}
-	rest := max(total-from, 0)
-	if step.Kind == planner.StepBatch {
-		rest = max(rest, step.ToTuple-step.FromTuple)
+	return p
+}
+
+// SlackNow is the query's slack at now on nodes nodes, for its status:
+// its deadline less the modelled work left from its next batch (the final
+// merge once every tuple is in a batch and the window has closed), or,
+// when it is done, the time its final merge ended before the deadline.
+func (q *Query) SlackNow(now time.Time, nodes int) time.Duration {
+	if q.Final != nil && q.Final.State == Succeeded {
+		return q.Deadline.Sub(q.Final.Ended)
 	}
-	n := int(math.Ceil(float64(rest) / float64(q.BatchSize)))
-	seconds := float64(n)*q.Cost.Batch.Overhead + float64(rest)*q.Cost.Batch.PerUnit(nodes)
-	batches := launched + n
-	partials := len(q.Partials)
-	if q.PartialEvery > 0 {
-		if due := (batches - 1) / q.PartialEvery; due > partials {
-			seconds += float64(due-partials) * q.Cost.MergeSeconds(nodes, q.PartialEvery)
-			partials = due
-		}
+	next := Step{Kind: planner.StepFinal}
+	if n := len(q.Batches); now.Before(q.Closed) || n == 0 || q.processed() < q.Arrived {
+		from := q.processed()
+		next = Step{Kind: planner.StepBatch, Index: n, FromTuple: from, ToTuple: from}
 	}
-	seconds += q.Cost.MergeSeconds(nodes, partials+batches-partials*q.PartialEvery)
-	return time.Duration(seconds * float64(time.Second))
+	return q.Slack(now, next, nodes)
 }
 
 // Slack is the query's slack with step launched at now on nodes nodes.
@@ -643,15 +661,14 @@ func BehindSchedule(doc *planner.Document, queries []Query, maxAttempts int, now
 }
 
 // FailedOut reports whether a failed attempt was the step's last allowed
-// one: only attempts that ran count, not attempt numbers passed over because
-// their names were taken.
+// one (see Attempt.LastAllowed).
 func FailedOut(a Attempt, maxAttempts int) bool {
-	return a.State == Failed && a.failures()+1 >= maxAttempts
+	return a.State == Failed && a.LastAllowed(maxAttempts)
 }
 
 // failedOutQuery reports a query one of whose steps failed on its last
-// allowed attempt: dispatch retries a failed attempt n only while
-// n+1 < MaxAttempts and then launches nothing more of the query.
+// allowed attempt (Attempt.LastAllowed): dispatch launches nothing more of
+// such a query.
 func failedOutQuery(q *Query, maxAttempts int) bool {
 	out := func(a Attempt) bool { return FailedOut(a, maxAttempts) }
 	if q.Final != nil && out(*q.Final) {

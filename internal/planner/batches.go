@@ -3,6 +3,8 @@ package planner
 import (
 	"fmt"
 	"math"
+
+	"github.com/laxity-dev/laxity/internal/costmodel"
 )
 
 // layout is how one query's tuples are cut into batches for one batch-size
@@ -20,19 +22,26 @@ type layout struct {
 	// ready[i] is when batch i's last tuple has arrived (the last batch: the
 	// window end plus the allowed lateness).
 	ready []float64
-	// partialEvery is c of section 6: a partial merge of c batches follows
-	// every c-th batch but the last; 0 disables partial merges.
+	// partialEvery is c: a partial merge of c batches follows every c-th
+	// batch but the last; 0 disables partial merges.
 	partialEvery int
-	// perTuple, partialMerge and finalMerge are, per pool size index, the
-	// batch seconds per tuple and the durations of a partial and the final
-	// merge: the terms of eq. 5 the hot loop needs.
-	perTuple, partialMerge, finalMerge []float64
+	// onNodes is cost on each pool size, by index: what RemainingSeconds
+	// is called with.
+	onNodes []costmodel.OnNodes
 }
 
 // costModel caches the coefficients the simulation needs on its hot path.
 type costModel struct {
 	batchOverhead, batchSerial, batchParallel float64
 	mergeOverhead, mergeSerial, mergeParallel float64
+}
+
+// model is c in costmodel's form, with the same coefficients.
+func (c costModel) model() costmodel.Model {
+	return costmodel.Model{
+		Batch: costmodel.Linear{Overhead: c.batchOverhead, Serial: c.batchSerial, Parallel: c.batchParallel},
+		Merge: costmodel.Linear{Overhead: c.mergeOverhead, Serial: c.mergeSerial, Parallel: c.mergeParallel},
+	}
 }
 
 func (c costModel) batch(nodes int, tuples int64) float64 {
@@ -75,27 +84,26 @@ func (l *layout) finalInputs() int {
 }
 
 // remaining is the modelled work, in seconds on pool size index size, of
-// batches next..k-1 with their partial merges and the final merge: the sum in
-// eq. 5.
+// batches next..k-1 with their partial merges and the final merge.
 func (l *layout) remaining(next, size int) float64 {
-	k := len(l.to)
-	work := float64(k-next)*l.cost.batchOverhead + float64(l.total-l.from(next))*l.perTuple[size] + l.finalMerge[size]
-	if l.partialEvery > 0 {
-		// Partials after batches j (1-based) with next < j < k.
-		work += float64((k-1)/l.partialEvery-next/l.partialEvery) * l.partialMerge[size]
-	}
-	return work
+	return RemainingSeconds(l.onNodes[size], l.progress(next))
 }
 
-// precompute fills the per-size terms of remaining.
+// progress is where the query stands before batch next.
+func (l *layout) progress(next int) Progress {
+	p := Progress{Total: l.total, From: l.from(next), BatchSize: l.size, PartialEvery: l.partialEvery, Batches: next}
+	if l.partialEvery > 0 {
+		p.Partials = next / l.partialEvery
+	}
+	return p
+}
+
+// precompute readies the layout for remaining on the pool sizes.
 func (l *layout) precompute(sizes []int) {
-	l.perTuple = make([]float64, len(sizes))
-	l.partialMerge = make([]float64, len(sizes))
-	l.finalMerge = make([]float64, len(sizes))
-	for i, p := range sizes {
-		l.perTuple[i] = l.cost.batchSerial + l.cost.batchParallel/float64(p)
-		l.partialMerge[i] = l.cost.merge(p, l.partialEvery)
-		l.finalMerge[i] = l.cost.merge(p, l.finalInputs())
+	model := l.cost.model()
+	l.onNodes = make([]costmodel.OnNodes, len(sizes))
+	for i, n := range sizes {
+		l.onNodes[i] = model.OnNodes(n)
 	}
 }
 

@@ -6,7 +6,8 @@ import (
 )
 
 // BenchmarkSearchTPCH is the full INN × factor search with K = 1 on the
-// 13-query sample at 1×, 2× and 4× its rate (the seed's Table 13 setting).
+// 13-query sample at 1×, 2× and 4× its rate (the setting of
+// Table 13 of "Elastic Scheduling of Intermittent Query Processing in a Cluster Environment").
 func BenchmarkSearchTPCH(b *testing.B) {
 	for _, rate := range []float64{1, 2, 4} {
 		w := tpchWorkload(1, rate)

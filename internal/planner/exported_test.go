@@ -2,6 +2,7 @@ package planner
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -161,4 +162,39 @@ func TestSimulateFixedRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ExportedWorkloads and BatchSlacks let the external tests in this
+// directory (slack_test.go) hold other packages to the planner's numbers.
+var ExportedWorkloads = exportedWorkloads
+
+// BatchSlacks is, for each batch of d's steps (by position; 0 for merges),
+// the slack the planner's simulation gives it when it starts on its nodes:
+// the query's deadline less the start less the work left from that batch.
+func BatchSlacks(w Workload, d Document) ([]float64, error) {
+	p, err := prepare(w)
+	if err != nil {
+		return nil, err
+	}
+	ls := p.layouts(d.Chosen.BatchSizeFactor, w.Pool.Sizes)
+	byName := map[string]*layout{}
+	for i := range ls {
+		byName[ls[i].name] = &ls[i]
+	}
+	sizeIndex := map[int]int{}
+	for i, n := range w.Pool.Sizes {
+		sizeIndex[n] = i
+	}
+	slacks := make([]float64, len(d.Steps))
+	for i, s := range d.Steps {
+		if s.Kind != StepBatch {
+			continue
+		}
+		l := byName[s.Query]
+		if s.Index >= l.batches() || l.to[s.Index] != s.ToTuple {
+			return nil, fmt.Errorf("batch %d of %s is [%d, %d) in the plan, not the layout's", s.Index, s.Query, s.FromTuple, s.ToTuple)
+		}
+		slacks[i] = l.deadline - s.Start - l.remaining(s.Index, sizeIndex[s.Nodes])
+	}
+	return slacks, nil
 }

@@ -4,7 +4,7 @@ import "fmt"
 
 // SimulateFixed runs the plan's batches of one batch-size factor through
 // GenBatchSchedule (Algorithm 2) on a pool held at nodes nodes that never
-// grows: the fixed pool of seed section 9.5.1, which the baselines compare
+// grows: the fixed-pool baseline, which the baselines compare
 // laxity with. The batch sizes are those of Plan (1X on the smallest pool
 // size, times factor, capped at Cmax), whatever nodes is, so that only the
 // pool differs from laxity's. Unlike the search, the run does not stop at a

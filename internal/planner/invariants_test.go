@@ -18,7 +18,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/costmodel"
 )
 
-// This file checks a plan Document against the model of DESIGN.md,
+// This file checks a plan Document against the planner's model,
 // independently of how the planner computes it: arrivals, batch layout, the
 // cost model, merges, the one-step-at-a-time pool, the node timelines and their
 // bills, the search grid and determinism are all recomputed here from the
@@ -586,7 +586,7 @@ func checkRequests(v *violations, w Workload, d Document, horizon float64) {
 	}
 }
 
-// timelineCost bills timeline ls over [0, horizon] by the rule of DESIGN.md:
+// timelineCost bills timeline ls over [0, horizon] by the billing rule:
 // every increase acquires nodes, every decrease releases the most recently
 // acquired ones first, and each acquired node costs
 // price/3600*max(heldSeconds, billingMinimum); nodes still held at the

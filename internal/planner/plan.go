@@ -16,7 +16,8 @@ const (
 	StepFinal StepKind = "final"
 )
 
-// Document is the plan document of DESIGN.md. Times are seconds from Origin.
+// Document is a plan: the chosen candidate, every step and the node
+// timelines. Times are seconds from Origin.
 type Document struct {
 	// Schedule is the name of the workload (ElasticSchedule) planned; it is
 	// not part of the JSON document.

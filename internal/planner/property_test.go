@@ -65,7 +65,7 @@ var testOrigin = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 // workloadGen draws a workload within the ranges of the brief: 1–6 queries,
 // windows of 60–7200 s starting 0–3600 s after the origin, deadlines 1–3000 s
 // after the window end, 1–3 rate segments of 1–50,000 tuples/s, and the pool,
-// planning and cost parameters around the seed's experiments.
+// planning and cost parameters around the paper's experiments.
 var workloadGen = rapid.Custom(func(t *rapid.T) Workload {
 	sizes := sortedSubset(poolSizeChoices, 5).Draw(t, "sizes")
 	cmax := rapid.Float64Range(60, 1800).Draw(t, "cmax")

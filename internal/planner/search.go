@@ -110,7 +110,7 @@ func (o *outcome) better(than *outcome) bool {
 type factorLayouts struct {
 	factor  int
 	layouts []layout
-	// hopeless is the seed's "a feasible schedule is not possible even on
+	// hopeless is the paper's "a feasible schedule is not possible even on
 	// reaching the maximum number of nodes" (section 3.1), tested once up
 	// front: backtracking only ever gives batches sizes up to the largest,
 	// so a workload that fails with all of them on it cannot be rescued by

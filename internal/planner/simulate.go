@@ -85,7 +85,7 @@ func newSim(layouts []layout, sizes []int, policy Policy) *sim {
 	for i := range layouts {
 		l := &layouts[i]
 		deadline = max(deadline, math.Abs(l.deadline))
-		if len(l.perTuple) > 0 {
+		if len(l.onNodes) > 0 {
 			work = max(work, math.Abs(l.remaining(0, 0)))
 		}
 	}

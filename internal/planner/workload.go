@@ -1,6 +1,8 @@
 // Package planner simulates a workload of intermittent queries on an elastic
-// node pool and chooses the cheapest deadline-meeting plan (seed sections
-// 3–6). It is pure: no Kubernetes imports, no clock, no randomness, no map
+// node pool and chooses the cheapest deadline-meeting plan, by
+// the batch sizing and scaling search of
+// "Elastic Scheduling of Intermittent Query Processing in a Cluster
+// Environment". It is pure: no Kubernetes imports, no clock, no randomness, no map
 // iteration that reaches the output. Same Workload in, same Plan out, byte for
 // byte.
 package planner

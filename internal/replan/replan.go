@@ -1,5 +1,5 @@
 // Package replan makes a plan while windows are open, from what has been
-// observed (DESIGN.md, "Run time"; seed section 5): the operator's
+// observed: the operator's
 // ElasticSchedule controller calls it, and so does the execution simulator,
 // so that the evidence shows the operator's own re-planning.
 //
@@ -67,7 +67,7 @@ func Resolution(granularity int64, window float64) float64 {
 }
 
 // Rates says how re-planning treats rates that differ from the declared
-// ones (seed section 5).
+// ones.
 type Rates struct {
 	// Pessimistic assumes at least the declared total arrives by the window
 	// end, and that a faster measured rate holds for the rest of the window;
@@ -213,8 +213,8 @@ func WithOrigin(w planner.Workload, origin time.Time) planner.Workload {
 // window, the deadline and the cost model stay; the tuples are numbered from
 // the first one not launched.
 //
-// How many tuples are still to come follows the rate model (seed section
-// 5), with declared the window's total at the declared rates: the
+// How many tuples are still to come follows the rate model (Rates), with
+// declared the window's total at the declared rates: the
 // pessimistic model assumes at least that total (a stream that was slower
 // catches up by the window end) and more if pq's rates from now on, which
 // then hold a faster measured rate, give more; the optimistic model assumes
