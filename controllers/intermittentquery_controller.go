@@ -141,7 +141,7 @@ func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1
 		}
 		if dq, ok := dispatchQuery(q, pq, &stored.doc, launched, arrived, now); ok {
 			q.Status.BatchSize = dq.BatchSize
-			slack := querySlack(&dq, now, max(stored.doc.Chosen.MaxNodes, int(es.Spec.NodePool.Sizes[0])))
+			slack := dq.SlackNow(now, max(stored.doc.Chosen.MaxNodes, int(es.Spec.NodePool.Sizes[0])))
 			state.slack = &slack
 			recordQuerySlack(q, slack)
 			state.planned = true

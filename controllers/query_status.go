@@ -17,25 +17,6 @@ import (
 	"github.com/laxity-dev/laxity/internal/sparkapp"
 )
 
-// querySlack is the query's slack now: its deadline less the modelled work
-// left on the most nodes the plan uses, or, when it is done, the time its
-// final merge ended before the deadline. Negative slack means not even the
-// plan's largest pool finishes the query in time.
-func querySlack(dq *dispatch.Query, now time.Time, nodes int) time.Duration {
-	if dq.Final != nil && dq.Final.State == dispatch.Succeeded {
-		return dq.Deadline.Sub(dq.Final.Ended)
-	}
-	next := dispatch.Step{Kind: planner.StepFinal}
-	if n := len(dq.Batches); now.Before(dq.Closed) || n == 0 || dq.Batches[n-1].To < dq.Arrived {
-		from := int64(0)
-		if n > 0 {
-			from = dq.Batches[n-1].To
-		}
-		next = dispatch.Step{Kind: planner.StepBatch, Index: n, FromTuple: from, ToTuple: from}
-	}
-	return dq.Slack(now, next, nodes)
-}
-
 // writeSteps records every step's latest attempt in the status.
 func writeSteps(q *laxityv1alpha1.IntermittentQuery, batches, partials []observedStep, final *observedStep) {
 	q.Status.Batches = nil
@@ -158,7 +139,8 @@ func failedOut(q *laxityv1alpha1.IntermittentQuery, maxAttempts int) string {
 func failedOutTaken(q *laxityv1alpha1.IntermittentQuery, maxAttempts int, taken map[string]int) string {
 	var app string
 	out := func(attempt int32, outcome laxityv1alpha1.StepOutcome) bool {
-		return outcome == laxityv1alpha1.StepFailed && int(attempt)-taken[app]+1 >= maxAttempts
+		return outcome == laxityv1alpha1.StepFailed &&
+			dispatch.FailedOut(dispatch.Attempt{State: dispatch.Failed, Number: int(attempt), NamesTaken: taken[app]}, maxAttempts)
 	}
 	describe := func(step, app string, attempt int32, message string) string {
 		s := fmt.Sprintf("%s failed on all %d attempts, the last as %s", step, attempt+1, app)
