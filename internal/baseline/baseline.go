@@ -1,9 +1,10 @@
 // Package baseline simulates the alternatives laxity is compared with (the
-// baselines of "Elastic Scheduling of Intermittent Query Processing in a Cluster Environment") on the same workload and the same model as the planner: the
-// same arrivals, cost models, one step at a time on the pool, and the same
-// billing (planner.Cost). Each baseline is a simulation, not a formula, and
-// returns its steps and node timeline along with its cost, its largest pool
-// and whether every deadline is met.
+// baselines of "Elastic Scheduling of Intermittent Query Processing in a
+// Cluster Environment") on the same workload and the same model as the
+// planner: the same arrivals, cost models, one step at a time on the pool,
+// and the same billing (planner.Cost). Each baseline is a simulation, not a
+// formula, and returns its steps and node timeline along with its cost, its
+// largest pool and whether every deadline is met.
 //
 // It is pure like the planner: no Kubernetes imports, no clock, no
 // randomness, no map iteration that reaches the output.

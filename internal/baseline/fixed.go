@@ -6,12 +6,12 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
-// fixed is the fixed-pool baseline: laxity's batch-size determination and LLF on
-// a pool held at n nodes. For every batch-size factor the planner simulates
-// its own batches on n nodes without growing the pool
+// fixed is the fixed-pool baseline: laxity's batch-size determination and LLF
+// on a pool held at n nodes. For every batch-size factor the planner
+// simulates its own batches on n nodes without growing the pool
 // (planner.SimulateFixed); the cheapest factor that meets every deadline
-// wins, ties to the factor listed first; when none does, the least late.
-// The pool holds n nodes from the origin until the last step ends.
+// wins, ties to the factor listed first; when none does, the least late. The
+// pool holds n nodes from the origin until the last step ends.
 //
 // w is the workload as configured, not modelled: the planner applies the
 // runtime margin itself.

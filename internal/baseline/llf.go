@@ -6,20 +6,20 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
-// llfWithoutBatching is the LLF-without-batching baseline on a pool held at n nodes: LLF
-// without batch-size determination. Whenever the pool is free, among the
-// queries with at least one arrival unit pending it runs the one with the
-// least slack on all its pending tuples as one batch. Slack is the
-// deadline, less now, less the least work the query has left: this batch,
-// the tuples still to arrive as one more batch, and the final merge (the
-// dispatcher's slack, with no batch size to cut the rest by). Ties go to
-// the query listed first. When the pool is free and nothing is pending it
-// waits for the next unit to arrive. A query's final merge, of all its
-// batches (partial aggregation off), runs right after the batch that
-// takes its last tuple, which is ready only once the window and its
-// allowed lateness have closed. Late queries run on to the end, so that
-// the result says by how much they miss. Each batch costs at least its
-// overhead, which bounds the number of steps by the horizon over it.
+// llfWithoutBatching is the LLF-without-batching baseline on a pool held at n
+// nodes: LLF without batch-size determination. Whenever the pool is free,
+// among the queries with at least one arrival unit pending it runs the one
+// with the least slack on all its pending tuples as one batch. Slack is the
+// deadline, less now, less the least work the query has left: this batch, the
+// tuples still to arrive as one more batch, and the final merge (the
+// dispatcher's slack, with no batch size to cut the rest by). Ties go to the
+// query listed first. When the pool is free and nothing is pending it waits
+// for the next unit to arrive. A query's final merge, of all its batches
+// (partial aggregation off), runs right after the batch that takes its last
+// tuple, which is ready only once the window and its allowed lateness have
+// closed. Late queries run on to the end, so that the result says by how much
+// they miss. Each batch costs at least its overhead, which bounds the number
+// of steps by the horizon over it.
 func llfWithoutBatching(w planner.Workload, curves []arrivalCurve, n int) Result {
 	processed := make([]int64, len(w.Queries))
 	batches := make([]int, len(w.Queries))

@@ -11,9 +11,9 @@ import (
 // long enough that per-batch overheads do not swamp a small pool.
 const TriggerInterval = 30.0
 
-// microBatch is the micro-batch streaming baseline: eager micro-batch streaming, which
-// processes tuples as they come instead of waiting for batches worth
-// their overhead.
+// microBatch is the micro-batch streaming baseline: eager micro-batch
+// streaming, which processes tuples as they come instead of waiting for
+// batches worth their overhead.
 //
 // The pool holds streamingPool's size from the origin until the last step
 // ends. Triggers fire every TriggerInterval seconds from the origin. At

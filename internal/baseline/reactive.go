@@ -6,10 +6,10 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
-// The reactive autoscaler's rule. The paper's experiments ran EMR's
-// auto scaling on YARN memory; the thresholds follow EMR's default rules,
-// with the busy fraction of the pool standing in for YARN memory in use
-// and the queued work for pending containers.
+// The reactive autoscaler's rule. The paper's experiments ran EMR's auto
+// scaling on YARN memory; the thresholds follow EMR's default rules, with the
+// busy fraction of the pool standing in for YARN memory in use and the queued
+// work for pending containers.
 const (
 	// ControlInterval is how often the autoscaler looks, in seconds: EMR
 	// evaluates its scaling metrics once a minute.
@@ -32,8 +32,8 @@ const (
 	ScaleInCooldown = 300.0
 )
 
-// reactive is the reactive-autoscaler baseline: laxity's batches on a pool grown and
-// shrunk by an EMR-style rule that knows nothing of deadlines.
+// reactive is the reactive-autoscaler baseline: laxity's batches on a pool
+// grown and shrunk by an EMR-style rule that knows nothing of deadlines.
 //
 // The pool starts at the smallest size. Every ControlInterval seconds from
 // the origin the autoscaler measures the busy fraction of the last interval

@@ -1,15 +1,16 @@
-// Package dispatch makes laxity's run-time decisions: which step of which query to launch on the pool now, and
-// how many nodes to ask the pool for. It is pure: the controllers observe the
-// cluster, call Decide with what they saw and the clock's now, and act.
+// Package dispatch makes laxity's run-time decisions: which step of which
+// query to launch on the pool now, and how many nodes to ask the pool for. It
+// is pure: the controllers observe the cluster, call Decide with what they
+// saw and the clock's now, and act.
 //
-// One step runs on the pool at a time, as the plan assumes. Among the
-// queries whose next batch is ready — a full batch of tuples has arrived, or
-// the window (plus allowed lateness) has closed and tuples remain — the one
-// with the least slack is launched (or the earliest deadline with the
+// One step runs on the pool at a time, as the plan assumes. Among the queries
+// whose next batch is ready — a full batch of tuples has arrived, or the
+// window (plus allowed lateness) has closed and tuples remain — the one with
+// the least slack is launched (or the earliest deadline with the
 // EarliestDeadline policy). A merge that is due goes before any batch: the
-// plan runs partial merges right after their batch (eq. 7) and the final
-// merge right after the last batch. A failed step is retried with
-// exponential backoff up to a bound; after that the query is reported as
+// plan runs a partial merge right after the batch that completes its inputs
+// and the final merge right after the last batch. A failed step is retried
+// with exponential backoff up to a bound; after that the query is reported as
 // exhausted and gets no further launches. Attempts are counted from the
 // step's SparkApplications, not from the plan, so a re-plan does not reset
 // them.

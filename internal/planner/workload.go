@@ -1,10 +1,13 @@
 // Package planner simulates a workload of intermittent queries on an elastic
-// node pool and chooses the cheapest deadline-meeting plan, by
-// the batch sizing and scaling search of
-// "Elastic Scheduling of Intermittent Query Processing in a Cluster
-// Environment". It is pure: no Kubernetes imports, no clock, no randomness, no map
-// iteration that reaches the output. Same Workload in, same Plan out, byte for
-// byte.
+// node pool and chooses the cheapest deadline-meeting plan, by the batch
+// sizing and scaling search of "Elastic Scheduling of Intermittent Query
+// Processing in a Cluster Environment". It is pure: no Kubernetes imports, no
+// clock, no randomness, no map iteration that reaches the output. Same
+// Workload in, same Plan out, byte for byte.
+//
+// Section, equation and algorithm numbers in this package's comments
+// ("section 3.2", "eq. 5", "Algorithm 2") are that paper's; docs/design.md
+// describes the same model in the project's own terms.
 package planner
 
 import (

@@ -1,7 +1,7 @@
 // Package replan makes a plan while windows are open, from what has been
-// observed: the operator's
-// ElasticSchedule controller calls it, and so does the execution simulator,
-// so that the evidence shows the operator's own re-planning.
+// observed: the operator's ElasticSchedule controller calls it, and so does
+// the execution simulator, so that the evidence shows the operator's own
+// re-planning.
 //
 // The planner plans whole windows: every query's tuples from 0, its batches
 // from index 0, its arrivals from the declared rate. A plan made mid-window
@@ -214,12 +214,12 @@ func WithOrigin(w planner.Workload, origin time.Time) planner.Workload {
 // the first one not launched.
 //
 // How many tuples are still to come follows the rate model (Rates), with
-// declared the window's total at the declared rates: the
-// pessimistic model assumes at least that total (a stream that was slower
-// catches up by the window end) and more if pq's rates from now on, which
-// then hold a faster measured rate, give more; the optimistic model assumes
-// at most that total (a stream that was faster has delivered early) and
-// fewer if the declared rates from now on give fewer.
+// declared the window's total at the declared rates: the pessimistic model
+// assumes at least that total (a stream that was slower catches up by the
+// window end) and more if pq's rates from now on, which then hold a faster
+// measured rate, give more; the optimistic model assumes at most that total
+// (a stream that was faster has delivered early) and fewer if the declared
+// rates from now on give fewer.
 //
 // A query with nothing left to batch (its window has closed and every tuple
 // is launched) keeps its last launched batch in the plan, so that its final
