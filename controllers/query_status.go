@@ -125,8 +125,9 @@ func plannedLate(doc *planner.Document, query string) time.Duration {
 
 // failedOut describes the step of q whose latest attempt failed with no
 // attempt left, or is "" when there is none. The schedule makes at most
-// maxAttempts tries of a step (dispatch: a failed attempt n is retried while
-// n+1 < MaxAttempts) and then launches nothing more of the query, so its
+// maxAttempts tries of a step (dispatch.Attempt.LastAllowed; attempts
+// passed over for a taken name are not tries) and then launches nothing
+// more of the query, so its
 // slack, which models only the work left, would keep it OnTrack until the
 // deadline passed.
 func failedOut(q *laxityv1alpha1.IntermittentQuery, maxAttempts int) string {

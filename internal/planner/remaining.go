@@ -25,9 +25,10 @@ type Progress struct {
 // RemainingSeconds is the modelled work a query has left at p, in seconds,
 // on the pool size cost was made for (costmodel.Model.OnNodes): its batches
 // still to run, the partial merges they call for and the final merge of
-// every partial and the batch results after the last one. A query's slack is its deadline, less now, less this. The
-// planner's simulation and dispatch both count slack with it, so that the
-// operator orders queries as the plan did.
+// every partial and the batch results after the last one. A query's slack
+// is its deadline, less now, less this. The planner's simulation and
+// dispatch both count slack with it, so that the operator orders queries
+// as the plan did.
 func RemainingSeconds(cost costmodel.OnNodes, p Progress) float64 {
 	rest := max(p.Total-p.From, 0)
 	left := int64(0)
