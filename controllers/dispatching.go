@@ -111,16 +111,6 @@ func stepTitle(kind planner.StepKind, index int) string {
 	return "The final merge"
 }
 
-func earliestTime(a, b time.Time) time.Time {
-	switch {
-	case a.IsZero():
-		return b
-	case b.IsZero() || a.Before(b):
-		return a
-	}
-	return b
-}
-
 // batchSlice is the exact input of batch l of a query whose source slices
 // its stream: a retry reads what the failed attempt read, a new batch
 // continues from where the batch before it ended, as recorded on that

@@ -179,7 +179,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	if backendErr != nil {
 		return ctrl.Result{}, p.notes, backendErr
 	}
-	decision.Recheck = earliestTime(decision.Recheck, dispatch.StuckRecheck(v.now, r.Options.stuckRule(), dqs))
+	decision.Recheck = dispatch.Earliest(decision.Recheck, dispatch.StuckRecheck(v.now, r.Options.stuckRule(), dqs))
 	return ctrl.Result{RequeueAfter: r.requeueAfter(v.now, doc, decision)}, p.notes, nil
 }
 

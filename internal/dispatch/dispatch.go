@@ -189,7 +189,7 @@ func Decide(now time.Time, settings Settings, queries []Query, pool Pool) Decisi
 		if exhausted {
 			d.Exhausted = append(d.Exhausted, q.Name)
 		}
-		d.Recheck = earliest(d.Recheck, recheck)
+		d.Recheck = Earliest(d.Recheck, recheck)
 		if step == nil {
 			continue
 		}
@@ -232,13 +232,13 @@ func Decide(now time.Time, settings Settings, queries []Query, pool Pool) Decisi
 		if larger, recheck, ok := worthWaiting(now, settings.Sizes, pool, byName[launch.Query], launch); ok {
 			d.Why = fmt.Sprintf("waiting for %d nodes due at %s: %s %d of query %s finishes sooner on them than on the %d ready now",
 				larger, pool.ComingBy.UTC().Format(time.RFC3339), launch.Kind, launch.Index, launch.Query, nodes)
-			d.Recheck = earliest(d.Recheck, recheck)
+			d.Recheck = Earliest(d.Recheck, recheck)
 			return d
 		}
 		if urgent, ready, ok := blockedBy(now, settings.Sizes, pool, queries, byName[launch.Query], launch); ok {
 			d.Why = fmt.Sprintf("holding the pool for query %s, whose next batch is ready at %s: %s %d of query %s would still run then and make it late",
 				urgent, ready.UTC().Format(time.RFC3339), launch.Kind, launch.Index, launch.Query)
-			d.Recheck = earliest(d.Recheck, ready)
+			d.Recheck = Earliest(d.Recheck, ready)
 			return d
 		}
 		d.Launch = &launch
@@ -439,7 +439,7 @@ func (q *Query) next(now time.Time, s Settings) (*Step, time.Time, bool) {
 		recheck = q.Closed
 		if q.ArrivalOf != nil {
 			if full, ok := q.ArrivalOf(q.processed() + q.BatchSize); ok && full.After(now) {
-				recheck = earliest(recheck, full)
+				recheck = Earliest(recheck, full)
 			}
 		}
 	}
@@ -573,7 +573,8 @@ func sizeFor(sizes []int, ready int) int {
 	return best
 }
 
-func earliest(a, b time.Time) time.Time {
+// Earliest is the earlier of a and b, where the zero time means none.
+func Earliest(a, b time.Time) time.Time {
 	switch {
 	case a.IsZero():
 		return b
@@ -795,7 +796,7 @@ func StuckRecheck(now time.Time, rule StuckRule, queries []Query) time.Time {
 			}
 			// Just past the bound, as Stuck wants more than the bound.
 			if at := since.Add(bound + time.Second); at.After(now) {
-				next = earliest(next, at)
+				next = Earliest(next, at)
 			}
 		}
 		for k, b := range q.Batches {
