@@ -7,7 +7,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -19,11 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/emr"
 	"github.com/laxity-dev/laxity/internal/emr/emrfake"
+	"github.com/laxity-dev/laxity/test/testenv"
 )
 
 // A cluster that runs Spark only through EMR on EKS has no spark-operator:
@@ -37,10 +36,8 @@ var _ = Describe("laxity manager on EMR on EKS, in a cluster without spark-opera
 		kubeconfig string
 	)
 	BeforeAll(func() {
-		root, err := filepath.Abs(filepath.Join("..", ".."))
-		Expect(err).NotTo(HaveOccurred())
-		var env *envtest.Environment
-		env, c, kubeconfig = controlPlane(filepath.Join(root, "config", "crd", "bases"))
+		var env *testenv.Env
+		env, c, kubeconfig = controlPlane()
 		DeferCleanup(env.Stop)
 	})
 
