@@ -25,6 +25,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/simulation"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
 	"github.com/laxity-dev/laxity/test/builder"
+	"github.com/laxity-dev/laxity/test/builder/emrbuilder"
 )
 
 // useEMR makes w's schedule run its steps on aws, an in-process EMR on EKS
@@ -99,7 +100,7 @@ var _ = Describe("A schedule running three queries as EMR on EKS job runs", Orde
 		// them within the call.
 		aws.Fail(emrfake.OpStartJobRun, 2, http.StatusTooManyRequests, "ThrottlingException", "Rate exceeded")
 		aws.Fail(emrfake.OpUpdateNodegroupConfig, 1, http.StatusTooManyRequests, "ThrottlingException", "Rate exceeded")
-		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Backend(builder.EMRContainersBackend(aws.Config())).Obj()
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Backend(emrbuilder.Backend(aws.Config())).Obj()
 		w.create(ctx, w.schedule)
 		w.create(ctx, threeQueries(w.ns)...)
 		w.run(ctx, 30*time.Minute, 5*time.Second)
@@ -266,7 +267,7 @@ var _ = Describe("EMR on EKS job runs that fail, are throttled and are cancelled
 		// The first start is throttled past the client's retries: the pass
 		// fails, and the next one starts the run its record describes.
 		aws.Fail(emrfake.OpStartJobRun, emr.DefaultMaxAttempts, http.StatusTooManyRequests, "ThrottlingException", "Rate exceeded")
-		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4).LeadTime(lead).Backend(builder.EMRContainersBackend(aws.Config())).Obj()
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4).LeadTime(lead).Backend(emrbuilder.Backend(aws.Config())).Obj()
 		w.create(ctx, w.schedule,
 			builder.Query(w.ns, "delta").Rate("40").Slack(3*time.Minute).Obj(),
 			builder.Query(w.ns, "echo").Rate("30").Slack(5*time.Minute).Obj(),

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/test/builder"
 	"github.com/laxity-dev/laxity/test/testenv"
 )
 
@@ -134,15 +135,8 @@ func newNamespace() string {
 // node selector in namespace, so that the API server validates it and gives
 // it a UID.
 func createSchedule(namespace string, backend laxityv1alpha1.PoolBackend, nodeSelector map[string]string) *laxityv1alpha1.ElasticSchedule {
-	es := &laxityv1alpha1.ElasticSchedule{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "es-", Namespace: namespace},
-		Spec: laxityv1alpha1.ElasticScheduleSpec{NodePool: laxityv1alpha1.NodePool{
-			Sizes:            []int32{2, 4, 10},
-			PricePerNodeHour: "0.25",
-			NodeSelector:     nodeSelector,
-			Backend:          backend,
-		}},
-	}
+	es := builder.Schedule(namespace, "").GenerateName("es-").Bare().
+		Sizes(2, 4, 10).Price("0.25").NodeSelector(nodeSelector).Backend(backend).Obj()
 	Expect(k8sClient.Create(ctx, es)).To(Succeed())
 	return es
 }

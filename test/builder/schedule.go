@@ -18,7 +18,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
-	"github.com/laxity-dev/laxity/internal/emr"
 )
 
 // Origin is the instant the tests' clocks start at and their windows are
@@ -114,6 +113,14 @@ func (b *ScheduleBuilder) ReleaseAfterIdle(d time.Duration) *ScheduleBuilder {
 	return b
 }
 
+// NoReleaseAfterIdle leaves how long a node stays idle before it is
+// released to the API server's default.
+func (b *ScheduleBuilder) NoReleaseAfterIdle() *ScheduleBuilder {
+	b.es.Spec.NodePool.ReleaseAfterIdle = nil
+	b.releaseFollowsLead = false
+	return b
+}
+
 // ExecutorsPerNode sets how many Spark executors a node runs.
 func (b *ScheduleBuilder) ExecutorsPerNode(n int32) *ScheduleBuilder {
 	b.es.Spec.NodePool.ExecutorsPerNode = n
@@ -157,13 +164,4 @@ func PlaceholderBackend(resources corev1.ResourceList) laxityv1alpha1.PoolBacken
 // object.
 func ScaleBackend(apiVersion, kind, name string) laxityv1alpha1.PoolBackend {
 	return laxityv1alpha1.PoolBackend{Scale: &laxityv1alpha1.ScaleBackend{APIVersion: apiVersion, Kind: kind, Name: name}}
-}
-
-// EMRContainersBackend runs the batches as EMR on EKS job runs and sizes
-// the pool through the EKS node group cfg names.
-func EMRContainersBackend(cfg emr.Config) laxityv1alpha1.PoolBackend {
-	return laxityv1alpha1.PoolBackend{EMRContainers: &laxityv1alpha1.EMRContainersBackend{
-		VirtualClusterID: cfg.VirtualClusterID, ExecutionRoleARN: cfg.ExecutionRoleARN, ReleaseLabel: cfg.ReleaseLabel,
-		Region: cfg.Region, NodegroupName: cfg.NodegroupName, ClusterName: cfg.ClusterName, Endpoint: cfg.Endpoint,
-	}}
 }
