@@ -14,11 +14,12 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // origin is the instant the unit tests and stories of this package start
 // from.
-var origin = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+var origin = builder.Origin
 
 // conditionSummary is a condition's type, status and reason.
 type conditionSummary map[string]string
@@ -284,7 +285,7 @@ func TestScheduleConditions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			es := schedule()
+			es := builder.AnalyticsSchedule()
 			es.Generation, es.Status.ObservedGeneration = 2, 2
 			setScheduleConditions(es, tc.state)
 			if diff := cmp.Diff(tc.want, summarize(es.Status.Conditions)); diff != "" {
@@ -299,7 +300,7 @@ func TestScheduleConditions(t *testing.T) {
 		})
 	}
 	// A fixed spec clears Stalled.
-	es := schedule()
+	es := builder.AnalyticsSchedule()
 	setScheduleConditions(es, scheduleState{doc: infeasible, requested: 10, ready: 10})
 	setScheduleConditions(es, scheduleState{doc: feasible, requested: 2, ready: 2})
 	if c := meta.FindStatusCondition(es.Status.Conditions, "Stalled"); c != nil {

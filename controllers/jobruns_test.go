@@ -16,6 +16,8 @@ import (
 	"github.com/laxity-dev/laxity/internal/emr"
 	"github.com/laxity-dev/laxity/internal/emr/emrfake"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/test/builder"
+	"github.com/laxity-dev/laxity/test/builder/emrbuilder"
 )
 
 func TestObserveJobRun(t *testing.T) {
@@ -159,7 +161,7 @@ func TestCancelJobRunsFindsARunWhoseIDWasNotRecorded(t *testing.T) {
 	other.Name, other.Labels = "q2-b0", map[string]string{LabelQuery: "q2"}
 
 	r := &ElasticScheduleReconciler{JobRuns: jobRuns}
-	if err := r.cancelJobRuns(ctx, emrSchedule("ns", []int32{2}, time.Minute, aws), []stepObject{{object: record}, {object: other}}, "q1"); err != nil {
+	if err := r.cancelJobRuns(ctx, builder.Schedule("ns", "pool").Sizes(2).LeadTime(time.Minute).Backend(emrbuilder.Backend(aws.Config())).Obj(), []stepObject{{object: record}, {object: other}}, "q1"); err != nil {
 		t.Fatalf("cancelJobRuns: %v", err)
 	}
 	states := map[string]string{}

@@ -23,6 +23,7 @@ import (
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // laxityMetricNames are every metric laxity registers.
@@ -345,10 +346,10 @@ var _ = Describe("Metrics of a schedule's run", Ordered, func() {
 		searchesBefore = histogramCount()
 		w = newWorld(ctx, "metrics", lead)
 		w.spark.Fail = failing
-		w.schedule = scheduleObject(w.ns, []int32{2, 4, 8}, lead)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
 		w.create(ctx, w.schedule,
-			backendStoryQuery(w.ns, "steady", "50", 5*time.Minute, 3*time.Minute),
-			backendStoryQuery(w.ns, "doomed", "30", 5*time.Minute, 4*time.Minute),
+			builder.Query(w.ns, "steady").Rate("50").Window(origin.Add(5*time.Minute), 3*time.Minute).Slack(3*time.Minute).Obj(),
+			builder.Query(w.ns, "doomed").Rate("30").Window(origin.Add(5*time.Minute), 3*time.Minute).Slack(4*time.Minute).Obj(),
 		)
 		// Past doomed's deadline (12 minutes), and a while on.
 		for t := origin; !t.After(origin.Add(14 * time.Minute)); t = t.Add(10 * time.Second) {

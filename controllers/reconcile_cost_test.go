@@ -28,6 +28,7 @@ import (
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/pool"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // Reconcile cost: how many API writes laxity's reconcilers make over a run,
@@ -466,7 +467,7 @@ var _ = Describe("Reconcile cost with 1,000 queries", Ordered, func() {
 		ns = n.Name
 		started := time.Now()
 		for s := range schedules {
-			es := scheduleObject(ns, []int32{2, 4, 10, 14, 20}, 6*time.Minute)
+			es := builder.Schedule(ns, "pool").Sizes(2, 4, 10, 14, 20).LeadTime(6 * time.Minute).Obj()
 			es.Name = fmt.Sprintf("pool-%d", s)
 			es.Spec.NodePool.NodeSelector = map[string]string{"laxity.dev/pool": es.Name}
 			Expect(k8sClient.Create(ctx, es)).To(Succeed())
@@ -488,7 +489,7 @@ var _ = Describe("Reconcile cost with 1,000 queries", Ordered, func() {
 			// 1,000-query benchmark.
 			length := time.Duration(1200+rng.Float64()*9600) * time.Second
 			start := time.Duration(rng.Float64()*(86400-length.Seconds())) * time.Second
-			q := queryObject(ns, fmt.Sprintf("q%04d", i), fmt.Sprint(500+rng.IntN(4500)), 0)
+			q := builder.Query(ns, fmt.Sprintf("q%04d", i)).Rate(fmt.Sprint(500 + rng.IntN(4500))).Slack(0).Obj()
 			q.Spec.ScheduleName = names[i%schedules]
 			q.Spec.Window = laxityv1alpha1.Window{Start: metav1.NewTime(origin.Add(time.Hour + start)), End: metav1.NewTime(origin.Add(time.Hour + start + length))}
 			q.Spec.Deadline = metav1.NewTime(q.Spec.Window.End.Add(time.Duration(600+rng.Float64()*3000) * time.Second))

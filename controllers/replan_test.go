@@ -10,12 +10,13 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/replan"
 	"github.com/laxity-dev/laxity/internal/spec"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 func TestReplanReasonComparesWithTheAssumedRate(t *testing.T) {
-	es := schedule()
+	es := builder.AnalyticsSchedule()
 	es.Spec.Planning.RateTolerancePercent = ptr.To[int32](2)
-	queries := []laxityv1alpha1.IntermittentQuery{query("q1", nil)} // declared 9500/s
+	queries := []laxityv1alpha1.IntermittentQuery{builder.AnalyticsQuery("q1", nil)} // declared 9500/s
 	now := origin.Add(20 * time.Minute)
 	inputs := inputsHash(es, queries)
 	w, err := spec.Workload(es, queries, now)

@@ -11,6 +11,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/dispatch"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // recordingSlicer hands out slices numbered by call and records what each
@@ -30,8 +31,8 @@ func (s *recordingSlicer) Slice(_ context.Context, _ time.Time, previous map[str
 // launched renders batch index of the test query over [from, to) with slice.
 func launched(t *testing.T, index, attempt int, from, to int64, slice map[string]string) stepObject {
 	t.Helper()
-	q := queryObject("ns", "q", "10", time.Minute)
-	es := scheduleObject("ns", []int32{2}, time.Minute)
+	q := builder.Query("ns", "q").Rate("10").Slack(time.Minute).Obj()
+	es := builder.Schedule("ns", "pool").Sizes(2).LeadTime(time.Minute).Obj()
 	app, err := sparkapp.Render(q, es, sparkapp.Step{Kind: planner.StepBatch, Index: index, Attempt: attempt, FromTuple: from, ToTuple: to, Nodes: 2, ReadyNodes: 2, Slice: slice},
 		sparkapp.Locations{ResultRoot: "s3a://r"})
 	if err != nil {

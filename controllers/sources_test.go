@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/laxity-dev/laxity/test/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
@@ -16,7 +17,7 @@ import (
 // A source that reports only what has arrived by now is measured from the
 // counts it gave before: from the latest one at least a window old.
 func TestRateOverCountsSeenBefore(t *testing.T) {
-	q := queryObject("ns", "q", "10", time.Minute)
+	q := builder.Query("ns", "q").Rate("10").Slack(time.Minute).Obj()
 	s := &Sources{}
 	src := &recordingSlicer{}
 	const window = 180 * time.Second
@@ -46,7 +47,7 @@ func TestRateOverCountsSeenBefore(t *testing.T) {
 
 // A source that follows the clock says what had arrived a window ago.
 func TestRateOverAsksAClockedSource(t *testing.T) {
-	q := queryObject("ns", "q", "10", time.Minute) // 10 tuples/s in units of 500
+	q := builder.Query("ns", "q").Rate("10").Slack(time.Minute).Obj() // 10 tuples/s in units of 500
 	src, err := spec.SyntheticSource(context.Background(), q)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +70,7 @@ func TestRateOverAsksAClockedSource(t *testing.T) {
 func TestReadKeepsTheLatestReading(t *testing.T) {
 	ctx := context.Background()
 	s := &Sources{}
-	q := queryObject("ns", "q", "10", time.Minute) // 10 tuples/s in units of 500
+	q := builder.Query("ns", "q").Rate("10").Slack(time.Minute).Obj() // 10 tuples/s in units of 500
 	q.UID = "first"
 	if _, ok := s.Latest(q); ok {
 		t.Fatal("a reading before any read")

@@ -21,6 +21,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/dispatch"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/pool"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // Story 7: the same small workload on each node pool backend. The pool
@@ -171,7 +172,7 @@ func newBackendStory(ctx context.Context, name string, idle int32, backend func(
 		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, create))).To(Succeed()) })
 		s.before = target.untouched(ctx)
 	}
-	w.schedule = scheduleObject(w.ns, []int32{2, 4, 8}, backendStoryLead)
+	w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(backendStoryLead).Obj()
 	w.schedule.Spec.NodePool.IdleNodes = ptr.To(idle)
 	// Nodes go back soon after the first window, so that the pool shrinks
 	// between the two.
@@ -180,8 +181,8 @@ func newBackendStory(ctx context.Context, name string, idle int32, backend func(
 	// A light query, then after a gap a heavy one that needs four nodes:
 	// the plan's requests go 1 (idle) → 2 → 4 → 1 → 2 → 4 → 1.
 	w.create(ctx, w.schedule,
-		backendStoryQuery(w.ns, "alpha", "50", 5*time.Minute, 90*time.Second),
-		backendStoryQuery(w.ns, "bravo", "600", 12*time.Minute, time.Minute),
+		builder.Query(w.ns, "alpha").Rate("50").Window(origin.Add(5*time.Minute), 3*time.Minute).Slack(90*time.Second).Obj(),
+		builder.Query(w.ns, "bravo").Rate("600").Window(origin.Add(12*time.Minute), 3*time.Minute).Slack(time.Minute).Obj(),
 	)
 	// After the run settles: two ticks for the simulated provisioner to
 	// remove the released nodes, then an idle stretch in which nothing
@@ -206,15 +207,6 @@ func newBackendStory(ctx context.Context, name string, idle int32, backend func(
 		}
 	}
 	return s
-}
-
-// backendStoryQuery is queryObject with a 3-minute window opening start
-// after origin and its deadline slack after the window's end.
-func backendStoryQuery(ns, name, rate string, start, slack time.Duration) *laxityv1alpha1.IntermittentQuery {
-	q := queryObject(ns, name, rate, slack)
-	q.Spec.Window = laxityv1alpha1.Window{Start: metav1.NewTime(origin.Add(start)), End: metav1.NewTime(origin.Add(start + 3*time.Minute))}
-	q.Spec.Deadline = metav1.NewTime(origin.Add(start + 3*time.Minute + slack))
-	return q
 }
 
 func (s *backendStory) sample(ctx context.Context, now time.Time) {
@@ -418,7 +410,7 @@ var _ = Describe("Story 7: a schedule on placeholder pods", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
 		s = newBackendStory(ctx, "story7-ph", 0, func(ns string) (laxityv1alpha1.PoolBackend, poolTarget, *unstructured.Unstructured) {
 			// scheduleObject's backend is the placeholder one.
-			ref := scheduleObject(ns, []int32{2}, backendStoryLead).Spec.NodePool.Backend
+			ref := builder.Schedule(ns, "pool").Sizes(2).LeadTime(backendStoryLead).Obj().Spec.NodePool.Backend
 			return ref, poolTarget{gvk: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, namespace: ns, name: pool.PlaceholderDeploymentName("pool")}, nil
 		})
 	})

@@ -25,6 +25,8 @@ import (
 	"github.com/laxity-dev/laxity/internal/sparkapp"
 	"github.com/laxity-dev/laxity/internal/spec"
 	"github.com/laxity-dev/laxity/internal/standin"
+	"github.com/laxity-dev/laxity/test/builder"
+	"github.com/laxity-dev/laxity/test/builder/emrbuilder"
 )
 
 // useEMR makes w's schedule run its steps on aws, an in-process EMR on EKS
@@ -41,17 +43,6 @@ func (w *world) useEMR(aws *emrfake.Server) {
 	w.es.Backend = func(ctx context.Context, es *laxityv1alpha1.ElasticSchedule) (pool.Backend, error) {
 		return jobRuns.For(ctx, emr.ConfigFrom(es.Spec.NodePool.Backend.EMRContainers))
 	}
-}
-
-// emrSchedule is scheduleObject on the EMR on EKS backend of aws.
-func emrSchedule(ns string, sizes []int32, leadTime time.Duration, aws *emrfake.Server) *laxityv1alpha1.ElasticSchedule {
-	es := scheduleObject(ns, sizes, leadTime)
-	cfg := aws.Config()
-	es.Spec.NodePool.Backend = laxityv1alpha1.PoolBackend{EMRContainers: &laxityv1alpha1.EMRContainersBackend{
-		VirtualClusterID: cfg.VirtualClusterID, ExecutionRoleARN: cfg.ExecutionRoleARN, ReleaseLabel: cfg.ReleaseLabel,
-		Region: cfg.Region, NodegroupName: cfg.NodegroupName, ClusterName: cfg.ClusterName, Endpoint: cfg.Endpoint,
-	}}
-	return es
 }
 
 // runJobRuns moves the fake's job runs on as EMR on EKS would: a new run
@@ -110,7 +101,7 @@ var _ = Describe("A schedule running three queries as EMR on EKS job runs", Orde
 		// them within the call.
 		aws.Fail(emrfake.OpStartJobRun, 2, http.StatusTooManyRequests, "ThrottlingException", "Rate exceeded")
 		aws.Fail(emrfake.OpUpdateNodegroupConfig, 1, http.StatusTooManyRequests, "ThrottlingException", "Rate exceeded")
-		w.schedule = emrSchedule(w.ns, []int32{2, 4, 8}, lead, aws)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Backend(emrbuilder.Backend(aws.Config())).Obj()
 		w.create(ctx, w.schedule)
 		w.create(ctx, threeQueries(w.ns)...)
 		w.run(ctx, 30*time.Minute, 5*time.Second)
@@ -277,10 +268,10 @@ var _ = Describe("EMR on EKS job runs that fail, are throttled and are cancelled
 		// The first start is throttled past the client's retries: the pass
 		// fails, and the next one starts the run its record describes.
 		aws.Fail(emrfake.OpStartJobRun, emr.DefaultMaxAttempts, http.StatusTooManyRequests, "ThrottlingException", "Rate exceeded")
-		w.schedule = emrSchedule(w.ns, []int32{2, 4}, lead, aws)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4).LeadTime(lead).Backend(emrbuilder.Backend(aws.Config())).Obj()
 		w.create(ctx, w.schedule,
-			queryObject(w.ns, "delta", "40", 3*time.Minute),
-			queryObject(w.ns, "echo", "30", 5*time.Minute),
+			builder.Query(w.ns, "delta").Rate("40").Slack(3*time.Minute).Obj(),
+			builder.Query(w.ns, "echo").Rate("30").Slack(5*time.Minute).Obj(),
 		)
 		// echo is deleted while its first job run runs.
 		w.runFeeding(ctx, 30*time.Minute, 5*time.Second, func(ctx context.Context, now time.Time) {

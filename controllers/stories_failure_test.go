@@ -27,6 +27,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/pool"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
 	"github.com/laxity-dev/laxity/internal/spec"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // Stories 4–6: what laxity does when steps fail, when the manager is
@@ -194,10 +195,10 @@ var _ = Describe("A batch that fails twice and then succeeds", Ordered, func() {
 		w = newWorld(ctx, "story4-retry", lead)
 		opts = w.es.Options
 		w.spark.Fail = func(app *unstructured.Unstructured) bool { return failed[app.GetName()] }
-		w.schedule = scheduleObject(w.ns, []int32{2, 4, 8}, lead)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
 		w.create(ctx, w.schedule,
-			queryObject(w.ns, "alpha", "50", 3*time.Minute),
-			queryObject(w.ns, "bravo", "40", 4*time.Minute),
+			builder.Query(w.ns, "alpha").Rate("50").Slack(3*time.Minute).Obj(),
+			builder.Query(w.ns, "bravo").Rate("40").Slack(4*time.Minute).Obj(),
 		)
 		fsRunUntil(ctx, w, 30*time.Minute, 5*time.Second, func(time.Time) bool {
 			q := fsQuery(ctx, w, "alpha")
@@ -360,10 +361,10 @@ var _ = Describe("A batch that fails on every attempt", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
 		w = newWorld(ctx, "story4-exhausted", lead)
 		w.spark.Fail = func(app *unstructured.Unstructured) bool { return strings.HasPrefix(app.GetName(), "delta-b1") }
-		w.schedule = scheduleObject(w.ns, []int32{2, 4, 8}, lead)
-		delta := queryObject(w.ns, "delta", "50", 3*time.Minute)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
+		delta := builder.Query(w.ns, "delta").Rate("50").Slack(3 * time.Minute).Obj()
 		deadline = delta.Spec.Deadline.Time
-		w.create(ctx, w.schedule, delta, queryObject(w.ns, "echo", "40", 4*time.Minute))
+		w.create(ctx, w.schedule, delta, builder.Query(w.ns, "echo").Rate("40").Slack(4*time.Minute).Obj())
 		fsRunUntil(ctx, w, 30*time.Minute, 5*time.Second, func(now time.Time) bool {
 			evs = fsEvents(w, evs)
 			if n := fsCount(evs, "Planned"); n > len(planned) {
@@ -602,11 +603,11 @@ var _ = Describe("A manager stopped and restarted at 20 random points", Ordered,
 	)
 	BeforeAll(func(ctx SpecContext) {
 		w = newWorld(ctx, "story5-restart", lead)
-		w.schedule = scheduleObject(w.ns, []int32{2, 4, 8}, lead)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
 		w.create(ctx, w.schedule,
-			queryObject(w.ns, "alpha", "50", 90*time.Second),
-			queryObject(w.ns, "bravo", "40", 3*time.Minute),
-			queryObject(w.ns, "charlie", "30", 5*time.Minute),
+			builder.Query(w.ns, "alpha").Rate("50").Slack(90*time.Second).Obj(),
+			builder.Query(w.ns, "bravo").Rate("40").Slack(3*time.Minute).Obj(),
+			builder.Query(w.ns, "charlie").Rate("30").Slack(5*time.Minute).Obj(),
 		)
 		// 20 distinct ticks among the first 15 minutes (until the windows
 		// close; steps run until about 16), five of each kind of
@@ -730,13 +731,13 @@ var _ = Describe("A workload no pool size can finish in time", Ordered, func() {
 	const lead = 2 * time.Minute
 	BeforeAll(func(ctx SpecContext) {
 		w = newWorld(ctx, "story6-infeasible", lead)
-		w.schedule = scheduleObject(w.ns, []int32{2, 4}, lead)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4).LeadTime(lead).Obj()
 		// tight's last batch cannot start before its window closes and
 		// takes at least its 10 s overhead, then the 5 s merge: a 5 s
 		// deadline is out of reach on any pool.
 		w.create(ctx, w.schedule,
-			queryObject(w.ns, "tight", "50", 5*time.Second),
-			queryObject(w.ns, "loose", "40", 4*time.Minute),
+			builder.Query(w.ns, "tight").Rate("50").Slack(5*time.Second).Obj(),
+			builder.Query(w.ns, "loose").Rate("40").Slack(4*time.Minute).Obj(),
 		)
 		fsRunUntil(ctx, w, 30*time.Minute, 5*time.Second, func(now time.Time) bool {
 			q := fsQuery(ctx, w, "tight")

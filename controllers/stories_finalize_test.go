@@ -16,6 +16,7 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/pool"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // Finalizers that always finish: a schedule deleted in a namespace that is
@@ -62,7 +63,7 @@ func placeholderDeploymentOf(ctx context.Context, w *world) *appsv1.Deployment {
 var _ = Describe("Story: deleting a schedule always finishes", func() {
 	It("lets a schedule go whose namespace is being deleted before its pool held anything", func(ctx SpecContext) {
 		w := newWorld(ctx, "fin-ns-empty", 2*time.Minute)
-		w.schedule = scheduleObject(w.ns, []int32{2, 4}, 2*time.Minute)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4).LeadTime(2 * time.Minute).Obj()
 		w.create(ctx, append([]client.Object{w.schedule}, threeQueries(w.ns)...)...)
 		w.tick(ctx, origin)
 		Expect(fsSchedule(ctx, w).Finalizers).To(ContainElement(poolFinalizer))
@@ -76,7 +77,7 @@ var _ = Describe("Story: deleting a schedule always finishes", func() {
 
 	It("returns the nodes and lets a schedule go whose namespace is being deleted mid-window", func(ctx SpecContext) {
 		w := newWorld(ctx, "fin-ns-window", 2*time.Minute)
-		w.schedule = scheduleObject(w.ns, []int32{2, 4}, 2*time.Minute)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4).LeadTime(2 * time.Minute).Obj()
 		w.create(ctx, append([]client.Object{w.schedule}, threeQueries(w.ns)...)...)
 		for t := origin; !t.After(windowStart.Add(2 * time.Minute)); t = t.Add(10 * time.Second) {
 			w.tick(ctx, t)
@@ -95,7 +96,7 @@ var _ = Describe("Story: deleting a schedule always finishes", func() {
 		w := newWorld(ctx, "fin-target-gone", 2*time.Minute)
 		md := decodeManifest(backendStoryMachineDeployment, w.ns)
 		Expect(k8sClient.Create(ctx, md)).To(Succeed())
-		w.schedule = scheduleObject(w.ns, []int32{2, 4}, 2*time.Minute)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4).LeadTime(2 * time.Minute).Obj()
 		w.schedule.Spec.NodePool.Backend = scaleRef(md)
 		w.create(ctx, append([]client.Object{w.schedule}, threeQueries(w.ns)...)...)
 		for t := origin; !t.After(windowStart.Add(time.Minute)); t = t.Add(10 * time.Second) {
@@ -113,7 +114,7 @@ var _ = Describe("Story: deleting a schedule always finishes", func() {
 
 	It("lets a schedule go whose scale target's kind is not served", func(ctx SpecContext) {
 		w := newWorld(ctx, "fin-kind-gone", 2*time.Minute)
-		w.schedule = scheduleObject(w.ns, []int32{2, 4}, 2*time.Minute)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4).LeadTime(2 * time.Minute).Obj()
 		w.schedule.Spec.NodePool.Backend = laxityv1alpha1.PoolBackend{Scale: &laxityv1alpha1.ScaleBackend{
 			APIVersion: "example.com/v1", Kind: "Widget", Name: "pool",
 		}}

@@ -19,6 +19,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/source/kafka"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // A user story: a query reads a three-partition Kafka topic (an in-process
@@ -65,8 +66,8 @@ var _ = Describe("A query reading a Kafka topic", Ordered, func() {
 		}
 
 		w = newWorld(ctx, "kafka", lead)
-		w.schedule = scheduleObject(w.ns, []int32{2, 4, 8}, lead)
-		q := queryObject(w.ns, "orders", "50", 90*time.Second)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
+		q := builder.Query(w.ns, "orders").Rate("50").Slack(90 * time.Second).Obj()
 		q.Spec.Input.Kafka = &laxityv1alpha1.KafkaInput{Brokers: cluster.ListenAddrs(), Topic: topic}
 		w.create(ctx, w.schedule, q)
 		write(ctx, windowStart.Add(-time.Minute), windowStart)
@@ -155,10 +156,10 @@ var _ = Describe("A Kafka query whose Secret is missing", Ordered, func() {
 		w = newWorld(ctx, "kafka-secret", 2*time.Minute)
 		w.es.Sources = &Sources{Reader: k8sClient}
 		w.iq.Sources = w.es.Sources
-		w.schedule = scheduleObject(w.ns, []int32{2, 4, 8}, 2*time.Minute)
-		payments := queryObject(w.ns, "payments", "20", 3*time.Minute)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(2 * time.Minute).Obj()
+		payments := builder.Query(w.ns, "payments").Rate("20").Slack(3 * time.Minute).Obj()
 		payments.Spec.Input.Kafka = &laxityv1alpha1.KafkaInput{Brokers: cluster.ListenAddrs(), Topic: topic, SecretRef: &laxityv1alpha1.SecretReference{Name: "payments-kafka"}}
-		w.create(ctx, w.schedule, payments, queryObject(w.ns, "steady", "30", 3*time.Minute))
+		w.create(ctx, w.schedule, payments, builder.Query(w.ns, "steady").Rate("30").Slack(3*time.Minute).Obj())
 
 		secretAt := windowStart.Add(3 * time.Minute)
 		last := windowStart

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // What GitOps tools see: kstatus (which Flux uses, and Argo CD can) computed
@@ -30,8 +31,8 @@ var _ = Describe("GitOps health: kstatus of schedules and queries", Ordered, fun
 
 	It("shows a feasible schedule in progress while its nodes come, then current; its queries current while on track and when done", func(ctx SpecContext) {
 		w := newWorld(ctx, "kstatus", lead)
-		w.schedule = scheduleObject(w.ns, []int32{2, 4}, lead)
-		query := queryObject(w.ns, "alpha", "50", 3*time.Minute)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4).LeadTime(lead).Obj()
+		query := builder.Query(w.ns, "alpha").Rate("50").Slack(3 * time.Minute).Obj()
 		w.create(ctx, w.schedule, query)
 
 		w.tick(ctx, origin)
@@ -64,8 +65,8 @@ var _ = Describe("GitOps health: kstatus of schedules and queries", Ordered, fun
 
 	It("shows an infeasible schedule and its doomed query as failed, naming why", func(ctx SpecContext) {
 		w := newWorld(ctx, "kstatus-infeasible", lead)
-		w.schedule = scheduleObject(w.ns, []int32{2}, lead)
-		tight := queryObject(w.ns, "tight", "50", 5*time.Second)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2).LeadTime(lead).Obj()
+		tight := builder.Query(w.ns, "tight").Rate("50").Slack(5 * time.Second).Obj()
 		w.create(ctx, w.schedule, tight)
 		w.tick(ctx, origin)
 		Expect(kstatusOf(ctx, w.schedule)).To(Equal(status.FailedStatus))

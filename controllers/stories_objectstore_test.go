@@ -23,6 +23,7 @@ import (
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // A user story: a query reads files of 500 events that land every 10
@@ -56,8 +57,8 @@ var _ = Describe("A query reading files from object storage", Ordered, func() {
 
 		w.es.Sources = &Sources{Reader: k8sClient}
 		w.iq.Sources = w.es.Sources
-		w.schedule = scheduleObject(w.ns, []int32{2, 4, 8}, 2*time.Minute)
-		q := queryObject(w.ns, "clicks", "50", 3*time.Minute)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(2 * time.Minute).Obj()
+		q := builder.Query(w.ns, "clicks").Rate("50").Slack(3 * time.Minute).Obj()
 		q.Spec.Input.ObjectStore = &laxityv1alpha1.ObjectStoreInput{
 			Endpoint: server.URL, Region: "eu-west-1", Bucket: bucket, Prefix: prefix, PathStyle: true,
 			SecretRef: &laxityv1alpha1.SecretReference{Name: "clicks-store"}, TuplesPerObject: ptr.To[int64](500),

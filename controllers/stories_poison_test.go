@@ -19,6 +19,7 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // The poison suite: objects a careless or hostile tenant can get past the
@@ -213,37 +214,37 @@ var _ = Describe("A healthy tenant next to poisoned ones", Ordered, func() {
 		// A duration past what Go's time.Duration holds, stored before the
 		// CRD bounded it.
 		p := tenant("undecodable-schedule")
-		bad := objectOf(scheduleObject(p.w.ns, []int32{2, 4}, lead), "ElasticSchedule")
+		bad := objectOf(builder.Schedule(p.w.ns, "pool").Sizes(2, 4).LeadTime(lead).Obj(), "ElasticSchedule")
 		Expect(unstructured.SetNestedField(bad.Object, "3000000h", "spec", "nodePool", "provisioningLeadTime")).To(Succeed())
 		storeUnchecked(ctx, "elasticschedules.laxity.dev", bad, "spec.nodePool.provisioningLeadTime")
 
 		p = tenant("undecodable-query")
-		p.w.create(ctx, scheduleObject(p.w.ns, []int32{2, 4}, lead))
-		badQuery := objectOf(queryObject(p.w.ns, "late", "10", time.Minute), "IntermittentQuery")
+		p.w.create(ctx, builder.Schedule(p.w.ns, "pool").Sizes(2, 4).LeadTime(lead).Obj())
+		badQuery := objectOf(builder.Query(p.w.ns, "late").Rate("10").Slack(time.Minute).Obj(), "IntermittentQuery")
 		Expect(unstructured.SetNestedField(badQuery.Object, "3000000h", "spec", "input", "allowedLateness")).To(Succeed())
 		storeUnchecked(ctx, "intermittentqueries.laxity.dev", badQuery, "spec.input.allowedLateness")
 
 		// A window of a year at a million tuples a second: within every
 		// bound of the API, far past what one plan may hold.
 		p = tenant("unplannable")
-		p.w.create(ctx, scheduleObject(p.w.ns, []int32{2, 4}, lead))
-		huge := queryObject(p.w.ns, "year", "1000000", time.Minute)
+		p.w.create(ctx, builder.Schedule(p.w.ns, "pool").Sizes(2, 4).LeadTime(lead).Obj())
+		huge := builder.Query(p.w.ns, "year").Rate("1000000").Slack(time.Minute).Obj()
 		huge.Spec.Window.End = metav1.NewTime(windowStart.Add(365 * 24 * time.Hour))
 		huge.Spec.Deadline = metav1.NewTime(windowStart.Add(365*24*time.Hour + time.Hour))
 		p.w.create(ctx, huge)
 
 		// Numbers at the API's extremes.
 		p = tenant("extremes")
-		pricey := scheduleObject(p.w.ns, []int32{2, 100000}, lead)
+		pricey := builder.Schedule(p.w.ns, "pool").Sizes(2, 100000).LeadTime(lead).Obj()
 		pricey.Spec.NodePool.PricePerNodeHour = "1000000"
 		p.w.create(ctx, pricey)
-		vast := queryObject(p.w.ns, "vast", "1000000000000", time.Minute)
+		vast := builder.Query(p.w.ns, "vast").Rate("1000000000000").Slack(time.Minute).Obj()
 		vast.Spec.Input.Granularity = 1000000000000000
 		p.w.create(ctx, vast)
 
 		healthy = newWorld(ctx, "poison-healthy", lead)
 		healthy.useCache(cached)
-		healthy.schedule = scheduleObject(healthy.ns, []int32{2, 4, 8}, lead)
+		healthy.schedule = builder.Schedule(healthy.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
 		healthy.create(ctx, healthy.schedule)
 		healthy.create(ctx, threeQueries(healthy.ns)...)
 

@@ -16,6 +16,7 @@ import (
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/spec"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // Stories of re-planning while the queries run: a query that joins a
@@ -144,16 +145,16 @@ var _ = Describe("A query created while others run", Ordered, func() {
 	const lead = 2 * time.Minute
 	BeforeAll(func(ctx SpecContext) {
 		w = newWorld(ctx, "story2", lead)
-		w.schedule = scheduleObject(w.ns, []int32{2, 4, 8}, lead)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
 		w.create(ctx, w.schedule,
-			queryObject(w.ns, "alpha", "50", 90*time.Second),
-			queryObject(w.ns, "bravo", "40", 3*time.Minute),
+			builder.Query(w.ns, "alpha").Rate("50").Slack(90*time.Second).Obj(),
+			builder.Query(w.ns, "bravo").Rate("40").Slack(3*time.Minute).Obj(),
 		)
 		plans = w.runReplanStory(ctx, 30*time.Minute, 5*time.Second, replanAction{at: created, do: func(ctx context.Context) {
 			var es laxityv1alpha1.ElasticSchedule
 			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(w.schedule), &es)).To(Succeed())
 			planTimeAtAdd = es.Status.LastPlanTime
-			w.create(ctx, queryObject(w.ns, "charlie", "30", 2*time.Minute))
+			w.create(ctx, builder.Query(w.ns, "charlie").Rate("30").Slack(2*time.Minute).Obj())
 		}})
 		w.report(ctx)
 	})
@@ -251,10 +252,10 @@ var _ = Describe("A stream that arrives faster than the plan supports", Ordered,
 	)
 	BeforeAll(func(ctx SpecContext) {
 		w = newWorld(ctx, "story3", lead)
-		w.schedule = scheduleObject(w.ns, []int32{2, 4, 8}, lead)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
 		w.schedule.Spec.Planning.RateWindow = metav1.Duration{Duration: rateWindow}
 		w.schedule.Spec.Planning.RateTolerancePercent = ptr.To[int32](2)
-		q = queryObject(w.ns, "surge", strconv.FormatFloat(declared, 'f', -1, 64), 90*time.Second)
+		q = builder.Query(w.ns, "surge").Rate(strconv.FormatFloat(declared, 'f', -1, 64)).Slack(90 * time.Second).Obj()
 		q.Spec.Input.ActualProfile = []laxityv1alpha1.RateSegment{
 			{After: metav1.Duration{}, RatePerSecond: strconv.FormatFloat(declared, 'f', -1, 64)},
 			{After: metav1.Duration{Duration: jump.Sub(windowStart)}, RatePerSecond: strconv.FormatFloat(actual, 'f', -1, 64)},

@@ -23,6 +23,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/pool"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // Stories of steps that are not what they seem: forged SparkApplications,
@@ -196,10 +197,10 @@ var _ = Describe("Forged SparkApplications created mid-window", Ordered, func() 
 	const lead = 2 * time.Minute
 	BeforeAll(func(ctx SpecContext) {
 		w = newWorld(ctx, "steps-forged", lead)
-		w.schedule = scheduleObject(w.ns, []int32{2, 4, 8}, lead)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
 		w.create(ctx, w.schedule,
-			queryObject(w.ns, "alpha", "50", 3*time.Minute),
-			queryObject(w.ns, "bravo", "40", 4*time.Minute),
+			builder.Query(w.ns, "alpha").Rate("50").Slack(3*time.Minute).Obj(),
+			builder.Query(w.ns, "bravo").Rate("40").Slack(4*time.Minute).Obj(),
 		)
 		ticks, evs = ssRun(ctx, w, 30*time.Minute, func(ctx context.Context, now time.Time) {
 			if !now.Equal(windowStart.Add(4 * time.Minute)) {
@@ -286,10 +287,10 @@ var _ = Describe("Step names taken before laxity launches the steps", Ordered, f
 		// is 3).
 		failed := map[string]bool{"alpha-b0-r1": true, "alpha-b0-r2": true}
 		w.spark.Fail = func(app *unstructured.Unstructured) bool { return failed[app.GetName()] }
-		w.schedule = scheduleObject(w.ns, []int32{2, 4, 8}, lead)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
 		w.create(ctx, w.schedule,
-			queryObject(w.ns, "alpha", "50", 4*time.Minute),
-			queryObject(w.ns, "bravo", "40", 5*time.Minute),
+			builder.Query(w.ns, "alpha").Rate("50").Slack(4*time.Minute).Obj(),
+			builder.Query(w.ns, "bravo").Rate("40").Slack(5*time.Minute).Obj(),
 		)
 		squatted = []*unstructured.Unstructured{ssSquat(ctx, w, "alpha-b0"), ssSquat(ctx, w, "bravo-final")}
 		_, evs = ssRun(ctx, w, 30*time.Minute, func(context.Context, time.Time) {})
@@ -350,10 +351,10 @@ var _ = Describe("A step stuck in SUBMITTED", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
 		w = newWorld(ctx, "steps-stuck", lead)
 		w.spark.Client = &ssHoldingClient{Client: k8sClient, held: map[string]bool{"alpha-b2": true}}
-		w.schedule = scheduleObject(w.ns, []int32{2, 4, 8}, lead)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
 		w.create(ctx, w.schedule,
-			queryObject(w.ns, "alpha", "50", 4*time.Minute),
-			queryObject(w.ns, "bravo", "40", 5*time.Minute),
+			builder.Query(w.ns, "alpha").Rate("50").Slack(4*time.Minute).Obj(),
+			builder.Query(w.ns, "bravo").Rate("40").Slack(5*time.Minute).Obj(),
 		)
 		ticks, evs = ssRun(ctx, w, 30*time.Minute, func(context.Context, time.Time) {})
 	})
@@ -413,10 +414,10 @@ var _ = Describe("The pool scaled to zero under a running step", Ordered, func()
 	const lead = 2 * time.Minute
 	BeforeAll(func(ctx SpecContext) {
 		w = newWorld(ctx, "steps-nodes", lead)
-		w.schedule = scheduleObject(w.ns, []int32{2, 4, 8}, lead)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
 		w.create(ctx, w.schedule,
-			queryObject(w.ns, "alpha", "50", 5*time.Minute),
-			queryObject(w.ns, "bravo", "40", 6*time.Minute),
+			builder.Query(w.ns, "alpha").Rate("50").Slack(5*time.Minute).Obj(),
+			builder.Query(w.ns, "bravo").Rate("40").Slack(6*time.Minute).Obj(),
 		)
 		ticks, evs = ssRun(ctx, w, 40*time.Minute, func(ctx context.Context, now time.Time) {
 			if !lostAt.IsZero() || now.Before(windowStart.Add(3*time.Minute)) {
@@ -495,7 +496,7 @@ var _ = Describe("Step ownership", func() {
 	It("counts an object as a step only when its controller is the query, by name and UID", func(ctx SpecContext) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "steps-owner-"}}
 		Expect(k8sClient.Create(ctx, ns)).To(Succeed())
-		q := queryObject(ns.Name, "alpha", "50", time.Minute)
+		q := builder.Query(ns.Name, "alpha").Rate("50").Slack(time.Minute).Obj()
 		Expect(k8sClient.Create(ctx, q)).To(Succeed())
 		record := func(name string, owner *metav1.OwnerReference) {
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name,

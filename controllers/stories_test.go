@@ -10,9 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -26,6 +24,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/sparkapp"
 	"github.com/laxity-dev/laxity/internal/spec"
 	"github.com/laxity-dev/laxity/internal/standin"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // world is one schedule in its own namespace, with the reconcilers on a
@@ -82,52 +81,18 @@ func newWorld(ctx context.Context, name string, leadTime time.Duration) *world {
 	return w
 }
 
-func scheduleObject(ns string, sizes []int32, leadTime time.Duration) *laxityv1alpha1.ElasticSchedule {
-	return &laxityv1alpha1.ElasticSchedule{
-		ObjectMeta: metav1.ObjectMeta{Name: "pool", Namespace: ns},
-		Spec: laxityv1alpha1.ElasticScheduleSpec{NodePool: laxityv1alpha1.NodePool{
-			Sizes: sizes, IdleNodes: ptr.To[int32](0), PricePerNodeHour: "1",
-			ProvisioningLeadTime: &metav1.Duration{Duration: leadTime},
-			ReleaseAfterIdle:     &metav1.Duration{Duration: 2 * leadTime},
-			NodeSelector:         map[string]string{"laxity.dev/pool": ns},
-			Backend: laxityv1alpha1.PoolBackend{Placeholder: &laxityv1alpha1.PlaceholderBackend{
-				Resources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
-			}},
-		}},
-	}
-}
-
-// windowStart is when the stories' windows open: five minutes after the
-// schedule is created, so that the first nodes can arrive in time.
+// windowStart is when the stories' windows open (builder.Query's default):
+// five minutes after the schedule is created, so that the first nodes can
+// arrive in time.
 var windowStart = origin.Add(5 * time.Minute)
-
-// queryObject is a query over a 10-minute window from windowStart at rate
-// tuples/s in units of 500, whose batches take 10 s plus 4 ms per tuple
-// spread over the nodes.
-func queryObject(ns, name string, rate string, deadline time.Duration) *laxityv1alpha1.IntermittentQuery {
-	return &laxityv1alpha1.IntermittentQuery{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: laxityv1alpha1.IntermittentQuerySpec{
-			ScheduleName: "pool",
-			Window:       laxityv1alpha1.Window{Start: metav1.NewTime(windowStart), End: metav1.NewTime(windowStart.Add(10 * time.Minute))},
-			Deadline:     metav1.NewTime(windowStart.Add(10*time.Minute + deadline)),
-			Input:        laxityv1alpha1.Input{RatePerSecond: rate, Granularity: 500},
-			CostModel: laxityv1alpha1.CostModel{
-				Batch: laxityv1alpha1.BatchCostModel{OverheadSeconds: "10", SerialSecondsPerTuple: "0", ParallelSecondsPerTuple: "0.004"},
-				Merge: laxityv1alpha1.MergeCostModel{OverheadSeconds: "5", SerialSecondsPerInput: "0", ParallelSecondsPerInput: "0.5"},
-			},
-			SparkApplication: &runtime.RawExtension{Raw: []byte(`{"type":"Scala","mode":"cluster","image":"spark:3.5.3","sparkVersion":"3.5.3","mainClass":"dev.laxity.Batch","mainApplicationFile":"local:///opt/job.jar","driver":{"cores":1,"memory":"1g"},"executor":{"cores":2,"memory":"4g"}}`)},
-		},
-	}
-}
 
 // threeQueries are alpha, bravo and charlie: the tighter the deadline, the
 // higher the rate, so their slack ranks them in that order throughout.
 func threeQueries(ns string) []client.Object {
 	return []client.Object{
-		queryObject(ns, "alpha", "50", 90*time.Second),
-		queryObject(ns, "bravo", "40", 3*time.Minute),
-		queryObject(ns, "charlie", "30", 5*time.Minute),
+		builder.Query(ns, "alpha").Rate("50").Slack(90 * time.Second).Obj(),
+		builder.Query(ns, "bravo").Rate("40").Slack(3 * time.Minute).Obj(),
+		builder.Query(ns, "charlie").Rate("30").Slack(5 * time.Minute).Obj(),
 	}
 }
 
@@ -280,7 +245,7 @@ var _ = Describe("A schedule running three queries", Ordered, func() {
 	const lead = 2 * time.Minute
 	BeforeAll(func(ctx SpecContext) {
 		w = newWorld(ctx, "story1", lead)
-		w.schedule = scheduleObject(w.ns, []int32{2, 4, 8}, lead)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
 		w.create(ctx, w.schedule)
 		w.create(ctx, threeQueries(w.ns)...)
 		w.run(ctx, 30*time.Minute, 5*time.Second)

@@ -19,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // Several workers: schedules are reconciled at once (--schedule-workers),
@@ -60,7 +61,7 @@ var _ = Describe("Story: several workers", func() {
 		// One Sources for all four reconcilers, as Setup shares it.
 		b.es.Sources, b.iq.Sources, a.iq.Sources = a.es.Sources, a.es.Sources, a.es.Sources
 		for _, w := range []*world{a, b} {
-			w.schedule = scheduleObject(w.ns, []int32{2, 4, 10}, 2*time.Minute)
+			w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 10).LeadTime(2 * time.Minute).Obj()
 			w.create(ctx, append([]client.Object{w.schedule}, threeQueries(w.ns)...)...)
 		}
 		var wg sync.WaitGroup
@@ -88,7 +89,7 @@ var _ = Describe("Story: several workers", func() {
 		large := newWorld(ctx, "workers-large", 2*time.Minute)
 		small := newWorld(ctx, "workers-small", 2*time.Minute)
 		for i := range queries {
-			large.create(ctx, queryObject(large.ns, fmt.Sprintf("q%04d", i), "5", time.Duration(90+i%7*30)*time.Second))
+			large.create(ctx, builder.Query(large.ns, fmt.Sprintf("q%04d", i)).Rate("5").Slack(time.Duration(90+i%7*30)*time.Second).Obj())
 		}
 		opts := CacheOptions()
 		opts.DefaultNamespaces = map[string]cache.Config{large.ns: {}, small.ns: {}}
@@ -111,7 +112,7 @@ var _ = Describe("Story: several workers", func() {
 		}()
 		defer func() { stop(); <-done }()
 
-		large.schedule = scheduleObject(large.ns, []int32{2, 4, 10, 20}, 2*time.Minute)
+		large.schedule = builder.Schedule(large.ns, "pool").Sizes(2, 4, 10, 20).LeadTime(2 * time.Minute).Obj()
 		large.create(ctx, large.schedule)
 		largeKey := client.ObjectKeyFromObject(large.schedule)
 		// The large schedule's plan is being made: a worker is busy and
@@ -120,7 +121,7 @@ var _ = Describe("Story: several workers", func() {
 			return activeScheduleWorkers() >= 1 && !hasPlan(ctx, largeKey)
 		}).WithContext(ctx).WithPolling(5 * time.Millisecond).Should(BeTrue())
 
-		small.schedule = scheduleObject(small.ns, []int32{2, 4}, 2*time.Minute)
+		small.schedule = builder.Schedule(small.ns, "pool").Sizes(2, 4).LeadTime(2 * time.Minute).Obj()
 		small.create(ctx, append([]client.Object{small.schedule}, threeQueries(small.ns)...)...)
 		smallKey := client.ObjectKeyFromObject(small.schedule)
 		var largeFirst bool

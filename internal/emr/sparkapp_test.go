@@ -7,28 +7,20 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/emr"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // rendered is the SparkApplication laxity renders for batch 3 of
 // analytics/q1 on 4 of 5 ready nodes, two executors each, from template.
 func rendered(t *testing.T, template string, slice map[string]string) *emr.JobRun {
 	t.Helper()
-	q := &v1alpha1.IntermittentQuery{
-		ObjectMeta: metav1.ObjectMeta{Name: "q1", Namespace: "analytics"},
-		Spec:       v1alpha1.IntermittentQuerySpec{ScheduleName: "tpch", SparkApplication: &runtime.RawExtension{Raw: []byte(template)}},
-	}
-	es := &v1alpha1.ElasticSchedule{
-		ObjectMeta: metav1.ObjectMeta{Name: "tpch", Namespace: "analytics"},
-		Spec:       v1alpha1.ElasticScheduleSpec{NodePool: v1alpha1.NodePool{Sizes: []int32{2, 4}, ExecutorsPerNode: 2}},
-	}
+	q := builder.Query("analytics", "q1").Bare().Schedule("tpch").Template(template).Obj()
+	es := builder.Schedule("analytics", "tpch").Bare().Sizes(2, 4).ExecutorsPerNode(2).Obj()
 	step := sparkapp.Step{Kind: planner.StepBatch, Index: 3, FromTuple: 300, ToTuple: 400, Nodes: 4, ReadyNodes: 5, Slice: slice}
 	app, err := sparkapp.Render(q, es, step, sparkapp.Locations{ResultRoot: "s3a://results/"})
 	if err != nil {
@@ -126,12 +118,8 @@ func TestJobRunOfErrors(t *testing.T) {
 			`spec.sparkApplication.sparkConf.spark.x: "spark.x=it's" holds a single quote`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q := &v1alpha1.IntermittentQuery{
-				ObjectMeta: metav1.ObjectMeta{Name: "q1", Namespace: "analytics"},
-				Spec:       v1alpha1.IntermittentQuerySpec{ScheduleName: "tpch", SparkApplication: &runtime.RawExtension{Raw: []byte(fmt.Sprintf(template, tc.value))}},
-			}
-			es := &v1alpha1.ElasticSchedule{ObjectMeta: metav1.ObjectMeta{Name: "tpch", Namespace: "analytics"},
-				Spec: v1alpha1.ElasticScheduleSpec{NodePool: v1alpha1.NodePool{Sizes: []int32{2}}}}
+			q := builder.Query("analytics", "q1").Bare().Schedule("tpch").Template(fmt.Sprintf(template, tc.value)).Obj()
+			es := builder.Schedule("analytics", "tpch").Bare().Sizes(2).Obj()
 			app, err := sparkapp.Render(q, es, sparkapp.Step{Kind: planner.StepBatch, FromTuple: 0, ToTuple: 10, Nodes: 2, ReadyNodes: 2}, sparkapp.Locations{ResultRoot: "s3a://r/"})
 			if err != nil {
 				t.Fatalf("Render: %v", err)

@@ -17,25 +17,18 @@ import (
 	"k8s.io/utils/ptr"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // placeholderSchedule is an ElasticSchedule with a placeholder backend, as
 // read from the API server.
 func placeholderSchedule() *laxityv1alpha1.ElasticSchedule {
-	return &laxityv1alpha1.ElasticSchedule{
-		ObjectMeta: metav1.ObjectMeta{Name: "tpch", Namespace: "analytics", UID: "uid-1"},
-		Spec: laxityv1alpha1.ElasticScheduleSpec{NodePool: laxityv1alpha1.NodePool{
-			Sizes:            []int32{2, 4},
-			PricePerNodeHour: "0.25",
-			NodeSelector:     map[string]string{"laxity.dev/pool": "tpch"},
-			Backend: laxityv1alpha1.PoolBackend{Placeholder: &laxityv1alpha1.PlaceholderBackend{
-				Resources: corev1.ResourceList{
-					corev1.ResourceCPU:    resource.MustParse("7"),
-					corev1.ResourceMemory: resource.MustParse("28Gi"),
-				},
-			}},
-		}},
-	}
+	return builder.Schedule("analytics", "tpch").UID("uid-1").Bare().
+		Sizes(2, 4).Price("0.25").NodeSelector(map[string]string{"laxity.dev/pool": "tpch"}).
+		Backend(builder.PlaceholderBackend(corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("7"),
+			corev1.ResourceMemory: resource.MustParse("28Gi"),
+		})).Obj()
 }
 
 // wantPlaceholderDeployment is the Deployment placeholderDeployment should

@@ -3,8 +3,6 @@ package pool
 import (
 	"context"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,15 +12,13 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
-	"github.com/laxity-dev/laxity/config/thirdparty"
+	"github.com/laxity-dev/laxity/test/builder"
+	"github.com/laxity-dev/laxity/test/testenv"
 )
 
 // testImage is the placeholder image of the suite. Nothing pulls it: envtest
@@ -30,7 +26,7 @@ import (
 const testImage = "pause:test"
 
 var (
-	testEnv *envtest.Environment
+	testEnv *testenv.Env
 	ctx     context.Context
 	cancel  context.CancelFunc
 	// k8sClient sets up and inspects the world; its requests are not
@@ -51,26 +47,13 @@ func TestPool(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		Fail("KUBEBUILDER_ASSETS is not set: run `make test`, or set it to the output of hack/envtest-binaries.sh")
-	}
 	ctx, cancel = context.WithCancel(context.Background())
 
-	thirdParty, err := thirdparty.CRDs(thirdparty.MachineDeployments, thirdparty.NodePools)
+	var err error
+	testEnv, err = testenv.Start(testenv.WithThirdPartyCRDs(testenv.MachineDeployments, testenv.NodePools))
 	Expect(err).NotTo(HaveOccurred())
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		CRDs:                  thirdParty,
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := testEnv.Start()
-	Expect(err).NotTo(HaveOccurred())
-
-	scheme := runtime.NewScheme()
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(laxityv1alpha1.AddToScheme(scheme)).To(Succeed())
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
+	cfg, scheme := testEnv.Config, testEnv.Scheme
+	k8sClient = testEnv.Client
 
 	// The package under test gets its own connection, wrapped so that the
 	// specs can see every request it sends.
@@ -90,9 +73,7 @@ var _ = AfterSuite(func() {
 	if cancel != nil {
 		cancel()
 	}
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
+	Expect(testEnv.Stop()).To(Succeed())
 })
 
 // requestRecorder records the method and path of every request sent through
@@ -154,15 +135,8 @@ func newNamespace() string {
 // node selector in namespace, so that the API server validates it and gives
 // it a UID.
 func createSchedule(namespace string, backend laxityv1alpha1.PoolBackend, nodeSelector map[string]string) *laxityv1alpha1.ElasticSchedule {
-	es := &laxityv1alpha1.ElasticSchedule{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "es-", Namespace: namespace},
-		Spec: laxityv1alpha1.ElasticScheduleSpec{NodePool: laxityv1alpha1.NodePool{
-			Sizes:            []int32{2, 4, 10},
-			PricePerNodeHour: "0.25",
-			NodeSelector:     nodeSelector,
-			Backend:          backend,
-		}},
-	}
+	es := builder.Schedule(namespace, "").GenerateName("es-").Bare().
+		Sizes(2, 4, 10).Price("0.25").NodeSelector(nodeSelector).Backend(backend).Obj()
 	Expect(k8sClient.Create(ctx, es)).To(Succeed())
 	return es
 }

@@ -9,20 +9,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // query is an IntermittentQuery over [t0, t0+75m] at 9,500 tuples per second
 // in files of 9,500, changed by mutate.
 func query(mutate func(q *laxityv1alpha1.IntermittentQuery)) *laxityv1alpha1.IntermittentQuery {
-	q := &laxityv1alpha1.IntermittentQuery{
-		ObjectMeta: metav1.ObjectMeta{Name: "q1", Namespace: "analytics"},
-		Spec: laxityv1alpha1.IntermittentQuerySpec{
-			ScheduleName: "tpch",
-			Window:       laxityv1alpha1.Window{Start: metav1.NewTime(t0), End: metav1.NewTime(at(75 * time.Minute))},
-			Deadline:     metav1.NewTime(at(100 * time.Minute)),
-			Input:        laxityv1alpha1.Input{RatePerSecond: "9500", Granularity: 9500},
-		},
-	}
+	q := builder.Query("analytics", "q1").Bare().Schedule("tpch").
+		Window(t0, 75*time.Minute).Deadline(at(100 * time.Minute)).Rate("9500").Granularity(9500).Obj()
 	if mutate != nil {
 		mutate(q)
 	}

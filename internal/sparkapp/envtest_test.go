@@ -8,15 +8,14 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/manifest"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 var locations = sparkapp.Locations{Input: "s3a://stream/orders/", ResultRoot: "s3a://results/laxity/"}
@@ -40,24 +39,12 @@ func sample() source {
 // inline is a query named name with the given template, on a schedule with
 // sizes 2 and 4 and, unless noPool, a pool nodeSelector.
 func inline(name, template string, executorsPerNode int32, noPool bool) source {
-	es := &v1alpha1.ElasticSchedule{
-		ObjectMeta: metav1.ObjectMeta{Name: "pool", Namespace: namespace},
-		Spec: v1alpha1.ElasticScheduleSpec{NodePool: v1alpha1.NodePool{
-			Sizes:            []int32{2, 4},
-			ExecutorsPerNode: executorsPerNode,
-		}},
-	}
+	schedule := builder.Schedule(namespace, "pool").Bare().Sizes(2, 4).ExecutorsPerNode(executorsPerNode)
 	if !noPool {
-		es.Spec.NodePool.NodeSelector = map[string]string{"laxity.dev/pool": "spark", "node.kubernetes.io/instance-type": "m5.xlarge"}
+		schedule.NodeSelector(map[string]string{"laxity.dev/pool": "spark", "node.kubernetes.io/instance-type": "m5.xlarge"})
 	}
-	q := &v1alpha1.IntermittentQuery{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec: v1alpha1.IntermittentQuerySpec{
-			ScheduleName:     es.Name,
-			SparkApplication: &runtime.RawExtension{Raw: []byte(template)},
-		},
-	}
-	return source{q: q, es: es}
+	q := builder.Query(namespace, name).Bare().Schedule("pool").Template(template).Obj()
+	return source{q: q, es: schedule.Obj()}
 }
 
 // The smallest template SparkApplication v1beta2 accepts.

@@ -1,11 +1,9 @@
 package sparkapp
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-
 	"github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // minimalTemplate is a small but complete SparkApplication spec with a
@@ -28,27 +26,14 @@ const minimalTemplate = `{
 // query is an IntermittentQuery analytics/q1 of schedule tpch with the given
 // template (nil for none).
 func query(template string) *v1alpha1.IntermittentQuery {
-	q := &v1alpha1.IntermittentQuery{
-		ObjectMeta: metav1.ObjectMeta{Name: "q1", Namespace: "analytics"},
-		Spec:       v1alpha1.IntermittentQuerySpec{ScheduleName: "tpch"},
-	}
-	if template != "" {
-		q.Spec.SparkApplication = &runtime.RawExtension{Raw: []byte(template)}
-	}
-	return q
+	return builder.Query("analytics", "q1").Bare().Schedule("tpch").Template(template).Obj()
 }
 
 // schedule is the ElasticSchedule analytics/tpch: sizes 2, 4 and 10, two
 // executors per node, pool nodes labelled laxity.dev/pool=tpch.
 func schedule() *v1alpha1.ElasticSchedule {
-	return &v1alpha1.ElasticSchedule{
-		ObjectMeta: metav1.ObjectMeta{Name: "tpch", Namespace: "analytics"},
-		Spec: v1alpha1.ElasticScheduleSpec{NodePool: v1alpha1.NodePool{
-			Sizes:            []int32{2, 4, 10},
-			ExecutorsPerNode: 2,
-			NodeSelector:     map[string]string{"laxity.dev/pool": "tpch"},
-		}},
-	}
+	return builder.Schedule("analytics", "tpch").Bare().
+		Sizes(2, 4, 10).ExecutorsPerNode(2).NodeSelector(map[string]string{"laxity.dev/pool": "tpch"}).Obj()
 }
 
 var locations = Locations{Input: "s3a://stream/orders/", ResultRoot: "s3a://results/laxity/"}

@@ -2,18 +2,15 @@ package sparkapp_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/laxity-dev/laxity/test/testenv"
 )
 
 // The envtest suite creates rendered SparkApplications on a real
@@ -21,7 +18,7 @@ import (
 // its schema (required fields, types, enums, pruning) judges every object
 // Render makes.
 var (
-	testEnv   *envtest.Environment
+	testEnv   *testenv.Env
 	k8sClient client.Client
 	namespace string
 	ctx       context.Context
@@ -37,25 +34,12 @@ func TestSparkApplicationsOnTheRealCRD(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		Fail("KUBEBUILDER_ASSETS is not set: run `make test`, which builds kube-apiserver and etcd for envtest and points KUBEBUILDER_ASSETS at them")
-	}
 	ctx, cancel = context.WithCancel(context.Background())
 
-	testEnv = &envtest.Environment{
-		CRDInstallOptions: envtest.CRDInstallOptions{
-			Paths:              []string{filepath.Join("..", "..", "config", "thirdparty", "sparkoperator.k8s.io_sparkapplications.yaml")},
-			ErrorIfPathMissing: true,
-		},
-	}
-	cfg, err := testEnv.Start()
+	var err error
+	testEnv, err = testenv.Start(testenv.WithoutLaxityCRDs(), testenv.WithThirdPartyCRDs(testenv.SparkApplications))
 	Expect(err).NotTo(HaveOccurred())
-	Expect(cfg).NotTo(BeNil())
-
-	scheme := runtime.NewScheme()
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
+	k8sClient = testEnv.Client
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "laxity-sparkapp-"}}
 	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
@@ -66,7 +50,5 @@ var _ = AfterSuite(func() {
 	if cancel != nil {
 		cancel()
 	}
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
+	Expect(testEnv.Stop()).To(Succeed())
 })

@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // TestWorkloadDecimalBounds: the manager parses decimals with the CRDs'
@@ -58,11 +59,11 @@ func TestWorkloadDecimalBounds(t *testing.T) {
 		}, "spec.partialAggregation.every: \"1.5\" is more than 1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			es := schedule()
+			es := builder.AnalyticsSchedule()
 			if tt.schedule != nil {
 				tt.schedule(es)
 			}
-			_, err := Workload(es, []laxityv1alpha1.IntermittentQuery{query("q", tt.query)}, origin)
+			_, err := Workload(es, []laxityv1alpha1.IntermittentQuery{builder.AnalyticsQuery("q", tt.query)}, origin)
 			switch {
 			case tt.want == "" && err != nil:
 				t.Errorf("Workload: %v, want the value accepted", err)

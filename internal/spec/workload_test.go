@@ -14,52 +14,20 @@ import (
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/costmodel"
 	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
-var origin = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-
-func after(d time.Duration) metav1.Time { return metav1.NewTime(origin.Add(d)) }
-
-func schedule() *laxityv1alpha1.ElasticSchedule {
-	return &laxityv1alpha1.ElasticSchedule{
-		ObjectMeta: metav1.ObjectMeta{Name: "tpch", Namespace: "analytics"},
-		Spec: laxityv1alpha1.ElasticScheduleSpec{NodePool: laxityv1alpha1.NodePool{
-			Sizes:                []int32{2, 4, 10},
-			PricePerNodeHour:     "0.25",
-			ProvisioningLeadTime: &metav1.Duration{Duration: 5 * time.Minute},
-		}},
-	}
-}
-
-func query(name string, mutate func(*laxityv1alpha1.IntermittentQuerySpec)) laxityv1alpha1.IntermittentQuery {
-	q := laxityv1alpha1.IntermittentQuery{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "analytics"},
-		Spec: laxityv1alpha1.IntermittentQuerySpec{
-			ScheduleName: "tpch",
-			Window:       laxityv1alpha1.Window{Start: after(10 * time.Minute), End: after(70 * time.Minute)},
-			Deadline:     after(80 * time.Minute),
-			Input:        laxityv1alpha1.Input{RatePerSecond: "9500", Granularity: 9500},
-			CostModel: laxityv1alpha1.CostModel{
-				Batch: laxityv1alpha1.BatchCostModel{OverheadSeconds: "25", SerialSecondsPerTuple: "2e-8", ParallelSecondsPerTuple: "2e-5"},
-				Merge: laxityv1alpha1.MergeCostModel{OverheadSeconds: "8", SerialSecondsPerInput: "0.05", ParallelSecondsPerInput: "0.4"},
-			},
-		},
-	}
-	if mutate != nil {
-		mutate(&q.Spec)
-	}
-	return q
-}
+var origin = builder.Origin
 
 func TestWorkloadConvertsAndDefaults(t *testing.T) {
 	queries := []laxityv1alpha1.IntermittentQuery{
-		query("q2", func(s *laxityv1alpha1.IntermittentQuerySpec) {
+		builder.AnalyticsQuery("q2", func(s *laxityv1alpha1.IntermittentQuerySpec) {
 			s.Input = laxityv1alpha1.Input{TotalTuples: ptr.To[int64](7200), AllowedLateness: metav1.Duration{Duration: 30 * time.Second}}
 			s.PartialAggregation = &laxityv1alpha1.PartialAggregation{Every: "0.25"}
 		}),
-		query("q1", nil),
+		builder.AnalyticsQuery("q1", nil),
 	}
-	got, err := Workload(schedule(), queries, origin)
+	got, err := Workload(builder.AnalyticsSchedule(), queries, origin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,14 +74,14 @@ func TestWorkloadProfileAndSamples(t *testing.T) {
 			Seconds: strconv.FormatFloat(truth.Seconds(int(p[0]), float64(p[1])), 'g', -1, 64),
 		})
 	}
-	q := query("q", func(s *laxityv1alpha1.IntermittentQuerySpec) {
+	q := builder.AnalyticsQuery("q", func(s *laxityv1alpha1.IntermittentQuerySpec) {
 		s.Input = laxityv1alpha1.Input{Profile: []laxityv1alpha1.RateSegment{
 			{After: metav1.Duration{}, RatePerSecond: "100"},
 			{After: metav1.Duration{Duration: 30 * time.Minute}, RatePerSecond: "400"},
 		}}
 		s.CostModel.Batch = laxityv1alpha1.BatchCostModel{Samples: samples}
 	})
-	got, err := Workload(schedule(), []laxityv1alpha1.IntermittentQuery{q}, origin)
+	got, err := Workload(builder.AnalyticsSchedule(), []laxityv1alpha1.IntermittentQuery{q}, origin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,11 +119,11 @@ func TestWorkloadErrorsNameObjectAndField(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			es := schedule()
+			es := builder.AnalyticsSchedule()
 			if tc.schedule != nil {
 				tc.schedule(es)
 			}
-			_, err := Workload(es, []laxityv1alpha1.IntermittentQuery{query("q", tc.query)}, origin)
+			_, err := Workload(es, []laxityv1alpha1.IntermittentQuery{builder.AnalyticsQuery("q", tc.query)}, origin)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want it to contain %q", err, tc.want)
 			}

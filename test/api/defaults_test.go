@@ -26,11 +26,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 func duration(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
@@ -41,53 +41,29 @@ func instant(s string) metav1.Time {
 	return metav1.NewTime(t)
 }
 
-func minimalSchedule(name string) *laxityv1alpha1.ElasticSchedule {
-	return &laxityv1alpha1.ElasticSchedule{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec: laxityv1alpha1.ElasticScheduleSpec{
-			NodePool: laxityv1alpha1.NodePool{
-				Sizes:            []int32{2, 4, 10},
-				PricePerNodeHour: "0.25",
-				Backend: laxityv1alpha1.PoolBackend{
-					Scale: &laxityv1alpha1.ScaleBackend{
-						APIVersion: "cluster.x-k8s.io/v1beta1",
-						Kind:       "MachineDeployment",
-						Name:       "spark-workers",
-					},
-				},
-			},
-		},
-	}
+// minimalSchedule and minimalQuery hold only the required fields, as a
+// user writing Go would start.
+func minimalSchedule(name string) *builder.ScheduleBuilder {
+	return builder.Schedule(namespace, name).Bare().Sizes(2, 4, 10).Price("0.25").
+		Backend(builder.ScaleBackend("cluster.x-k8s.io/v1beta1", "MachineDeployment", "spark-workers"))
 }
 
-func minimalQuery(name string) *laxityv1alpha1.IntermittentQuery {
-	return &laxityv1alpha1.IntermittentQuery{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec: laxityv1alpha1.IntermittentQuerySpec{
-			ScheduleName: "tpch",
-			Window: laxityv1alpha1.Window{
-				Start: instant("2026-12-01T00:00:00Z"),
-				End:   instant("2026-12-01T01:15:00Z"),
-			},
-			Deadline: instant("2026-12-01T01:40:00Z"),
-			Input:    laxityv1alpha1.Input{RatePerSecond: "9500"},
-			CostModel: laxityv1alpha1.CostModel{
-				Batch: laxityv1alpha1.BatchCostModel{OverheadSeconds: "25", SerialSecondsPerTuple: "2e-8", ParallelSecondsPerTuple: "2e-5"},
-				Merge: laxityv1alpha1.MergeCostModel{OverheadSeconds: "8", SerialSecondsPerInput: "0.05", ParallelSecondsPerInput: "0.4"},
-			},
-		},
-	}
+func minimalQuery(name string) *builder.QueryBuilder {
+	return builder.Query(namespace, name).Bare().Schedule("tpch").
+		Window(instant("2026-12-01T00:00:00Z").Time, 75*time.Minute).Deadline(instant("2026-12-01T01:40:00Z").Time).
+		Rate("9500").
+		CostModel(builder.CostModel(builder.BatchCost("25", "2e-8", "2e-5"), builder.MergeCost("8", "0.05", "0.4")))
 }
 
 var _ = Describe("Defaults", func() {
 	It("fills in an ElasticSchedule created from Go with only the required fields", func() {
-		es := minimalSchedule("defaults")
+		es := minimalSchedule("defaults").Obj()
 		Expect(k8sClient.Create(ctx, es)).To(Succeed())
 
 		got := &laxityv1alpha1.ElasticSchedule{}
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(es), got)).To(Succeed())
 
-		want := minimalSchedule("defaults").Spec
+		want := minimalSchedule("defaults").Obj().Spec
 		want.NodePool.BillingMinimum = ptr.To(duration(60 * time.Second))
 		want.NodePool.ProvisioningLeadTime = ptr.To(duration(6 * time.Minute))
 		want.NodePool.ExecutorsPerNode = 1
@@ -106,8 +82,7 @@ var _ = Describe("Defaults", func() {
 	})
 
 	It("keeps explicit zeros where zero differs from the default", func() {
-		es := minimalSchedule("zeros")
-		es.Spec.NodePool.IdleNodes = ptr.To[int32](0)
+		es := minimalSchedule("zeros").IdleNodes(ptr.To[int32](0)).Obj()
 		es.Spec.NodePool.BillingMinimum = ptr.To(duration(0))
 		es.Spec.NodePool.ProvisioningLeadTime = ptr.To(duration(0))
 		es.Spec.NodePool.ReleaseAfterIdle = ptr.To(duration(0))
@@ -124,7 +99,7 @@ var _ = Describe("Defaults", func() {
 	})
 
 	It("fills in an IntermittentQuery's granularity and allowedLateness", func() {
-		iq := minimalQuery("defaults")
+		iq := minimalQuery("defaults").Obj()
 		Expect(k8sClient.Create(ctx, iq)).To(Succeed())
 
 		got := &laxityv1alpha1.IntermittentQuery{}
@@ -154,8 +129,7 @@ var _ = Describe("Round trips", func() {
 			`"driver":{"cores":1,"memory":"2g","labels":{"team":"analytics"}},` +
 			`"executor":{"cores":4,"instances":1},"sparkConf":{"spark.sql.shuffle.partitions":"64"},` +
 			`"futureField":{"nested":[1,"two",{"three":3.5}]}}`
-		iq := minimalQuery("template")
-		iq.Spec.SparkApplication = &runtime.RawExtension{Raw: []byte(template)}
+		iq := minimalQuery("template").Template(template).Obj()
 		Expect(k8sClient.Create(ctx, iq)).To(Succeed())
 
 		got := &laxityv1alpha1.IntermittentQuery{}
@@ -165,7 +139,7 @@ var _ = Describe("Round trips", func() {
 	})
 
 	It("stores every ElasticSchedule status field through the status subresource", func() {
-		es := minimalSchedule("status")
+		es := minimalSchedule("status").Obj()
 		Expect(k8sClient.Create(ctx, es)).To(Succeed())
 
 		at := instant("2026-12-01T00:00:00Z")
@@ -204,7 +178,7 @@ var _ = Describe("Round trips", func() {
 	})
 
 	It("stores every IntermittentQuery status field through the status subresource", func() {
-		iq := minimalQuery("status")
+		iq := minimalQuery("status").Obj()
 		Expect(k8sClient.Create(ctx, iq)).To(Succeed())
 
 		start, end := instant("2026-12-01T00:04:00Z"), instant("2026-12-01T00:04:51Z")
@@ -240,13 +214,10 @@ var _ = Describe("Round trips", func() {
 	})
 
 	It("accepts placeholder resources as quantities", func() {
-		es := minimalSchedule("placeholder")
-		es.Spec.NodePool.Backend = laxityv1alpha1.PoolBackend{Placeholder: &laxityv1alpha1.PlaceholderBackend{
-			Resources: corev1.ResourceList{
-				corev1.ResourceCPU:    resource.MustParse("7"),
-				corev1.ResourceMemory: resource.MustParse("28Gi"),
-			},
-		}}
+		es := minimalSchedule("placeholder").Backend(builder.PlaceholderBackend(corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("7"),
+			corev1.ResourceMemory: resource.MustParse("28Gi"),
+		})).Obj()
 		Expect(k8sClient.Create(ctx, es)).To(Succeed())
 
 		got := &laxityv1alpha1.ElasticSchedule{}

@@ -37,6 +37,7 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/controllers"
+	"github.com/laxity-dev/laxity/test/builder"
 )
 
 // Objects stored before the CRDs bounded their fields (here: stored while the
@@ -207,30 +208,34 @@ func withoutRules(schema *apiextensionsv1.JSONSchemaProps, path []string) *apiex
 	return out
 }
 
+// schedule is an ElasticSchedule with its provisioningLeadTime written as
+// lead, which need not be a valid duration.
 func schedule(ns, name, lead string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "laxity.dev/v1alpha1", "kind": "ElasticSchedule",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec": map[string]any{"nodePool": map[string]any{
-			"sizes": []any{int64(2), int64(4)}, "pricePerNodeHour": "0.25", "provisioningLeadTime": lead,
-			"backend": map[string]any{"scale": map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment", "name": "w"}},
-		}},
-	}}
+	es := builder.Schedule(ns, name).Bare().Sizes(2, 4).Price("0.25").
+		Backend(builder.ScaleBackend("cluster.x-k8s.io/v1beta1", "MachineDeployment", "w")).Obj()
+	return withField(es, "ElasticSchedule", lead, "spec", "nodePool", "provisioningLeadTime")
 }
 
+// query is an IntermittentQuery with its allowedLateness written as
+// lateness, which need not be a valid duration.
 func query(ns, name, lateness string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "laxity.dev/v1alpha1", "kind": "IntermittentQuery",
-		"metadata": map[string]any{"name": name, "namespace": ns},
-		"spec": map[string]any{
-			"scheduleName": "good-a",
-			"window":       map[string]any{"start": "2026-12-01T00:00:00Z", "end": "2026-12-01T01:15:00Z"},
-			"deadline":     "2026-12-01T01:40:00Z",
-			"input":        map[string]any{"ratePerSecond": "9500", "allowedLateness": lateness},
-			"costModel": map[string]any{
-				"batch": map[string]any{"overheadSeconds": "25", "serialSecondsPerTuple": "2e-8", "parallelSecondsPerTuple": "2e-5"},
-				"merge": map[string]any{"overheadSeconds": "8", "serialSecondsPerInput": "0.05", "parallelSecondsPerInput": "0.4"},
-			},
-		},
-	}}
+	iq := builder.Query(ns, name).Bare().Schedule("good-a").
+		Window(builder.Origin, 75*time.Minute).Slack(25 * time.Minute).Rate("9500").
+		CostModel(builder.CostModel(builder.BatchCost("25", "2e-8", "2e-5"), builder.MergeCost("8", "0.05", "0.4"))).Obj()
+	return withField(iq, "IntermittentQuery", lateness, "spec", "input", "allowedLateness")
+}
+
+// withField is obj, a laxity object of kind, as unstructured with the
+// string field at path set to value, without the empty status and creation
+// timestamp of a typed object.
+func withField(obj runtime.Object, kind, value string, path ...string) *unstructured.Unstructured {
+	GinkgoHelper()
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	Expect(err).NotTo(HaveOccurred())
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(laxityv1alpha1.GroupVersion.WithKind(kind))
+	unstructured.RemoveNestedField(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	Expect(unstructured.SetNestedField(u.Object, value, path...)).To(Succeed())
+	return u
 }

@@ -44,8 +44,9 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
+
+	"github.com/laxity-dev/laxity/test/testenv"
 )
 
 var (
@@ -56,7 +57,7 @@ var (
 	// helmHome keeps helm's cache, config and data apart from the user's, so
 	// that no installed plugin or repository changes what helm does.
 	helmHome   string
-	testEnv    *envtest.Environment
+	testEnv    *testenv.Env
 	restConfig *rest.Config
 )
 
@@ -69,9 +70,6 @@ func TestChart(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		Fail("KUBEBUILDER_ASSETS is not set: run `make test`, which builds kube-apiserver and etcd for envtest and points KUBEBUILDER_ASSETS at them")
-	}
 	var err error
 	repoRoot, err = filepath.Abs(filepath.Join("..", ".."))
 	Expect(err).NotTo(HaveOccurred())
@@ -80,18 +78,13 @@ var _ = BeforeSuite(func() {
 	kustomize = pinnedTool("KUSTOMIZE", "kustomize-v5.8.2")
 	helmHome = GinkgoT().TempDir()
 
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(repoRoot, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	restConfig, err = testEnv.Start()
+	testEnv, err = testenv.Start()
 	Expect(err).NotTo(HaveOccurred())
+	restConfig = testEnv.Config
 })
 
 var _ = AfterSuite(func() {
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
+	Expect(testEnv.Stop()).To(Succeed())
 })
 
 // pinnedTool is the binary the environment variable names (make test sets

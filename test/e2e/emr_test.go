@@ -7,7 +7,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -16,14 +15,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/emr"
 	"github.com/laxity-dev/laxity/internal/emr/emrfake"
+	"github.com/laxity-dev/laxity/test/builder"
+	"github.com/laxity-dev/laxity/test/builder/emrbuilder"
+	"github.com/laxity-dev/laxity/test/testenv"
 )
 
 // A cluster that runs Spark only through EMR on EKS has no spark-operator:
@@ -37,10 +36,8 @@ var _ = Describe("laxity manager on EMR on EKS, in a cluster without spark-opera
 		kubeconfig string
 	)
 	BeforeAll(func() {
-		root, err := filepath.Abs(filepath.Join("..", ".."))
-		Expect(err).NotTo(HaveOccurred())
-		var env *envtest.Environment
-		env, c, kubeconfig = controlPlane(filepath.Join(root, "config", "crd", "bases"))
+		var env *testenv.Env
+		env, c, kubeconfig = controlPlane()
 		DeferCleanup(env.Stop)
 	})
 
@@ -61,32 +58,14 @@ var _ = Describe("laxity manager on EMR on EKS, in a cluster without spark-opera
 			Expect(c.Status().Update(ctx, node)).To(Succeed())
 		}
 		start := time.Now().Truncate(time.Second).Add(2 * time.Second)
-		Expect(c.Create(ctx, &laxityv1alpha1.ElasticSchedule{
-			ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "orders"},
-			Spec: laxityv1alpha1.ElasticScheduleSpec{NodePool: laxityv1alpha1.NodePool{
-				Sizes: []int32{2}, IdleNodes: ptr.To[int32](0), PricePerNodeHour: "0.77",
-				ProvisioningLeadTime: &metav1.Duration{Duration: 10 * time.Second},
-				NodeSelector:         map[string]string{"eks.amazonaws.com/nodegroup": cfg.NodegroupName},
-				Backend: laxityv1alpha1.PoolBackend{EMRContainers: &laxityv1alpha1.EMRContainersBackend{
-					VirtualClusterID: cfg.VirtualClusterID, ExecutionRoleARN: cfg.ExecutionRoleARN, ReleaseLabel: cfg.ReleaseLabel,
-					Region: cfg.Region, ClusterName: cfg.ClusterName, NodegroupName: cfg.NodegroupName, Endpoint: cfg.Endpoint,
-				}},
-			}},
-		})).To(Succeed())
-		Expect(c.Create(ctx, &laxityv1alpha1.IntermittentQuery{
-			ObjectMeta: metav1.ObjectMeta{Name: "revenue", Namespace: "orders"},
-			Spec: laxityv1alpha1.IntermittentQuerySpec{
-				ScheduleName: "orders",
-				Window:       laxityv1alpha1.Window{Start: metav1.NewTime(start), End: metav1.NewTime(start.Add(20 * time.Second))},
-				Deadline:     metav1.NewTime(start.Add(10 * time.Minute)),
-				Input:        laxityv1alpha1.Input{RatePerSecond: "100", Granularity: 100},
-				CostModel: laxityv1alpha1.CostModel{
-					Batch: laxityv1alpha1.BatchCostModel{OverheadSeconds: "2", SerialSecondsPerTuple: "0", ParallelSecondsPerTuple: "0.001"},
-					Merge: laxityv1alpha1.MergeCostModel{OverheadSeconds: "1", SerialSecondsPerInput: "0", ParallelSecondsPerInput: "0.1"},
-				},
-				SparkApplication: &runtime.RawExtension{Raw: []byte(`{"type":"Scala","mode":"cluster","sparkVersion":"3.5.3","mainClass":"dev.laxity.Revenue","mainApplicationFile":"s3://jobs/revenue.jar","driver":{"cores":1,"memory":"1g"},"executor":{"cores":2,"memory":"4g"}}`)},
-			},
-		})).To(Succeed())
+		Expect(c.Create(ctx, builder.Schedule("orders", "orders").Sizes(2).LeadTime(10*time.Second).NoReleaseAfterIdle().Price("0.77").
+			NodeSelector(map[string]string{"eks.amazonaws.com/nodegroup": cfg.NodegroupName}).
+			Backend(emrbuilder.Backend(cfg)).Obj())).To(Succeed())
+		Expect(c.Create(ctx, builder.Query("orders", "revenue").Schedule("orders").
+			Window(start, 20*time.Second).Deadline(start.Add(10*time.Minute)).Rate("100").Granularity(100).
+			CostModel(builder.CostModel(builder.BatchCost("2", "0", "0.001"), builder.MergeCost("1", "0", "0.1"))).
+			Template(`{"type":"Scala","mode":"cluster","sparkVersion":"3.5.3","mainClass":"dev.laxity.Revenue","mainApplicationFile":"s3://jobs/revenue.jar","driver":{"cores":1,"memory":"1g"},"executor":{"cores":2,"memory":"4g"}}`).
+			Obj())).To(Succeed())
 
 		var logs bytes.Buffer
 		managerCtx, stop := context.WithCancel(context.Background())

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -19,18 +18,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/manifest"
+	"github.com/laxity-dev/laxity/test/testenv"
 )
 
 var (
-	testEnv    *envtest.Environment
+	testEnv    *testenv.Env
 	k8sClient  client.Client
 	kubeconfig string
 	binary     string
@@ -44,9 +40,6 @@ func TestE2E(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		Fail("KUBEBUILDER_ASSETS is not set: run `make test`, which builds kube-apiserver and etcd")
-	}
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	Expect(err).NotTo(HaveOccurred())
 	binary = filepath.Join(GinkgoT().TempDir(), "laxity")
@@ -55,37 +48,22 @@ var _ = BeforeSuite(func() {
 	out, err := build.CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), string(out))
 
-	testEnv, k8sClient, kubeconfig = controlPlane(
-		filepath.Join(root, "config", "crd", "bases"),
-		filepath.Join(root, "config", "thirdparty", "sparkoperator.k8s.io_sparkapplications.yaml"),
-		filepath.Join(root, "config", "thirdparty", "cluster.x-k8s.io_machinedeployments.yaml"),
-	)
+	testEnv, k8sClient, kubeconfig = controlPlane(testenv.WithThirdPartyCRDs(testenv.SparkApplications, testenv.MachineDeployments))
 })
 
-// controlPlane starts a kube-apiserver and etcd with the CRDs at crds, and
-// returns them, a client and a kubeconfig file for the binary.
-func controlPlane(crds ...string) (*envtest.Environment, client.Client, string) {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(laxityv1alpha1.AddToScheme(scheme))
-	env := &envtest.Environment{CRDDirectoryPaths: crds, ErrorIfCRDPathMissing: true, Scheme: scheme}
-	cfg, err := env.Start()
+// controlPlane starts a kube-apiserver and etcd with laxity's CRDs and
+// those opts add, and returns them, a client and a kubeconfig file for the
+// binary.
+func controlPlane(opts ...testenv.Option) (*testenv.Env, client.Client, string) {
+	env, err := testenv.Start(opts...)
 	Expect(err).NotTo(HaveOccurred())
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	kubeconfig, err := env.WriteKubeconfig(GinkgoT().TempDir(), "laxity-e2e")
 	Expect(err).NotTo(HaveOccurred())
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "laxity-e2e", Groups: []string{"system:masters"}}, nil)
-	Expect(err).NotTo(HaveOccurred())
-	config, err := user.KubeConfig()
-	Expect(err).NotTo(HaveOccurred())
-	kubeconfig := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
-	Expect(os.WriteFile(kubeconfig, config, 0o600)).To(Succeed())
-	return env, c, kubeconfig
+	return env, env.Client, kubeconfig
 }
 
 var _ = AfterSuite(func() {
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
+	Expect(testEnv.Stop()).To(Succeed())
 })
 
 var _ = Describe("laxity manager", func() {

@@ -1,0 +1,187 @@
+// Package testenv starts the local control plane every envtest suite of
+// laxity runs against: a kube-apiserver and etcd with laxity's
+// CustomResourceDefinitions and the unmodified CRDs of the systems laxity
+// drives, a scheme that knows all of their kinds, and a client.
+//
+// Both sets of CRDs are the ones compiled into the product (config/crd and
+// config/thirdparty embed them), so every suite reads them one way and sees
+// exactly the schemas `laxity manager` and `laxity demo` are given.
+package testenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/config/crd"
+	"github.com/laxity-dev/laxity/config/thirdparty"
+)
+
+// The third-party CRDs a suite may install (files of config/thirdparty).
+const (
+	// SparkApplications is spark-operator's SparkApplication.
+	SparkApplications = thirdparty.SparkApplications
+	// MachineDeployments is Cluster API's MachineDeployment, a target of
+	// the scale backend.
+	MachineDeployments = thirdparty.MachineDeployments
+	// NodePools is Karpenter's NodePool, a target of the scale backend.
+	NodePools = thirdparty.NodePools
+)
+
+// ErrNoControlPlane says the kube-apiserver and etcd binaries are missing.
+var ErrNoControlPlane = errors.New("KUBEBUILDER_ASSETS does not name a directory holding kube-apiserver and etcd: run the tests with `make test`, which builds both and sets it (or set it to the output of hack/envtest-binaries.sh)")
+
+// Env is a running control plane.
+type Env struct {
+	// Config reaches the API server as an administrator.
+	Config *rest.Config
+	// Client is a client of Config with Scheme.
+	Client client.Client
+	// Scheme knows client-go's, apiextensions' and laxity's kinds; any
+	// other kind is read and written as unstructured.
+	Scheme *runtime.Scheme
+	// Environment is the envtest environment, for what only it offers
+	// (adding users for a kubeconfig, among others).
+	Environment *envtest.Environment
+}
+
+// Option changes what Start starts.
+type Option func(*settings)
+
+type settings struct {
+	withoutLaxity  bool
+	thirdParty     []string
+	apiServerFlags [][2]string
+}
+
+// WithThirdPartyCRDs installs the named third-party CRDs too
+// (SparkApplications, MachineDeployments, NodePools).
+func WithThirdPartyCRDs(files ...string) Option {
+	return func(s *settings) { s.thirdParty = append(s.thirdParty, files...) }
+}
+
+// WithoutLaxityCRDs leaves laxity's own CRDs out, for a suite that judges
+// only a third-party schema.
+func WithoutLaxityCRDs() Option {
+	return func(s *settings) { s.withoutLaxity = true }
+}
+
+// WithAPIServerFlag sets a kube-apiserver flag (name without the dashes).
+func WithAPIServerFlag(name, value string) Option {
+	return func(s *settings) { s.apiServerFlags = append(s.apiServerFlags, [2]string{name, value}) }
+}
+
+// NewScheme is the scheme of every suite: client-go's kinds, the
+// apiextensions kinds (suites that change a CRD) and laxity's kinds.
+func NewScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, laxityv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	return scheme, nil
+}
+
+// Start starts a kube-apiserver and etcd from KUBEBUILDER_ASSETS with
+// laxity's CRDs (unless WithoutLaxityCRDs) and the chosen third-party CRDs,
+// and waits until every CRD is served.
+func Start(opts ...Option) (*Env, error) {
+	var s settings
+	for _, opt := range opts {
+		opt(&s)
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if !executable(filepath.Join(assets, "kube-apiserver")) || !executable(filepath.Join(assets, "etcd")) {
+		return nil, ErrNoControlPlane
+	}
+	crds, err := CRDs(!s.withoutLaxity, s.thirdParty...)
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: crds, Scheme: scheme}
+	if len(s.apiServerFlags) > 0 {
+		apiServer := &envtest.APIServer{}
+		for _, flag := range s.apiServerFlags {
+			apiServer.Configure().Set(flag[0], flag[1])
+		}
+		env.ControlPlane.APIServer = apiServer
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting the envtest control plane from %s: %w", assets, err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return &Env{Config: cfg, Client: c, Scheme: scheme, Environment: env}, nil
+}
+
+// Stop stops the control plane; a nil Env (Start failed) has nothing to
+// stop.
+func (e *Env) Stop() error {
+	if e == nil {
+		return nil
+	}
+	return e.Environment.Stop()
+}
+
+// CRDs decodes laxity's CRDs (when laxity is true) and the named
+// third-party CRDs; an unknown file is an error naming it.
+func CRDs(laxity bool, thirdPartyFiles ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	if laxity {
+		for _, data := range crd.All() {
+			c := &apiextensionsv1.CustomResourceDefinition{}
+			if err := yaml.UnmarshalStrict(data, c); err != nil {
+				return nil, fmt.Errorf("decoding laxity's CRDs: %w", err)
+			}
+			crds = append(crds, c)
+		}
+	}
+	if len(thirdPartyFiles) > 0 {
+		others, err := thirdparty.CRDs(thirdPartyFiles...)
+		if err != nil {
+			return nil, fmt.Errorf("loading a third-party CRD of config/thirdparty: %w", err)
+		}
+		crds = append(crds, others...)
+	}
+	return crds, nil
+}
+
+func executable(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && !info.IsDir() && info.Mode()&0o111 != 0
+}
+
+// WriteKubeconfig writes a kubeconfig for user, a member of system:masters,
+// into dir and returns its path, for a process that is handed the control
+// plane (the laxity binary in the end-to-end suite).
+func (e *Env) WriteKubeconfig(dir, user string) (string, error) {
+	admin, err := e.Environment.ControlPlane.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("adding user %s to the envtest control plane: %w", user, err)
+	}
+	data, err := admin.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	return path, os.WriteFile(path, data, 0o600)
+}
