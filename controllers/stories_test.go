@@ -75,8 +75,8 @@ func newWorld(ctx context.Context, name string, leadTime time.Duration) *world {
 	backend := func(_ context.Context, es *laxityv1alpha1.ElasticSchedule) (pool.Backend, error) {
 		return pool.New(poolOptions, es)
 	}
-	w.es = &ElasticScheduleReconciler{Client: k8sClient, Clock: w.clock, Recorder: events.NewFakeRecorder(10000), Options: opts, Backend: backend, Sources: &Sources{}}
-	w.iq = &IntermittentQueryReconciler{Client: k8sClient, Clock: w.clock, Options: opts, Sources: &Sources{}}
+	w.es = &ElasticScheduleReconciler{Client: k8sClient, Clock: w.clock, Recorder: events.NewFakeRecorder(10000), Options: opts, Backend: backend, Sources: &Sources{}, Runner: StepRunners(k8sClient, nil)}
+	w.iq = &IntermittentQueryReconciler{Client: k8sClient, Clock: w.clock, Options: opts, Sources: &Sources{}, Runner: StepRunners(k8sClient, nil)}
 	w.nodes = &simulation.Provisioner{Client: k8sClient, Delay: leadTime}
 	w.spark = &simulation.Spark{Client: k8sClient, Duration: simulation.ModelledDuration(k8sClient, spec.CostModel)}
 	return w
@@ -183,8 +183,8 @@ func (w *world) observe(ctx context.Context, now time.Time) {
 	}
 	running := 0
 	for _, s := range steps {
-		app := s.object
-		if phase := s.obs.Phase; phase == laxityv1alpha1.StepPending || phase == laxityv1alpha1.StepRunning {
+		app := s.Object
+		if phase := s.Obs.Phase; phase == laxityv1alpha1.StepPending || phase == laxityv1alpha1.StepRunning {
 			running++
 		}
 		if seen[app.GetName()] {
