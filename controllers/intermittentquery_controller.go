@@ -89,7 +89,8 @@ func (r *IntermittentQueryReconciler) release(ctx context.Context, q *laxityv1al
 	if err == nil {
 		// The schedule's runner drops its own finalizer once it has
 		// cancelled the query's steps.
-		held = slices.DeleteFunc(held, func(f string) bool { return f == r.Runner(&es).Finalizer() })
+		kept := r.Runner(&es).Finalizer()
+		held = slices.DeleteFunc(held, func(f string) bool { return f == kept })
 	}
 	return dropFinalizers(ctx, r.Client, q, held...)
 }
