@@ -275,7 +275,3 @@ func (r *ElasticScheduleReconciler) requeueAfter(now time.Time, doc *planner.Doc
 	}
 	return max(next.Sub(now), time.Second)
 }
-
-// ReasonNothingToRelease is the reason of the event a deleted schedule gets
-// when releasing its pool found nothing to release.
-const ReasonNothingToRelease = "NothingToRelease"

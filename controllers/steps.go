@@ -81,6 +81,10 @@ func (r *ElasticScheduleReconciler) releaseDeleted(ctx context.Context, es *laxi
 	return live, joinBackendErrors(cancelErr)
 }
 
+// ReasonNothingToRelease is the reason of the event a deleted schedule gets
+// when releasing its pool found nothing to release.
+const ReasonNothingToRelease = "NothingToRelease"
+
 // finalize cancels the schedule's unfinished steps outside the cluster,
 // returns the pool to zero nodes and lets the schedule go.
 func (r *ElasticScheduleReconciler) finalize(ctx context.Context, es *laxityv1alpha1.ElasticSchedule) error {
