@@ -271,6 +271,7 @@ func countingWorld(ctx context.Context, name string, lead time.Duration) (*world
 	w := newWorld(ctx, name, lead)
 	counts := newCountingClient(k8sClient)
 	w.es.Client, w.iq.Client = counts, counts
+	w.es.Runner, w.iq.Runner = StepRunners(counts, nil), StepRunners(counts, nil)
 	opts := poolOptions
 	opts.Client = counts
 	w.es.Backend = func(_ context.Context, es *laxityv1alpha1.ElasticSchedule) (pool.Backend, error) {
