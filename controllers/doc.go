@@ -15,12 +15,14 @@
 // What the pass reads and writes:
 //
 //	observe.go       launched steps read back, latest attempt of each
-//	jobruns.go       steps run as EMR on EKS job runs and their records
+//	steps.go         launching, syncing and cancelling steps through the
+//	                 schedule's step runner (internal/steprun)
 //	plan.go          the plan in force, kept in the <schedule>-plan ConfigMap
 //	sources.go       queries' inputs, read once per pass for both controllers
 //	undecodable.go   stored objects that no longer decode
 //
 // The IntermittentQuery controller is intermittentquery_controller.go, its
 // status and conditions query_status.go. options.go holds the manager's
-// settings, setup.go the wiring into a manager, metrics.go the metrics.
+// settings, setup.go the wiring into a manager and the StepRunners factory
+// that picks a schedule's step runner, metrics.go the metrics.
 package controllers

@@ -10,8 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,11 +19,10 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/dispatch"
-	"github.com/laxity-dev/laxity/internal/emr"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/pool"
-	"github.com/laxity-dev/laxity/internal/sparkapp"
 	"github.com/laxity-dev/laxity/internal/spec"
+	"github.com/laxity-dev/laxity/internal/steprun"
 )
 
 // poolFinalizer returns the pool to zero nodes before an ElasticSchedule
@@ -43,9 +40,9 @@ type ElasticScheduleReconciler struct {
 	Backend func(ctx context.Context, es *laxityv1alpha1.ElasticSchedule) (pool.Backend, error)
 	// Sources gives a query's arrivals.
 	Sources *Sources
-	// JobRuns opens the EMR on EKS clients of schedules with the
-	// emrContainers backend; nil when the manager runs none.
-	JobRuns *emr.Clients
+	// Runner picks the step runner a schedule's backend names
+	// (StepRunners).
+	Runner func(es *laxityv1alpha1.ElasticSchedule) steprun.Runner
 
 	// reported holds the UIDs of the foreign objects already reported by an
 	// event, so each is reported once per manager run (the queries'
@@ -265,76 +262,6 @@ func (r *ElasticScheduleReconciler) request(ctx context.Context, es *laxityv1alp
 	return nil
 }
 
-// launch creates the step app describes: as app itself, or as a job run
-// with the emrContainers backend. The name is deterministic: a launch
-// repeated after a crash finds the step already there instead of running it
-// twice, and created is false. An object of that name that q does not own
-// (controller owner reference with q's UID) is not the step: squatter
-// names it, and nothing is created.
-func (r *ElasticScheduleReconciler) launch(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, q *laxityv1alpha1.IntermittentQuery, app *unstructured.Unstructured, now time.Time) (created bool, squatter string, err error) {
-	if es.Spec.NodePool.Backend.EMRContainers != nil {
-		return r.launchJobRun(ctx, es, q, app, now)
-	}
-	if err := controllerutil.SetControllerReference(q, app, r.Scheme()); err != nil {
-		return false, "", fmt.Errorf("owning %s: %w", app.GetName(), err)
-	}
-	if err := r.Create(ctx, app); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			existing := sparkapp.New()
-			squatter, err := r.takenBy(ctx, q, existing, app.GetNamespace(), app.GetName())
-			return false, squatter, err
-		}
-		return false, "", fmt.Errorf("launching %s: %w", app.GetName(), err)
-	}
-	return true, "", nil
-}
-
-// takenBy reads the object named name that a create found already there
-// into existing and says who has it: "" when it is q's own step (a launch
-// made before), else the object's kind, namespace and name.
-func (r *ElasticScheduleReconciler) takenBy(ctx context.Context, q *laxityv1alpha1.IntermittentQuery, existing client.Object, namespace, name string) (string, error) {
-	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, existing); err != nil {
-		return "", fmt.Errorf("reading %s, which is already there: %w", name, err)
-	}
-	if ownedByQuery(existing, q.Name, map[string]types.UID{q.Name: q.UID}) {
-		return "", nil
-	}
-	kind := sparkapp.GroupVersionKind.Kind
-	if _, ok := existing.(*corev1.ConfigMap); ok {
-		kind = "ConfigMap"
-	}
-	return fmt.Sprintf("%s %s/%s", kind, namespace, name), nil
-}
-
-// releaseDeleted lets the queries being deleted go, once their unfinished
-// job runs are cancelled, and returns the others: the ones to plan. A
-// cancellation AWS fails keeps its query (and finalizer) for the next pass,
-// as a backend error; the other queries go on.
-func (r *ElasticScheduleReconciler) releaseDeleted(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, steps []stepObject) ([]laxityv1alpha1.IntermittentQuery, error) {
-	var (
-		live      []laxityv1alpha1.IntermittentQuery
-		cancelErr []error
-	)
-	for i := range queries {
-		q := &queries[i]
-		if q.DeletionTimestamp.IsZero() {
-			live = append(live, *q)
-			continue
-		}
-		if !controllerutil.ContainsFinalizer(q, jobRunFinalizer) {
-			continue
-		}
-		if err := r.cancelJobRuns(ctx, es, steps, q.Name); err != nil {
-			cancelErr = append(cancelErr, fmt.Errorf("IntermittentQuery %s: cancelling its job runs: %w", q.Name, err))
-			continue
-		}
-		if err := dropJobRunFinalizer(ctx, r.Client, q); err != nil {
-			return nil, err
-		}
-	}
-	return live, joinBackendErrors(cancelErr)
-}
-
 // requeueAfter is when to look again: a retry's backoff or a window's close,
 // the next change of the requested pool size, or the poll interval while
 // tuples may arrive.
@@ -347,44 +274,4 @@ func (r *ElasticScheduleReconciler) requeueAfter(now time.Time, doc *planner.Doc
 		next = d.Recheck
 	}
 	return max(next.Sub(now), time.Second)
-}
-
-// ReasonNothingToRelease is the reason of the event a deleted schedule gets
-// when releasing its pool found nothing to release.
-const ReasonNothingToRelease = "NothingToRelease"
-
-// finalize returns the pool to zero nodes and lets the schedule go.
-func (r *ElasticScheduleReconciler) finalize(ctx context.Context, es *laxityv1alpha1.ElasticSchedule) error {
-	if !controllerutil.ContainsFinalizer(es, poolFinalizer) {
-		return nil
-	}
-	if es.Spec.NodePool.Backend.EMRContainers != nil {
-		if err := r.cancelAllJobRuns(ctx, es); err != nil {
-			return err
-		}
-	}
-	// Releasing creates nothing, so that a namespace being deleted, which
-	// refuses new objects, cannot hold the schedule (and the namespace)
-	// forever; a pool whose target is gone, or whose kind is no longer
-	// served, has nothing left to release.
-	var released pool.Released
-	backend, err := r.Backend(ctx, es)
-	if err == nil {
-		released, err = pool.Release(ctx, backend)
-	} else if why, ok := pool.NothingToRelease(err); ok {
-		released, err = pool.Released{Nothing: true, Why: why}, nil
-	}
-	if err != nil {
-		return fmt.Errorf("releasing the pool: %w", err)
-	}
-	if released.Nothing {
-		ctrl.LoggerFrom(ctx).Info("Releasing the pool found nothing to release", "why", released.Why)
-		r.Recorder.Eventf(es, nil, corev1.EventTypeNormal, ReasonNothingToRelease, "Release", "Releasing the node pool found nothing to release: %s", released.Why)
-	}
-	controllerutil.RemoveFinalizer(es, poolFinalizer)
-	if err := r.Update(ctx, es); err != nil {
-		return err
-	}
-	forgetSchedule(es.Namespace, es.Name)
-	return nil
 }

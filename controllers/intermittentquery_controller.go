@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -12,10 +13,10 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/spec"
+	"github.com/laxity-dev/laxity/internal/steprun"
 )
 
 // IntermittentQueryReconciler keeps a query's status: arrivals, every step
@@ -26,6 +27,9 @@ type IntermittentQueryReconciler struct {
 	Clock   clock.PassiveClock
 	Options Options
 	Sources *Sources
+	// Runner picks the step runner a schedule's backend names
+	// (StepRunners).
+	Runner func(es *laxityv1alpha1.ElasticSchedule) steprun.Runner
 	// Recorder records the query's events; nil records none.
 	Recorder events.EventRecorder
 }
@@ -69,32 +73,26 @@ func (r *IntermittentQueryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 }
 
 // release lets a deleted query go when no schedule is left to cancel its
-// job runs: its ElasticSchedule does that while it runs them, and cancels
-// them all when it is deleted itself.
+// steps outside the cluster (job runs): its ElasticSchedule does that while
+// its runner needs the query's finalizer, and cancels them all when it is
+// deleted itself.
 func (r *IntermittentQueryReconciler) release(ctx context.Context, q *laxityv1alpha1.IntermittentQuery) error {
-	if !controllerutil.ContainsFinalizer(q, jobRunFinalizer) {
+	held := steprun.QueryFinalizers(q)
+	if len(held) == 0 {
 		return nil
 	}
 	var es laxityv1alpha1.ElasticSchedule
 	err := r.Get(ctx, client.ObjectKey{Namespace: q.Namespace, Name: q.Spec.ScheduleName}, &es)
-	if err == nil && es.Spec.NodePool.Backend.EMRContainers != nil {
-		return nil
-	}
 	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("reading the schedule: %w", err)
 	}
-	return dropJobRunFinalizer(ctx, r.Client, q)
-}
-
-// dropJobRunFinalizer lets q go once its job runs are cancelled.
-func dropJobRunFinalizer(ctx context.Context, c client.Writer, q *laxityv1alpha1.IntermittentQuery) error {
-	if !controllerutil.RemoveFinalizer(q, jobRunFinalizer) {
-		return nil
+	if err == nil {
+		// The schedule's runner drops its own finalizer once it has
+		// cancelled the query's steps.
+		kept := r.Runner(&es).Finalizer()
+		held = slices.DeleteFunc(held, func(f string) bool { return f == kept })
 	}
-	if err := c.Update(ctx, q); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("IntermittentQuery %s: removing the job-run finalizer: %w", q.Name, err)
-	}
-	return nil
+	return dropFinalizers(ctx, r.Client, q, held...)
 }
 
 func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1alpha1.IntermittentQuery, now time.Time) (time.Duration, error) {

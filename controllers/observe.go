@@ -17,14 +17,15 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
 	"github.com/laxity-dev/laxity/internal/spec"
+	"github.com/laxity-dev/laxity/internal/steprun"
 )
 
 // Labels laxity puts on the objects it creates (docs/design.md, the step
 // contract).
 const (
-	LabelSchedule = "laxity.dev/schedule"
-	LabelQuery    = "laxity.dev/query"
-	LabelStep     = "laxity.dev/step"
+	LabelSchedule = steprun.LabelSchedule
+	LabelQuery    = steprun.LabelQuery
+	LabelStep     = steprun.LabelStep
 )
 
 // observedStep is the latest attempt of one step, read back from its
@@ -48,7 +49,7 @@ type launchedSteps struct {
 
 // observeSteps reads the launched steps once: by query, for every step, its
 // latest attempt. Objects that are not laxity's are ignored.
-func observeSteps(objects []stepObject) map[string]launchedSteps {
+func observeSteps(objects []steprun.Step) map[string]launchedSteps {
 	type key struct {
 		query string
 		kind  planner.StepKind
@@ -56,7 +57,7 @@ func observeSteps(objects []stepObject) map[string]launchedSteps {
 	}
 	latest := map[key]observedStep{}
 	for _, o := range objects {
-		query, step, err := sparkapp.StepOf(o.object)
+		query, step, err := sparkapp.StepOf(o.Object)
 		if err != nil {
 			continue
 		}
@@ -64,10 +65,10 @@ func observeSteps(objects []stepObject) map[string]launchedSteps {
 		// The same attempt twice is a SparkApplication cancelled as stuck
 		// and the record that stands for it (cancelStuck): the record, which
 		// says it failed, wins.
-		if seen, ok := latest[k]; ok && (seen.step.Attempt > step.Attempt || (seen.step.Attempt == step.Attempt && o.stuck == "")) {
+		if seen, ok := latest[k]; ok && (seen.step.Attempt > step.Attempt || (seen.step.Attempt == step.Attempt && o.Stuck == "")) {
 			continue
 		}
-		latest[k] = observedStep{step: step, obs: o.obs, name: o.object.GetName(), result: o.object.GetAnnotations()[sparkapp.AnnotationResult], object: o.object, stuck: o.stuck}
+		latest[k] = observedStep{step: step, obs: o.Obs, name: o.Object.GetName(), result: o.Object.GetAnnotations()[sparkapp.AnnotationResult], object: o.Object, stuck: o.Stuck}
 	}
 	out := map[string]launchedSteps{}
 	for k, s := range latest {
@@ -202,18 +203,18 @@ func stuckHandling(launched map[string]launchedSteps, maxAttempts int, retried *
 
 // reportForeign reports each foreign object once (by UID) with a Warning
 // event naming it, and logs it: an object carrying laxity's labels that its
-// query does not own. It is otherwise ignored (see listAllSteps); the
+// query does not own. It is otherwise ignored (see steprun.List); the
 // query's ForeignSteps condition keeps naming it.
-func (r *ElasticScheduleReconciler) reportForeign(ctx context.Context, foreign []stepObject) []note {
+func (r *ElasticScheduleReconciler) reportForeign(ctx context.Context, foreign []steprun.Step) []note {
 	var notes []note
 	for _, o := range foreign {
-		if _, seen := r.reported.LoadOrStore(o.object.GetUID(), true); seen {
+		if _, seen := r.reported.LoadOrStore(o.Object.GetUID(), true); seen {
 			continue
 		}
-		query := o.object.GetLabels()[LabelQuery]
-		log.FromContext(ctx).Info("ignoring a foreign step", "object", o.describe(), "query", query)
+		query := o.Object.GetLabels()[LabelQuery]
+		log.FromContext(ctx).Info("ignoring a foreign step", "object", o.Describe(), "query", query)
 		notes = append(notes, note{corev1.EventTypeWarning, laxityv1alpha1.ForeignStepReason, "Observe",
-			fmt.Sprintf("%s carries the labels of a step of IntermittentQuery %s but is not owned by it: ignored, neither run, counted nor merged", o.describe(), query)})
+			fmt.Sprintf("%s carries the labels of a step of IntermittentQuery %s but is not owned by it: ignored, neither run, counted nor merged", o.Describe(), query)})
 	}
 	return notes
 }

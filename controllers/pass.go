@@ -15,6 +15,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/pool"
 	"github.com/laxity-dev/laxity/internal/source"
 	"github.com/laxity-dev/laxity/internal/spec"
+	"github.com/laxity-dev/laxity/internal/steprun"
 )
 
 // view is what one pass over a schedule reads, each thing once: its live
@@ -38,7 +39,7 @@ type view struct {
 	inputs map[string]input
 	// steps are laxity's own steps of the schedule; launched the latest
 	// attempt of each step, by query.
-	steps    []stepObject
+	steps    []steprun.Step
 	launched map[string]launchedSteps
 	// ready is the number of ready pool nodes; previousReady what the last
 	// pass saw.
@@ -93,7 +94,7 @@ func (r *ElasticScheduleReconciler) observe(ctx context.Context, es *laxityv1alp
 		return nil, err
 	}
 	p.notes = append(p.notes, r.reportForeign(ctx, foreign)...)
-	if err := p.keep(r.syncJobRuns(ctx, es, steps, v.now)); err != nil {
+	if err := p.keep(r.syncSteps(ctx, es, steps, v.now)); err != nil {
 		return nil, err
 	}
 	v.steps = steps

@@ -15,6 +15,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/dispatch"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/internal/steprun"
 )
 
 // writeSteps records every step's latest attempt in the status.
@@ -271,10 +272,10 @@ func namesTaken(launched launchedSteps) map[string]int {
 }
 
 // setForeignCondition sets or removes the ForeignSteps condition.
-func setForeignCondition(q *laxityv1alpha1.IntermittentQuery, foreign []stepObject, launched launchedSteps) {
+func setForeignCondition(q *laxityv1alpha1.IntermittentQuery, foreign []steprun.Step, launched launchedSteps) {
 	var named []string
 	for _, o := range foreign {
-		named = append(named, o.describe())
+		named = append(named, o.Describe())
 	}
 	sort.Strings(named)
 	var taken []string

@@ -272,6 +272,7 @@ func countingWorld(ctx context.Context, name string, lead time.Duration) (*world
 	w := newWorld(ctx, name, lead)
 	counts := newCountingClient(k8sClient)
 	w.es.Client, w.iq.Client = counts, counts
+	w.es.Runner, w.iq.Runner = StepRunners(counts, nil), StepRunners(counts, nil)
 	opts := poolOptions
 	opts.Client = counts
 	w.es.Backend = func(_ context.Context, es *laxityv1alpha1.ElasticSchedule) (pool.Backend, error) {
@@ -546,11 +547,11 @@ var _ = Describe("Reconcile cost with 1,000 queries", Ordered, func() {
 		opts := Options{MaxAttempts: 3, Backoff: 20 * time.Second, ResultRoot: "s3a://results", Poll: 10 * time.Second}
 		poolOpts := poolOptions
 		poolOpts.Client = counts
-		es := &ElasticScheduleReconciler{Client: counts, Clock: clk, Recorder: events.NewFakeRecorder(100000), Options: opts, Sources: &Sources{},
+		es := &ElasticScheduleReconciler{Client: counts, Clock: clk, Recorder: events.NewFakeRecorder(100000), Options: opts, Sources: &Sources{}, Runner: StepRunners(counts, nil),
 			Backend: func(_ context.Context, es *laxityv1alpha1.ElasticSchedule) (pool.Backend, error) {
 				return pool.New(poolOpts, es)
 			}}
-		iq := &IntermittentQueryReconciler{Client: counts, Clock: clk, Options: opts, Sources: &Sources{}}
+		iq := &IntermittentQueryReconciler{Client: counts, Clock: clk, Options: opts, Sources: &Sources{}, Runner: StepRunners(counts, nil)}
 
 		var esTimes []time.Duration
 		for _, name := range names {

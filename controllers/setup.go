@@ -24,6 +24,9 @@ import (
 	"github.com/laxity-dev/laxity/internal/emr"
 	"github.com/laxity-dev/laxity/internal/pool"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/internal/steprun"
+	"github.com/laxity-dev/laxity/internal/steprun/jobrun"
+	"github.com/laxity-dev/laxity/internal/steprun/sparkapplication"
 )
 
 // Setup registers both reconcilers with the manager, with the pool backends
@@ -52,18 +55,58 @@ func Setup(_ context.Context, mgr ctrl.Manager, clk clock.PassiveClock, opts Opt
 		return fmt.Errorf("looking up the SparkApplication kind: %w", err)
 	}
 	sources := &Sources{Reader: mgr.GetAPIReader()}
+	runner := StepRunners(mgr.GetClient(), jobRuns)
 	es := &ElasticScheduleReconciler{
-		Client: mgr.GetClient(), Clock: clk, Options: opts, Backend: backend, Sources: sources, JobRuns: jobRuns,
+		Client: mgr.GetClient(), Clock: clk, Options: opts, Backend: backend, Sources: sources, Runner: runner,
 		Recorder: mgr.GetEventRecorder("laxity"),
 	}
 	if err := es.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ElasticSchedule controller: %w", err)
 	}
-	iq := &IntermittentQueryReconciler{Client: mgr.GetClient(), Clock: clk, Options: opts, Sources: sources, Recorder: mgr.GetEventRecorder("laxity")}
+	iq := &IntermittentQueryReconciler{Client: mgr.GetClient(), Clock: clk, Options: opts, Sources: sources, Runner: runner, Recorder: mgr.GetEventRecorder("laxity")}
 	if err := iq.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the IntermittentQuery controller: %w", err)
 	}
 	return nil
+}
+
+// StepRunners is the factory of step runners: given a schedule, the runner
+// its spec.nodePool.backend names, talking to the cluster through c and to
+// EMR on EKS through jobRuns. It is the one place that knows which runner
+// a backend means; a new runner is a package under internal/steprun and a
+// line here (and one in stepKinds when its steps are a kind of their own).
+// Every runner is given the schedule's job-run runner for the job-run
+// records among its steps: they stay job runs after a backend change.
+func StepRunners(c client.Client, jobRuns *emr.Clients) func(es *laxityv1alpha1.ElasticSchedule) steprun.Runner {
+	return func(es *laxityv1alpha1.ElasticSchedule) steprun.Runner {
+		runs := jobrun.New(c, jobRuns, es)
+		if es.Spec.NodePool.Backend.EMRContainers != nil {
+			return runs
+		}
+		return sparkapplication.New(c, runs)
+	}
+}
+
+// stepKinds are the kinds of object steps run as that the cluster serves,
+// besides the records every runner may write (steprun.List).
+func stepKinds(opts Options) []steprun.Lister {
+	if opts.NoSparkApplications {
+		return nil
+	}
+	return []steprun.Lister{sparkapplication.Kind}
+}
+
+// listAllSteps lists the objects in namespace that carry labels and may be
+// steps, of every kind the cluster serves, split into laxity's own steps
+// and the foreign ones (steprun.List).
+func listAllSteps(ctx context.Context, c client.Reader, opts Options, namespace string, labels client.MatchingLabels) (owned, foreign []steprun.Step, err error) {
+	return steprun.List(ctx, c, stepKinds(opts), namespace, labels)
+}
+
+// listSteps lists laxity's own steps in namespace that carry labels.
+func listSteps(ctx context.Context, c client.Reader, opts Options, namespace string, labels client.MatchingLabels) ([]steprun.Step, error) {
+	owned, _, err := listAllSteps(ctx, c, opts, namespace, labels)
+	return owned, err
 }
 
 // CacheOptions are the manager's cache settings the controllers rely on:

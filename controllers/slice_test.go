@@ -11,6 +11,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/dispatch"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/internal/steprun"
 	"github.com/laxity-dev/laxity/test/builder"
 )
 
@@ -29,7 +30,7 @@ func (s *recordingSlicer) Slice(_ context.Context, _ time.Time, previous map[str
 }
 
 // launched renders batch index of the test query over [from, to) with slice.
-func launched(t *testing.T, index, attempt int, from, to int64, slice map[string]string) stepObject {
+func launched(t *testing.T, index, attempt int, from, to int64, slice map[string]string) steprun.Step {
 	t.Helper()
 	q := builder.Query("ns", "q").Rate("10").Slack(time.Minute).Obj()
 	es := builder.Schedule("ns", "pool").Sizes(2).LeadTime(time.Minute).Obj()
@@ -38,12 +39,12 @@ func launched(t *testing.T, index, attempt int, from, to int64, slice map[string
 	if err != nil {
 		t.Fatal(err)
 	}
-	return stepObject{object: app, obs: sparkapp.Observe(app)}
+	return steprun.Step{Object: app, Obs: sparkapp.Observe(app)}
 }
 
 func TestBatchSlice(t *testing.T) {
 	first := map[string]string{"cursor": "a"}
-	apps := []stepObject{launched(t, 0, 0, 0, 100, first)}
+	apps := []steprun.Step{launched(t, 0, 0, 0, 100, first)}
 	ctx := context.Background()
 
 	// A new batch continues from the one before it; its range ends where
@@ -72,12 +73,12 @@ func TestBatchSlice(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		apps []stepObject
+		apps []steprun.Step
 		step dispatch.Step
 		want string
 	}{
-		{"the batch before has no slice", []stepObject{launched(t, 0, 0, 0, 100, nil)}, dispatch.Step{Index: 1, FromTuple: 100, ToTuple: 200}, "batch 0 records no input slice"},
-		{"the failed attempt has no slice", []stepObject{launched(t, 0, 0, 0, 100, nil)}, dispatch.Step{Index: 0, Attempt: 1, ToTuple: 100}, "attempt 0 records no input slice"},
+		{"the batch before has no slice", []steprun.Step{launched(t, 0, 0, 0, 100, nil)}, dispatch.Step{Index: 1, FromTuple: 100, ToTuple: 200}, "batch 0 records no input slice"},
+		{"the failed attempt has no slice", []steprun.Step{launched(t, 0, 0, 0, 100, nil)}, dispatch.Step{Index: 0, Attempt: 1, ToTuple: 100}, "attempt 0 records no input slice"},
 		{"nothing to read", nil, dispatch.Step{Index: 0, ToTuple: 100}, "no tuples of [0, 100)"},
 	} {
 		_, _, err := batchSlice(ctx, &recordingSlicer{}, observeSteps(tc.apps)["q"], tc.step, origin)

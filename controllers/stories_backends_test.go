@@ -409,7 +409,7 @@ var _ = Describe("Story 7: a schedule on placeholder pods", Ordered, func() {
 	var s *backendStory
 	BeforeAll(func(ctx SpecContext) {
 		s = newBackendStory(ctx, "story7-ph", 0, func(ns string) (laxityv1alpha1.PoolBackend, poolTarget, *unstructured.Unstructured) {
-			// scheduleObject's backend is the placeholder one.
+			// builder.Schedule's backend is the placeholder one.
 			ref := builder.Schedule(ns, "pool").Sizes(2).LeadTime(backendStoryLead).Obj().Spec.NodePool.Backend
 			return ref, poolTarget{gvk: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, namespace: ns, name: pool.PlaceholderDeploymentName("pool")}, nil
 		})

@@ -25,6 +25,8 @@ import (
 	"github.com/laxity-dev/laxity/internal/sparkapp"
 	"github.com/laxity-dev/laxity/internal/spec"
 	"github.com/laxity-dev/laxity/internal/standin"
+	"github.com/laxity-dev/laxity/internal/steprun"
+	"github.com/laxity-dev/laxity/internal/steprun/jobrun"
 	"github.com/laxity-dev/laxity/test/builder"
 	"github.com/laxity-dev/laxity/test/builder/emrbuilder"
 )
@@ -39,7 +41,7 @@ func (w *world) useEMR(aws *emrfake.Server) {
 	aws.SetUpdatesCompleteAtOnce(true)
 	aws.SetScaling(0, 20, 0)
 	jobRuns := &emr.Clients{Options: []emr.Option{emr.WithCredentials(aws.Credentials()), emr.WithRetries(emr.DefaultMaxAttempts, time.Millisecond)}}
-	w.es.JobRuns = jobRuns
+	w.es.Runner = StepRunners(w.es.Client, jobRuns)
 	w.es.Backend = func(ctx context.Context, es *laxityv1alpha1.ElasticSchedule) (pool.Backend, error) {
 		return jobRuns.For(ctx, emr.ConfigFrom(es.Spec.NodePool.Backend.EMRContainers))
 	}
@@ -131,7 +133,7 @@ var _ = Describe("A schedule running three queries as EMR on EKS job runs", Orde
 			Expect(run.State).To(Equal(emr.StateCompleted), run.Name)
 			record, ok := records[run.Name]
 			Expect(ok).To(BeTrue(), "job run %s has no record", run.Name)
-			Expect(record.Data[recordJobRunID]).To(Equal(run.ID))
+			Expect(record.Data[steprun.RecordJobRunID]).To(Equal(run.ID))
 			Expect(record.OwnerReferences).To(HaveLen(1))
 
 			query, step, err := sparkapp.StepOf(&record)
@@ -234,7 +236,7 @@ var _ = Describe("A schedule running three queries as EMR on EKS job runs", Orde
 			Expect(b.ResultLocation).NotTo(BeEmpty())
 			Expect(b.SparkApplication).To(Equal(fmt.Sprintf("alpha-b%d", b.Index)), "the job run's name")
 		}
-		Expect(q.Finalizers).To(ContainElement(jobRunFinalizer))
+		Expect(q.Finalizers).To(ContainElement(jobrun.Finalizer))
 	})
 
 	It("calls AWS little: one poll per pass of the one run in flight, one node group read per pass", func() {
@@ -315,9 +317,9 @@ var _ = Describe("EMR on EKS job runs that fail, are throttled and are cancelled
 	It("retries a failed job run like a failed SparkApplication, and the query still meets its deadline", func(ctx SpecContext) {
 		records := w.jobRunRecords(ctx)
 		failed, retried := records["delta-b1"], records["delta-b1-r1"]
-		Expect(failed.Data[recordState]).To(Equal(emr.StateFailed))
-		Expect(failed.Data[recordMessage]).To(Equal("USER_ERROR: Driver exited with code 1."))
-		Expect(retried.Data[recordState]).To(Equal(emr.StateCompleted))
+		Expect(failed.Data[steprun.RecordState]).To(Equal(emr.StateFailed))
+		Expect(failed.Data[steprun.RecordMessage]).To(Equal("USER_ERROR: Driver exited with code 1."))
+		Expect(retried.Data[steprun.RecordState]).To(Equal(emr.StateCompleted))
 		q := w.finishedInTime(ctx, "delta")
 		Expect(q.Status.Batches[1].Attempt).To(Equal(int32(1)))
 		Expect(q.Status.Batches[1].Outcome).To(Equal(laxityv1alpha1.StepSucceeded))

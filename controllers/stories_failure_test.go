@@ -537,8 +537,8 @@ func fsRestartManager(w *world, counts *fsCounts) *fsClient {
 	backend := func(_ context.Context, es *laxityv1alpha1.ElasticSchedule) (pool.Backend, error) {
 		return pool.New(poolOptions, es)
 	}
-	w.es = &ElasticScheduleReconciler{Client: c, Clock: w.clock, Recorder: w.es.Recorder, Options: opts, Backend: backend, Sources: &Sources{}}
-	w.iq = &IntermittentQueryReconciler{Client: c, Clock: w.clock, Options: opts, Sources: &Sources{}}
+	w.es = &ElasticScheduleReconciler{Client: c, Clock: w.clock, Recorder: w.es.Recorder, Options: opts, Backend: backend, Sources: &Sources{}, Runner: StepRunners(c, nil)}
+	w.iq = &IntermittentQueryReconciler{Client: c, Clock: w.clock, Options: opts, Sources: &Sources{}, Runner: StepRunners(c, nil)}
 	return c
 }
 

@@ -45,6 +45,7 @@ func cachedReader(ctx context.Context) client.Client {
 func (w *world) useCache(c client.Client) {
 	w.es.Client = c
 	w.iq.Client = c
+	w.es.Runner, w.iq.Runner = StepRunners(c, nil), StepRunners(c, nil)
 }
 
 // versions maps the names of a list's items to their resource versions.

@@ -23,6 +23,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/pool"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/internal/steprun"
 	"github.com/laxity-dev/laxity/test/builder"
 )
 
@@ -82,14 +83,14 @@ func ssExact(ctx context.Context, w *world, query string, total int64) {
 	Expect(err).NotTo(HaveOccurred())
 	ranges := map[int][2]int64{}
 	for _, s := range steps {
-		_, step, err := sparkapp.StepOf(s.object)
+		_, step, err := sparkapp.StepOf(s.Object)
 		Expect(err).NotTo(HaveOccurred())
 		if step.Kind != planner.StepBatch {
 			continue
 		}
 		r := [2]int64{step.FromTuple, step.ToTuple}
 		if seen, ok := ranges[step.Index]; ok {
-			Expect(r).To(Equal(seen), "%s: every attempt of batch %d reads the same range (%s)", query, step.Index, s.object.GetName())
+			Expect(r).To(Equal(seen), "%s: every attempt of batch %d reads the same range (%s)", query, step.Index, s.Object.GetName())
 		}
 		ranges[step.Index] = r
 	}
@@ -372,7 +373,7 @@ var _ = Describe("A step stuck in SUBMITTED", Ordered, func() {
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the stuck SparkApplication is deleted: %v", err)
 		var record corev1.ConfigMap
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: "alpha-b2"}, &record)).To(Succeed())
-		Expect(record.Data[recordStuck]).To(ContainSubstring("alpha-b2"))
+		Expect(record.Data[steprun.RecordStuck]).To(ContainSubstring("alpha-b2"))
 		b := fsQuery(ctx, w, "alpha").Status.Batches[2]
 		Expect(b.SparkApplication).To(Equal("alpha-b2-r1"))
 		Expect(b.Outcome).To(Equal(laxityv1alpha1.StepSucceeded))
@@ -428,12 +429,12 @@ var _ = Describe("The pool scaled to zero under a running step", Ordered, func()
 			steps, err := listSteps(ctx, k8sClient, Options{}, w.ns, nil)
 			Expect(err).NotTo(HaveOccurred())
 			for _, s := range steps {
-				if s.obs.Phase == laxityv1alpha1.StepRunning {
+				if s.Obs.Phase == laxityv1alpha1.StepRunning {
 					backend, err := pool.New(poolOptions, fsSchedule(ctx, w))
 					Expect(err).NotTo(HaveOccurred())
 					Expect(backend.Request(ctx, 0)).To(Succeed())
 					lostAt = now
-					fmt.Fprintf(GinkgoWriter, "scaled to zero at %s under %s\n", now, s.object.GetName())
+					fmt.Fprintf(GinkgoWriter, "scaled to zero at %s under %s\n", now, s.Object.GetName())
 					return
 				}
 			}
@@ -483,10 +484,10 @@ var _ = Describe("The pool scaled to zero under a running step", Ordered, func()
 })
 
 // ssNames is the names of objects, sorted, for messages.
-func ssNames(objs []stepObject) []string {
+func ssNames(objs []steprun.Step) []string {
 	var out []string
 	for _, o := range objs {
-		out = append(out, o.object.GetName())
+		out = append(out, o.Object.GetName())
 	}
 	sort.Strings(out)
 	return out

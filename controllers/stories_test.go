@@ -74,8 +74,9 @@ func newWorld(ctx context.Context, name string, leadTime time.Duration) *world {
 	backend := func(_ context.Context, es *laxityv1alpha1.ElasticSchedule) (pool.Backend, error) {
 		return pool.New(poolOptions, es)
 	}
-	w.es = &ElasticScheduleReconciler{Client: k8sClient, Clock: w.clock, Recorder: events.NewFakeRecorder(10000), Options: opts, Backend: backend, Sources: &Sources{}}
-	w.iq = &IntermittentQueryReconciler{Client: k8sClient, Clock: w.clock, Options: opts, Sources: &Sources{}}
+	sources := &Sources{} // one reading of each input serves both reconcilers, as in Setup
+	w.es = &ElasticScheduleReconciler{Client: k8sClient, Clock: w.clock, Recorder: events.NewFakeRecorder(10000), Options: opts, Backend: backend, Sources: sources, Runner: StepRunners(k8sClient, nil)}
+	w.iq = &IntermittentQueryReconciler{Client: k8sClient, Clock: w.clock, Options: opts, Sources: sources, Runner: StepRunners(k8sClient, nil)}
 	w.nodes = &standin.Provisioner{Client: k8sClient, Delay: leadTime}
 	w.spark = &standin.Spark{Client: k8sClient, Duration: standin.ModelledDuration(k8sClient, spec.CostModel)}
 	return w
@@ -148,8 +149,8 @@ func (w *world) observe(ctx context.Context, now time.Time) {
 	}
 	running := 0
 	for _, s := range steps {
-		app := s.object
-		if phase := s.obs.Phase; phase == laxityv1alpha1.StepPending || phase == laxityv1alpha1.StepRunning {
+		app := s.Object
+		if phase := s.Obs.Phase; phase == laxityv1alpha1.StepPending || phase == laxityv1alpha1.StepRunning {
 			running++
 		}
 		if seen[app.GetName()] {
