@@ -30,10 +30,6 @@ const (
 	ReplanNodesLost = "NodesLost"
 )
 
-// errKeptPlan marks a re-plan whose search ran out of its budget while a
-// plan was in force: that plan goes on.
-var errKeptPlan = errors.New("the plan in force is kept")
-
 // budgetRetry is how long a schedule whose search ran out of its budget
 // waits before trying again: the same inputs would run out again.
 const budgetRetry = 5 * time.Minute

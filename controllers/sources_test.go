@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/laxity-dev/laxity/test/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/laxity-dev/laxity/test/builder"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/spec"

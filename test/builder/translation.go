@@ -26,7 +26,7 @@ func AnalyticsSchedule() *laxityv1alpha1.ElasticSchedule {
 // per input spread over the nodes; mutate, when not nil, changes its spec.
 func AnalyticsQuery(name string, mutate func(*laxityv1alpha1.IntermittentQuerySpec)) laxityv1alpha1.IntermittentQuery {
 	q := Query("analytics", name).Bare().Schedule("tpch").
-		Window(Origin.Add(10*time.Minute), time.Hour).Deadline(Origin.Add(80*time.Minute)).
+		Window(Origin.Add(10*time.Minute), time.Hour).Deadline(Origin.Add(80 * time.Minute)).
 		Rate("9500").Granularity(9500).
 		CostModel(CostModel(BatchCost("25", "2e-8", "2e-5"), MergeCost("8", "0.05", "0.4"))).Obj()
 	if mutate != nil {

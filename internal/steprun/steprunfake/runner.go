@@ -29,6 +29,7 @@ type Runner struct {
 
 var _ steprun.Runner = (*Runner)(nil)
 
+// Finalizer is QueryFinalizer.
 func (r *Runner) Finalizer() string { return r.QueryFinalizer }
 
 // Launch records app's name and reports it created.
@@ -39,8 +40,10 @@ func (r *Runner) Launch(_ context.Context, _ *laxityv1alpha1.IntermittentQuery, 
 	return true, "", nil
 }
 
+// Sync has nothing to bring up to date.
 func (r *Runner) Sync(context.Context, []steprun.Step, time.Time) error { return nil }
 
+// CancelStuck cancels nothing and reports no object replaced.
 func (r *Runner) CancelStuck(context.Context, *laxityv1alpha1.IntermittentQuery, metav1.Object, string, time.Time, time.Time) (bool, error) {
 	return false, nil
 }
