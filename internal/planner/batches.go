@@ -26,8 +26,12 @@ type layout struct {
 	// batch but the last; 0 disables partial merges.
 	partialEvery int
 	// onNodes is cost on each pool size, by index: what RemainingSeconds
-	// is called with.
-	onNodes []costmodel.OnNodes
+	// is called with. perTuple, partialMerge and finalMerge are its terms
+	// that do not change along the layout, so that remaining, which the
+	// search calls for every batch of every candidate, adds three products
+	// instead of recounting the batches left.
+	onNodes                            []costmodel.OnNodes
+	perTuple, partialMerge, finalMerge []float64
 }
 
 // costModel caches the coefficients the simulation needs on its hot path.
@@ -84,9 +88,18 @@ func (l *layout) finalInputs() int {
 }
 
 // remaining is the modelled work, in seconds on pool size index size, of
-// batches next..k-1 with their partial merges and the final merge.
+// batches next..k-1 with their partial merges and the final merge:
+// RemainingSeconds(l.onNodes[size], l.progress(next)), to the last bit
+// (TestLayoutRemainingIsRemainingSeconds), from the layout's known batch
+// count and precomputed terms.
 func (l *layout) remaining(next, size int) float64 {
-	return RemainingSeconds(l.onNodes[size], l.progress(next))
+	k := len(l.to)
+	work := float64(k-next)*l.onNodes[size].BatchOverhead() + float64(l.total-l.from(next))*l.perTuple[size] + l.finalMerge[size]
+	if l.partialEvery > 0 {
+		// Partial merges follow batches j (1-based) with next < j < k.
+		work += float64((k-1)/l.partialEvery-next/l.partialEvery) * l.partialMerge[size]
+	}
+	return work
 }
 
 // progress is where the query stands before batch next.
@@ -102,8 +115,11 @@ func (l *layout) progress(next int) Progress {
 func (l *layout) precompute(sizes []int) {
 	model := l.cost.model()
 	l.onNodes = make([]costmodel.OnNodes, len(sizes))
+	l.perTuple, l.partialMerge, l.finalMerge = make([]float64, len(sizes)), make([]float64, len(sizes)), make([]float64, len(sizes))
 	for i, n := range sizes {
-		l.onNodes[i] = model.OnNodes(n)
+		o := model.OnNodes(n)
+		l.onNodes[i] = o
+		l.perTuple[i], l.partialMerge[i], l.finalMerge[i] = o.BatchPerTuple(), o.MergeSeconds(l.partialEvery), o.MergeSeconds(l.finalInputs())
 	}
 }
 
