@@ -195,7 +195,7 @@ func (r *ElasticScheduleReconciler) idle(ctx context.Context, es *laxityv1alpha1
 // attempts, retried after the backoff like any failure, and returns the
 // queries' run-time view after it.
 func (r *ElasticScheduleReconciler) cancelStuckSteps(ctx context.Context, v *view, p *passResult) ([]dispatch.Query, error) {
-	dqs, err := v.dispatchQueries(spec.RuntimeMargin(v.es))
+	dqs, err := v.dispatchQueries()
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +210,7 @@ func (r *ElasticScheduleReconciler) cancelStuckSteps(ctx context.Context, v *vie
 	if !cancelled {
 		return dqs, nil
 	}
-	return v.dispatchQueries(spec.RuntimeMargin(v.es))
+	return v.dispatchQueries()
 }
 
 // keepBackendError adds err to errs when it is a backend error, for the

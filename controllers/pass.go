@@ -149,8 +149,10 @@ func (r *ElasticScheduleReconciler) readInput(ctx context.Context, es *laxityv1a
 
 // dispatchQueries is the run-time view of every query the plan in force
 // covers: its plan, its arrivals, its launched steps and what its source
-// tells (see withSource).
-func (v *view) dispatchQueries(runtimeMargin float64) ([]dispatch.Query, error) {
+// tells (see withSource). Its estimates price steps with the plan's
+// margins (planner.Query.Planned), so that dispatch judges slack as the
+// plan did.
+func (v *view) dispatchQueries() ([]dispatch.Query, error) {
 	doc := &v.stored.doc
 	var out []dispatch.Query
 	for i := range v.queries {
@@ -161,7 +163,8 @@ func (v *view) dispatchQueries(runtimeMargin float64) ([]dispatch.Query, error) 
 		}
 		in := v.inputs[q.Name]
 		if dq, ok := dispatchQuery(q, pq, doc, v.launched[q.Name], in.arrived, v.now); ok {
-			withSource(&dq, in, runtimeMargin)
+			dq.Cost = pq.Planned(v.workload.Planning)
+			withSource(&dq, in)
 			out = append(out, dq)
 		}
 	}
@@ -171,14 +174,12 @@ func (v *view) dispatchQueries(runtimeMargin float64) ([]dispatch.Query, error) 
 // withSource gives dispatch what the query's source tells: the instant a
 // batch fills up, for the sources that can tell (source.Forecaster; the
 // others are polled), and whether its input could be read this pass (held:
-// it starts nothing). It also gives dispatch's estimates the plan's runtime
-// margin, so that it judges slack as the plan did.
-func withSource(dq *dispatch.Query, in input, runtimeMargin float64) {
+// it starts nothing).
+func withSource(dq *dispatch.Query, in input) {
 	if f, forecasts := in.src.(source.Forecaster); forecasts {
 		dq.ArrivalOf = f.ArrivalOf
 	}
 	dq.Held = in.src == nil
-	dq.Cost = dq.Cost.Scaled(runtimeMargin)
 }
 
 // rates are the measured rates of the queries that have one.

@@ -51,7 +51,7 @@ func (r *ElasticScheduleReconciler) judge(ctx context.Context, v *view, p *passR
 		log.FromContext(ctx).V(1).Info("re-planning", "reason", reason)
 		return replanning{reason: reason}, nil
 	}
-	dqs, err := v.dispatchQueries(spec.RuntimeMargin(v.es))
+	dqs, err := v.dispatchQueries()
 	if err != nil {
 		return replanning{}, err
 	}
@@ -172,7 +172,7 @@ func (r *ElasticScheduleReconciler) plan(ctx context.Context, v *view) (planner.
 		o := measuredRate(es, pq, rates)
 		o.Arrived, o.Done = v.inputs[name].arrived, progressOf(v.launched[name])
 		observed[name] = o
-		dq := dispatch.Query{Name: name, Cost: pq.Cost.Scaled(spec.RuntimeMargin(es))}
+		dq := dispatch.Query{Name: name, Cost: pq.Planned(v.workload.Planning)}
 		withLaunched(&dq, v.launched[name], now)
 		holding = append(holding, dq)
 	}

@@ -109,7 +109,7 @@ func modelled(w planner.Workload) planner.Workload {
 	m := w
 	m.Queries = make([]planner.Query, len(w.Queries))
 	for i, q := range w.Queries {
-		q.Cost = q.Cost.Scaled(1 + w.Planning.RuntimeMargin)
+		q.Cost, q.Margin = q.Planned(w.Planning), 0
 		m.Queries[i] = q
 	}
 	return m

@@ -147,13 +147,13 @@ func at(origin time.Time, seconds float64) time.Time {
 
 func newSim(w planner.Workload, doc *planner.Document, o Options) (*sim, error) {
 	if doc == nil || len(doc.Requests) == 0 {
-		return nil, errors.New("execsim: the plan has no node timeline")
+		return nil, errors.New("offlinerun: the plan has no node timeline")
 	}
 	if o.Poll <= 0 {
 		o.Poll = defaultPoll
 	}
 	if o.Replan != nil && o.Replan.Window <= 0 {
-		return nil, errors.New("execsim: re-planning needs a positive rate window")
+		return nil, errors.New("offlinerun: re-planning needs a positive rate window")
 	}
 	s := &sim{
 		w: w, o: o, doc: doc, origin: doc.Origin, lead: time.Duration(w.Pool.ProvisioningLeadTime * float64(time.Second)),
@@ -162,7 +162,7 @@ func newSim(w planner.Workload, doc *planner.Document, o Options) (*sim, error) 
 	}
 	for name := range o.Actual {
 		if !slices.ContainsFunc(w.Queries, func(q planner.Query) bool { return q.Name == name }) {
-			return nil, fmt.Errorf("execsim: actual rates for %s, which is not in the workload", name)
+			return nil, fmt.Errorf("offlinerun: actual rates for %s, which is not in the workload", name)
 		}
 	}
 	for _, q := range w.Queries {
@@ -176,13 +176,13 @@ func newSim(w planner.Workload, doc *planner.Document, o Options) (*sim, error) 
 		}
 		src, err := source.NewSynthetic(at(s.origin, q.WindowStart), at(s.origin, q.WindowEnd), q.Granularity, segments)
 		if err != nil {
-			return nil, fmt.Errorf("execsim: query %s: %w", q.Name, err)
+			return nil, fmt.Errorf("offlinerun: query %s: %w", q.Name, err)
 		}
 		// Decisions use the model with the plan's margin, as the operator
 		// does; the simulated cluster runs the true one, slowed down.
 		dq := dispatch.Query{
 			Name: q.Name, Deadline: at(s.origin, q.Deadline), Closed: at(s.origin, q.WindowEnd+q.AllowedLateness),
-			Cost: q.Cost.Scaled(1 + w.Planning.RuntimeMargin),
+			Cost: q.Planned(w.Planning),
 		}
 		if _, polled := o.Actual[q.Name]; !polled {
 			dq.ArrivalOf = src.ArrivalOf
@@ -213,7 +213,7 @@ func (s *sim) follow(doc *planner.Document, assumed map[string]float64) error {
 			}
 		}
 		if planned == nil {
-			return fmt.Errorf("execsim: query %s is not in the plan", q.Name)
+			return fmt.Errorf("offlinerun: query %s is not in the plan", q.Name)
 		}
 		dq := &s.queries[i]
 		dq.BatchSize, dq.ExpectedTotal = planned.BatchSize, doc.PlannedTotal(q.Name)
@@ -240,7 +240,7 @@ func (s *sim) run() (Result, error) {
 	now := s.origin
 	for steps := 0; ; steps++ {
 		if steps > 1_000_000 {
-			return Result{}, errors.New("execsim: the run does not progress")
+			return Result{}, errors.New("offlinerun: the run does not progress")
 		}
 		s.finishStep(now)
 		for i := range s.queries {
@@ -316,7 +316,7 @@ func (s *sim) replanIfStale(now time.Time) error {
 	ready, busy := s.pool(now).Ready, dispatch.FreeAt(s.queries, now).Sub(now).Seconds()
 	doc, assumed, err := replan.Plan(replan.WithOrigin(s.w, now), observed, s.o.Replan.Rates, ready, busy)
 	if err != nil {
-		return fmt.Errorf("execsim: re-planning at %.0fs: %w", now.Sub(s.origin).Seconds(), err)
+		return fmt.Errorf("offlinerun: re-planning at %.0fs: %w", now.Sub(s.origin).Seconds(), err)
 	}
 	s.result.Replans = append(s.result.Replans, now.Sub(s.origin).Seconds())
 	return s.follow(&doc, assumed)

@@ -378,7 +378,7 @@ func prepare(w Workload) (*prepared, error) {
 		}
 		arr := newArrivals(q, 1)
 		// The margin scales every coefficient, and so every duration.
-		m := q.Cost.Scaled(1 + w.Planning.RuntimeMargin)
+		m := q.Planned(w.Planning)
 		cost := costModel{
 			batchOverhead: m.Batch.Overhead, batchSerial: m.Batch.Serial, batchParallel: m.Batch.Parallel,
 			mergeOverhead: m.Merge.Overhead, mergeSerial: m.Merge.Serial, mergeParallel: m.Merge.Parallel,
@@ -512,6 +512,8 @@ func validateQuery(q Query) error {
 		}
 	}
 	switch {
+	case !(q.Margin >= 0 && q.Margin <= 10):
+		return fmt.Errorf("the learned runtime margin %g%% is not between 0 and 1000", 100*q.Margin)
 	case !(q.WindowEnd > q.WindowStart):
 		return errors.New("spec.window.end: must be after spec.window.start")
 	case !(q.Deadline > q.WindowEnd):

@@ -93,9 +93,20 @@ type Query struct {
 	// AllowedLateness delays the last batch past WindowEnd for late tuples.
 	AllowedLateness float64
 	Cost            costmodel.Model
+	// Margin is the fraction added to this query's modelled durations when
+	// it is larger than Planning.RuntimeMargin: headroom sized from how far
+	// the query's own measured run times spread around its model.
+	Margin float64
 	// PartialEvery is φ of section 6: a partial merge runs after every
 	// ceil(φ*batches) batches. Zero disables partial aggregation.
 	PartialEvery float64
+}
+
+// Planned is the cost model the planner and the dispatcher price q's steps
+// with: q.Cost with the larger of q's own margin and the planning's runtime
+// margin added to every duration.
+func (q Query) Planned(p Planning) costmodel.Model {
+	return q.Cost.Scaled(1 + max(q.Margin, p.RuntimeMargin))
 }
 
 // RateSegment is a constant arrival rate from Offset seconds after the window
