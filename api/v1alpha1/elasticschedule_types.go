@@ -339,6 +339,17 @@ type Planning struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=200
 	RuntimeMarginPercent *int32 `json:"runtimeMarginPercent,omitempty"`
+
+	// learning says what laxity does with what it learns from the steps that
+	// ran and the nodes that arrived: Apply (the default) plans with the cost
+	// models fitted to the measured step durations, a runtime margin sized
+	// from their spread (never below runtimeMarginPercent) and the measured
+	// provisioning lead time (never below the declared one), and re-plans
+	// when they change materially; Observe reports them in status and
+	// events without changing plans; Off learns nothing.
+	// +optional
+	// +kubebuilder:default=Apply
+	Learning Learning `json:"learning,omitempty"`
 }
 
 // ElasticScheduleStatus is the observed state of an ElasticSchedule: the
@@ -409,6 +420,11 @@ type ElasticScheduleStatus struct {
 	// planOrigin is the instant t0 from which the plan measures time.
 	// +optional
 	PlanOrigin *metav1.Time `json:"planOrigin,omitempty"`
+
+	// leadTime is the provisioning lead time measured from the nodes that
+	// arrived, and the one plans use.
+	// +optional
+	LeadTime *LearnedLeadTime `json:"leadTime,omitempty"`
 }
 
 // ChosenPlan summarises the plan in force.

@@ -533,6 +533,12 @@ type IntermittentQueryStatus struct {
 	// rateWindow, in tuples per second, as a decimal string.
 	// +optional
 	MeasuredRatePerSecond string `json:"measuredRatePerSecond,omitempty"`
+
+	// learned is what laxity learned from the query's finished steps (and,
+	// for a window of a RecurringQuery, from its earlier windows): the
+	// fitted cost model and the runtime margin the plan uses.
+	// +optional
+	Learned *LearnedModel `json:"learned,omitempty"`
 }
 
 // BatchStatus is one launched batch.
@@ -596,6 +602,10 @@ type PartialStatus struct {
 	// +optional
 	Inputs int32 `json:"inputs,omitempty"`
 
+	// nodes is the pool size the merge was launched on.
+	// +optional
+	Nodes int32 `json:"nodes,omitempty"`
+
 	// sparkApplication is the name of the merge's SparkApplication, or of
 	// its EMR on EKS job run, such as "q1-partial-0".
 	// +optional
@@ -631,6 +641,14 @@ type PartialStatus struct {
 
 // FinalStatus is the final merge of a query.
 type FinalStatus struct {
+	// inputs is the number of intermediate results the merge combines.
+	// +optional
+	Inputs int32 `json:"inputs,omitempty"`
+
+	// nodes is the pool size the merge was launched on.
+	// +optional
+	Nodes int32 `json:"nodes,omitempty"`
+
 	// sparkApplication is the name of the final merge's SparkApplication,
 	// or of its EMR on EKS job run, such as "q1-final".
 	// +optional
