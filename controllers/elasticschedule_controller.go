@@ -165,6 +165,9 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	if err := p.keep(r.request(ctx, es, int32(wanted), p)); err != nil {
 		return ctrl.Result{}, p.notes, err
 	}
+	if lead := spec.ObserveLeadTime(es, int32(wanted), v.ready, v.now); lead > 0 {
+		recordLeadTime(es, lead)
+	}
 	decision, created, err := r.dispatch(ctx, v, dqs, p)
 	if err := p.keep(err); err != nil {
 		return ctrl.Result{}, p.notes, err

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -127,6 +128,9 @@ func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1
 		setQueryConditions(q, queryState{now: now, noSchedule: true})
 		return r.Options.Poll, nil
 	}
+	if err := r.learnFrom(ctx, q, &es, metav1.Time{Time: now}); err != nil {
+		return 0, err
+	}
 	stored, err := loadPlan(ctx, r.Client, &es)
 	if err != nil {
 		return 0, err
@@ -137,6 +141,7 @@ func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1
 		if err != nil {
 			return 0, err
 		}
+		spec.WithLearned(&es, q, &pq)
 		if dq, ok := dispatchQuery(q, pq, &stored.doc, launched, arrived, now); ok {
 			q.Status.BatchSize = dq.BatchSize
 			slack := dq.SlackNow(now, max(stored.doc.Chosen.MaxNodes, int(es.Spec.NodePool.Sizes[0])))

@@ -12,6 +12,7 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/spec"
 )
 
 // Prometheus metrics of laxity's reconcilers, registered on
@@ -71,7 +72,7 @@ var (
 	// replansMetric counts the plans made and stored, by why.
 	replansMetric = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metricsNamespace, Name: "replans_total",
-		Help: "Plans made and stored for a schedule, by reason (Initial, SpecChanged, RateExceeded, RateFellBack, StepFailed, NodesLost).",
+		Help: "Plans made and stored for a schedule, by reason (Initial, SpecChanged, RateExceeded, RateFellBack, StepFailed, NodesLost, ModelLearned, RunningSlow).",
 	}, []string{labelNamespace, labelSchedule, labelReason})
 
 	nodesRequestedMetric = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -110,6 +111,30 @@ var (
 		Namespace: metricsNamespace, Name: "deadline_misses_total",
 		Help: "Queries whose deadline passed before their final merge succeeded, counted once per query.",
 	}, []string{labelNamespace, labelSchedule})
+
+	// leadTimeMetric is every measured provisioning lead time: from the
+	// moment more nodes were asked for to the moment that many were Ready.
+	leadTimeMetric = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: metricsNamespace, Name: "pool_observed_lead_time_seconds",
+		Help:    "Measured provisioning lead times of the schedule's pool, in seconds: from a request for more nodes until that many were Ready.",
+		Buckets: prometheus.ExponentialBuckets(5, 2, 10), // 5 s … ~43 min
+	}, []string{labelNamespace, labelSchedule})
+
+	// plannedLeadTimeMetric is the lead time plans use (declared or learned).
+	plannedLeadTimeMetric = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: metricsNamespace, Name: "pool_planned_lead_time_seconds",
+		Help: "Provisioning lead time the schedule's plans assume, in seconds: the declared one, or the measured one when it is materially longer and learning is applied.",
+	}, []string{labelNamespace, labelSchedule})
+
+	// querySlowdownMetric and queryMarginMetric are what a query learned.
+	querySlowdownMetric = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: metricsNamespace, Name: "query_learned_slowdown_ratio",
+		Help: "How long a query's steps took against its declared cost model, as a ratio (1.3: 30% longer), fitted from the steps that ran.",
+	}, []string{labelNamespace, labelQuery})
+	queryMarginMetric = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: metricsNamespace, Name: "query_learned_margin_ratio",
+		Help: "Runtime margin sized from how far a query's measured step durations spread around its fitted model, as a fraction (0.1: 10% headroom).",
+	}, []string{labelNamespace, labelQuery})
 )
 
 func init() {
@@ -118,6 +143,7 @@ func init() {
 		nodesRequestedMetric, nodesReadyMetric,
 		stepsLaunchedMetric, stepsFinishedMetric,
 		querySlackMetric, deadlineMissesMetric,
+		leadTimeMetric, plannedLeadTimeMetric, querySlowdownMetric, queryMarginMetric,
 	)
 }
 
@@ -125,7 +151,7 @@ func init() {
 // series go with the schedule.
 var scheduleVecs = []interface {
 	DeletePartialMatch(prometheus.Labels) int
-}{planCostMetric, replansMetric, nodesRequestedMetric, nodesReadyMetric, stepsLaunchedMetric, stepsFinishedMetric, deadlineMissesMetric}
+}{planCostMetric, replansMetric, nodesRequestedMetric, nodesReadyMetric, stepsLaunchedMetric, stepsFinishedMetric, deadlineMissesMetric, leadTimeMetric, plannedLeadTimeMetric}
 
 // recordReplan counts a plan made and stored, and how long its search took
 // by the wall clock.
@@ -159,6 +185,29 @@ func recordScheduleStatus(es *laxityv1alpha1.ElasticSchedule) {
 	setOrDelete(planCostMetric, executable, ns, name, TimelineExecutable)
 	setOrDelete(nodesRequestedMetric, int32Float(es.Status.NodesRequested), ns, name)
 	setOrDelete(nodesReadyMetric, int32Float(es.Status.NodesReady), ns, name)
+	plannedLeadTimeMetric.WithLabelValues(ns, name).Set(spec.LeadTime(es).Seconds())
+}
+
+// recordLeadTime observes a measured provisioning lead time.
+func recordLeadTime(es *laxityv1alpha1.ElasticSchedule, lead time.Duration) {
+	leadTimeMetric.WithLabelValues(es.Namespace, es.Name).Observe(lead.Seconds())
+}
+
+// recordLearned sets the query's learned slowdown and margin gauges; a
+// query that learned nothing has none.
+func recordLearned(q *laxityv1alpha1.IntermittentQuery) {
+	l := q.Status.Learned
+	if l == nil {
+		querySlowdownMetric.DeleteLabelValues(q.Namespace, q.Name)
+		queryMarginMetric.DeleteLabelValues(q.Namespace, q.Name)
+		return
+	}
+	if v := parseFloat(l.SlowdownPercent); v != nil {
+		querySlowdownMetric.WithLabelValues(q.Namespace, q.Name).Set(1 + *v/100)
+	}
+	if v := parseFloat(l.RuntimeMarginPercent); v != nil {
+		queryMarginMetric.WithLabelValues(q.Namespace, q.Name).Set(*v / 100)
+	}
 }
 
 // forgetSchedule deletes every series of a schedule that has gone.
@@ -180,6 +229,8 @@ func recordQuerySlack(q *laxityv1alpha1.IntermittentQuery, slack time.Duration) 
 // process remembers having counted for it.
 func forgetQuery(namespace, name string) {
 	querySlackMetric.DeleteLabelValues(namespace, name)
+	querySlowdownMetric.DeleteLabelValues(namespace, name)
+	queryMarginMetric.DeleteLabelValues(namespace, name)
 	counted.Lock()
 	delete(counted.queries, namespace+"/"+name)
 	counted.Unlock()

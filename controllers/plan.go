@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/costmodel"
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
@@ -46,6 +47,10 @@ const (
 	// place of the declared ones; absent when the plan assumes the declared
 	// rates. The plan's maxSupportedRateFactor is relative to these.
 	ratesAnnotation = "laxity.dev/plan-rates"
+	// modelsKey holds, as JSON, the cost models, margins and lead time the
+	// plan priced its steps with (plannedModels): what a learned model is
+	// compared with to decide whether it changed enough to re-plan.
+	modelsKey = "models.json"
 )
 
 // PlanConfigMapName is the name of the ConfigMap holding a schedule's plan.
@@ -58,6 +63,45 @@ type storedPlan struct {
 	reason string
 	// rates are the assumed rates of ratesAnnotation.
 	rates map[string]float64
+	// models are what the plan priced its steps with; nil for a plan
+	// stored before laxity recorded them.
+	models *plannedModels
+}
+
+// plannedModels is what a plan priced its steps with: by query, the cost
+// model and margin (declared or learned), and the pool's lead time.
+type plannedModels struct {
+	LeadTimeSeconds float64                 `json:"leadTimeSeconds"`
+	Queries         map[string]plannedModel `json:"queries"`
+}
+
+// plannedModel is one query's cost model as [overhead, serial, parallel]
+// for batches and merges, and its own margin.
+type plannedModel struct {
+	Batch  [3]float64 `json:"batch"`
+	Merge  [3]float64 `json:"merge"`
+	Margin float64    `json:"margin,omitempty"`
+}
+
+// modelsOf records what the workload prices its steps with.
+func modelsOf(w planner.Workload) *plannedModels {
+	m := &plannedModels{LeadTimeSeconds: w.Pool.ProvisioningLeadTime, Queries: make(map[string]plannedModel, len(w.Queries))}
+	for _, q := range w.Queries {
+		m.Queries[q.Name] = plannedModel{
+			Batch:  [3]float64{q.Cost.Batch.Overhead, q.Cost.Batch.Serial, q.Cost.Batch.Parallel},
+			Merge:  [3]float64{q.Cost.Merge.Overhead, q.Cost.Merge.Serial, q.Cost.Merge.Parallel},
+			Margin: q.Margin,
+		}
+	}
+	return m
+}
+
+// model is the cost model the plan priced the query's steps with.
+func (m plannedModel) model() costmodel.Model {
+	return costmodel.Model{
+		Batch: costmodel.Linear{Overhead: m.Batch[0], Serial: m.Batch[1], Parallel: m.Batch[2]},
+		Merge: costmodel.Linear{Overhead: m.Merge[0], Serial: m.Merge[1], Parallel: m.Merge[2]},
+	}
 }
 
 // inputsHash identifies the specs a plan depends on: the schedule's and
@@ -97,6 +141,12 @@ func loadPlan(ctx context.Context, c client.Reader, es *laxityv1alpha1.ElasticSc
 		return nil, nil
 	}
 	p.doc = *doc
+	if v, ok := cm.Data[modelsKey]; ok {
+		var models plannedModels
+		if json.Unmarshal([]byte(v), &models) == nil {
+			p.models = &models
+		}
+	}
 	return p, nil
 }
 
@@ -146,16 +196,24 @@ func decodePlan(cm *corev1.ConfigMap) (*planner.Document, error) {
 	return doc, nil
 }
 
-// encodePlan sets a ConfigMap's plan document: plain JSON that kubectl
-// shows as it is, or gzipped JSON when the plain one would not fit.
-func encodePlan(cm *corev1.ConfigMap, doc *planner.Document) error {
+// encodePlan sets a ConfigMap's plan document, with the models it priced
+// its steps with: plain JSON that kubectl shows as it is, or the document
+// gzipped when the plain one would not fit.
+func encodePlan(cm *corev1.ConfigMap, doc *planner.Document, models *plannedModels) error {
 	data, err := json.Marshal(doc)
 	if err != nil {
 		return fmt.Errorf("encoding the plan: %w", err)
 	}
-	cm.Data, cm.BinaryData = nil, nil
-	if len(data) <= maxPlainPlan {
-		cm.Data = map[string]string{planKey: string(data)}
+	cm.Data, cm.BinaryData = map[string]string{}, nil
+	if models != nil {
+		encoded, err := json.Marshal(models)
+		if err != nil {
+			return fmt.Errorf("encoding the plan's models: %w", err)
+		}
+		cm.Data[modelsKey] = string(encoded)
+	}
+	if len(data)+len(cm.Data[modelsKey]) <= maxPlainPlan {
+		cm.Data[planKey] = string(data)
 		return nil
 	}
 	var compressed bytes.Buffer
@@ -166,7 +224,7 @@ func encodePlan(cm *corev1.ConfigMap, doc *planner.Document) error {
 	if err := w.Close(); err != nil {
 		return fmt.Errorf("compressing the plan: %w", err)
 	}
-	if compressed.Len() > maxPlainPlan {
+	if compressed.Len()+len(cm.Data[modelsKey]) > maxPlainPlan {
 		return fmt.Errorf("the plan of %d steps takes %d bytes even compressed, more than a ConfigMap holds; split the queries over more ElasticSchedules or use larger batches",
 			len(doc.Steps), compressed.Len())
 	}
@@ -195,7 +253,7 @@ func storePlan(ctx context.Context, c client.Client, es *laxityv1alpha1.ElasticS
 			}
 			cm.Annotations[ratesAnnotation] = string(rates)
 		}
-		if err := encodePlan(cm, &p.doc); err != nil {
+		if err := encodePlan(cm, &p.doc, p.models); err != nil {
 			return err
 		}
 		return controllerutil.SetControllerReference(es, cm, c.Scheme())

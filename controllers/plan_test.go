@@ -44,7 +44,7 @@ func TestPlanConfigMapEncoding(t *testing.T) {
 	} {
 		doc := planOfSteps(tc.steps)
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "analytics", Name: "big-plan"}}
-		if err := encodePlan(cm, doc); err != nil {
+		if err := encodePlan(cm, doc, nil); err != nil {
 			t.Fatalf("%d steps: %v", tc.steps, err)
 		}
 		size := len(cm.Data[planKey]) + len(cm.BinaryData[compressedPlanKey])
@@ -66,7 +66,7 @@ func TestPlanConfigMapEncoding(t *testing.T) {
 
 func TestPlanTooLargeEvenCompressed(t *testing.T) {
 	cm := &corev1.ConfigMap{}
-	err := encodePlan(cm, planOfSteps(200_000))
+	err := encodePlan(cm, planOfSteps(200_000), nil)
 	if err == nil || !strings.Contains(err.Error(), "200000 steps") || !strings.Contains(err.Error(), "more ElasticSchedules") {
 		t.Fatalf("a plan too large for a ConfigMap: error %v, want one naming the steps and what to do", err)
 	}
@@ -75,14 +75,14 @@ func TestPlanTooLargeEvenCompressed(t *testing.T) {
 // A plan is decoded once per version of its ConfigMap, not on every read.
 func TestDecodedPlanIsReusedUntilTheConfigMapChanges(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "analytics", Name: "reuse-plan", UID: "u1", ResourceVersion: "10"}}
-	if err := encodePlan(cm, planOfSteps(3)); err != nil {
+	if err := encodePlan(cm, planOfSteps(3), nil); err != nil {
 		t.Fatal(err)
 	}
 	first, _ := decodePlan(cm)
 	if again, _ := decodePlan(cm); again != first {
 		t.Error("the same resourceVersion was decoded again")
 	}
-	if err := encodePlan(cm, planOfSteps(4)); err != nil {
+	if err := encodePlan(cm, planOfSteps(4), nil); err != nil {
 		t.Fatal(err)
 	}
 	cm.ResourceVersion = "11"
@@ -90,7 +90,7 @@ func TestDecodedPlanIsReusedUntilTheConfigMapChanges(t *testing.T) {
 		t.Errorf("a new resourceVersion gave the old plan of %d steps", len(changed.Steps))
 	}
 	cm.UID = "u2" // deleted and made again: resourceVersions are not comparable
-	if err := encodePlan(cm, planOfSteps(5)); err != nil {
+	if err := encodePlan(cm, planOfSteps(5), nil); err != nil {
 		t.Fatal(err)
 	}
 	if remade, _ := decodePlan(cm); len(remade.Steps) != 5 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/dispatch"
+	"github.com/laxity-dev/laxity/internal/learn"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/replan"
 	"github.com/laxity-dev/laxity/internal/spec"
@@ -28,6 +30,17 @@ const (
 	// needs and what the plan expects ready (dispatch.NodesLost); the new
 	// plan starts from the nodes really there.
 	ReplanNodesLost = "NodesLost"
+	// ReplanModelLearned: what laxity learned from the steps that ran (a
+	// query's cost model and margin) or from the nodes that arrived (the
+	// pool's lead time) differs from what the plan in force priced its
+	// steps with by more than learn.DefaultTolerance.
+	ReplanModelLearned = "ModelLearned"
+	// ReplanRunningSlow: the window's steps ran slower than the plan in
+	// force priced them, by less than that tolerance, but enough that at
+	// the learned model a query's remaining steps would leave it negative
+	// slack; the remainder is re-planned at once, so that nodes are asked
+	// for a lead time earlier rather than after the deadline is lost.
+	ReplanRunningSlow = "RunningSlow"
 )
 
 // budgetRetry is how long a schedule whose search ran out of its budget
@@ -54,6 +67,11 @@ func (r *ElasticScheduleReconciler) judge(ctx context.Context, v *view, p *passR
 	dqs, err := v.dispatchQueries()
 	if err != nil {
 		return replanning{}, err
+	}
+	if reason, message := learnedChange(v, dqs); reason != "" {
+		log.FromContext(ctx).Info("re-planning", "reason", reason, "change", message)
+		p.note(corev1.EventTypeNormal, laxityv1alpha1.ModelLearnedReason, "Replan", message)
+		return replanning{reason: reason}, nil
 	}
 	settings := spec.DispatchSettings(v.es, r.Options.MaxAttempts, r.Options.Backoff)
 	if exhausted := dispatch.Exhausted(v.now, settings, dqs); len(exhausted) > 0 && v.stored.reason != ReplanStepFailed {
@@ -101,6 +119,72 @@ func replanReason(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.I
 	return ""
 }
 
+// learnedChange says whether what was learned changed the plan in force's
+// prices enough to re-plan (ReplanModelLearned, ReplanRunningSlow, or ""),
+// and what changed, for the event. dqs are the queries' run-time view,
+// priced with what was learned.
+func learnedChange(v *view, dqs []dispatch.Query) (reason, message string) {
+	models := v.stored.models
+	if models == nil {
+		return "", ""
+	}
+	if planned, now := models.LeadTimeSeconds, v.workload.Pool.ProvisioningLeadTime; planned > 0 && math.Abs(now-planned) > planned*learn.DefaultTolerance {
+		return ReplanModelLearned, fmt.Sprintf("The pool's measured provisioning lead time is %s; the plan in force assumed %s: re-planning",
+			time.Duration(now*float64(time.Second)), time.Duration(planned*float64(time.Second)))
+	}
+	sizes := v.workload.Pool.Sizes
+	largest := sizes[len(sizes)-1]
+	for i := range v.queries {
+		q := &v.queries[i]
+		pq, ok := v.planned[q.Name]
+		m, planned := models.Queries[q.Name]
+		if !ok || !planned {
+			continue
+		}
+		change := learn.Change(learn.Learned{Model: m.model(), Margin: m.Margin}, learn.Learned{Model: pq.Cost, Margin: pq.Margin}, pricePoints(&v.stored.doc, q.Name, sizes))
+		if change <= 1e-9 {
+			continue
+		}
+		what := fmt.Sprintf("IntermittentQuery %s: its steps, priced with what was learned from the steps that ran (%s), take %+.0f%% against the plan in force",
+			q.Name, learnedSummary(q.Status.Learned), 100*change)
+		if change > learn.DefaultTolerance {
+			return ReplanModelLearned, what + ": re-planning"
+		}
+		for _, dq := range dqs {
+			if dq.Name == q.Name && dq.SlackNow(v.now, largest) < 0 {
+				return ReplanRunningSlow, what + fmt.Sprintf(", enough to leave it %s late: re-planning the rest of the window", (-dq.SlackNow(v.now, largest)).Round(time.Second))
+			}
+		}
+	}
+	return "", ""
+}
+
+// learnedSummary is the learned slowdown and margin, for messages.
+func learnedSummary(l *laxityv1alpha1.LearnedModel) string {
+	if l == nil {
+		return "nothing learned"
+	}
+	return fmt.Sprintf("slowdown %s%%, margin %s%%, %d batches and %d merges observed", l.SlowdownPercent, l.RuntimeMarginPercent, l.BatchObservations, l.MergeObservations)
+}
+
+// pricePoints are the steps a change of a query's cost model is measured
+// on: a batch of the planned size and a final merge of the planned batches,
+// on every pool size.
+func pricePoints(doc *planner.Document, query string, sizes []int) []learn.Observation {
+	var out []learn.Observation
+	for _, qp := range doc.Queries {
+		if qp.Name != query {
+			continue
+		}
+		for _, n := range sizes {
+			out = append(out,
+				learn.Observation{Kind: learn.Batch, Work: float64(qp.BatchSize), Nodes: n},
+				learn.Observation{Kind: learn.Merge, Work: float64(max(qp.Batches, 1)), Nodes: n})
+		}
+	}
+	return out
+}
+
 // measuredRate is the query's measured rate, if any, and what the
 // measurement can tell apart.
 func measuredRate(es *laxityv1alpha1.ElasticSchedule, pq planner.Query, rates map[string]float64) replan.Observed {
@@ -135,7 +219,7 @@ func (r *ElasticScheduleReconciler) replan(ctx context.Context, v *view, reason 
 		p.note(corev1.EventTypeWarning, laxityv1alpha1.InvalidSpecReason, "Plan", err.Error())
 		return 0, true, nil
 	}
-	stored := &storedPlan{doc: doc, inputs: v.inputsHash, reason: reason, rates: assumed}
+	stored := &storedPlan{doc: doc, inputs: v.inputsHash, reason: reason, rates: assumed, models: modelsOf(v.workload)}
 	if err := storePlan(ctx, r.Client, es, stored); err != nil {
 		return 0, true, err
 	}

@@ -37,7 +37,7 @@ func writeSteps(q *laxityv1alpha1.IntermittentQuery, batches, partials []observe
 	q.Status.Partials = nil
 	for _, p := range partials {
 		q.Status.Partials = append(q.Status.Partials, laxityv1alpha1.PartialStatus{
-			Index: int32(p.step.Index), Inputs: int32(p.step.Inputs), SparkApplication: p.name, Attempt: int32(p.step.Attempt),
+			Index: int32(p.step.Index), Inputs: int32(p.step.Inputs), Nodes: p.step.Nodes, SparkApplication: p.name, Attempt: int32(p.step.Attempt),
 			Start: metaTime(p.obs.Started), End: metaTime(p.obs.Ended), Outcome: p.obs.Phase, ResultLocation: p.result,
 			Message: failure(p.obs),
 		})
@@ -45,7 +45,7 @@ func writeSteps(q *laxityv1alpha1.IntermittentQuery, batches, partials []observe
 	q.Status.Final = nil
 	if final != nil {
 		q.Status.Final = &laxityv1alpha1.FinalStatus{
-			SparkApplication: final.name, Attempt: int32(final.step.Attempt),
+			Inputs: int32(final.step.Inputs), Nodes: final.step.Nodes, SparkApplication: final.name, Attempt: int32(final.step.Attempt),
 			Start: metaTime(final.obs.Started), End: metaTime(final.obs.Ended), Outcome: final.obs.Phase, ResultLocation: final.result,
 			Message: failure(final.obs),
 		}

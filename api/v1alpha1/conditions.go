@@ -170,6 +170,11 @@ const (
 	// than the manager allows one search (its --plan-timeout); the message
 	// says what to change. A schedule that already has a plan keeps it.
 	SearchBudgetExceededReason = "SearchBudgetExceeded"
+
+	// ModelLearnedReason is the reason of the event that says what laxity
+	// learned from the steps that ran or the nodes that arrived changed
+	// materially: a cost model, a margin or the pool's lead time.
+	ModelLearnedReason = "ModelLearned"
 )
 
 // UndecodableReason surfaces, with Ready False and Stalled True, when the

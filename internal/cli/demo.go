@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -35,6 +36,8 @@ type demoOptions struct {
 	schedule string
 	keep     bool
 	assets   string
+	slowdown float64
+	noise    string
 }
 
 func newDemoCommand() *cobra.Command {
@@ -66,6 +69,8 @@ every query met its deadline (3 if one did not).`,
 	f.StringVar(&o.svg, "svg", "", "draw what ran as an SVG figure in this file")
 	f.StringVar(&o.schedule, "schedule", "", "the ElasticSchedule (NAME or NAMESPACE/NAME) --report and --svg describe, when the workload has several")
 	f.BoolVar(&o.keep, "keep", false, "print a kubeconfig and keep the control plane running after the workload, until interrupted")
+	f.Float64Var(&o.slowdown, "slowdown", 0, "every simulated step takes this many percent longer than its declared cost model says (laxity is not told; it learns it)")
+	f.StringVar(&o.noise, "noise", "", "MEAN,SD: every simulated step also takes 1+s times as long, s drawn per step from a normal distribution with this mean and standard deviation in percent (for example 15,10)")
 	f.StringVar(&o.assets, "control-plane", "", "directory holding the kube-apiserver and etcd binaries (default: KUBEBUILDER_ASSETS, bin/k8s, the build cache)")
 	return cmd
 }
@@ -80,6 +85,13 @@ func (o *demoOptions) run(cmd *cobra.Command) error {
 		}
 		speed = v
 	}
+	if !(o.slowdown > -90 && o.slowdown <= 1000) {
+		return invalid("demo: --slowdown: %g%% is not between -90 and 1000", o.slowdown)
+	}
+	mean, sd, err := parseNoise(o.noise)
+	if err != nil {
+		return err
+	}
 	files, err := o.files()
 	if err != nil {
 		return err
@@ -93,7 +105,10 @@ func (o *demoOptions) run(cmd *cobra.Command) error {
 	// plane it started is stopped too rather than left running.
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	outcome, err := demo.Run(ctx, demo.Options{Workload: files, Speed: speed, Assets: o.assets, Keep: o.keep, Out: out, Live: live})
+	outcome, err := demo.Run(ctx, demo.Options{
+		Workload: files, Speed: speed, Assets: o.assets, Keep: o.keep, Out: out, Live: live,
+		Slowdown: o.slowdown / 100, NoiseMean: mean, NoiseStdDev: sd,
+	})
 	if err != nil {
 		return &exitError{code: exitInvalid, err: fmt.Errorf("demo: %w", err)}
 	}
@@ -113,6 +128,25 @@ func (o *demoOptions) run(cmd *cobra.Command) error {
 		}
 	}
 	return nil
+}
+
+// parseNoise reads --noise MEAN,SD (percent) as fractions.
+func parseNoise(s string) (mean, sd float64, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	m, d, ok := strings.Cut(s, ",")
+	mean, errMean := strconv.ParseFloat(strings.TrimSpace(m), 64)
+	sd, errSD := strconv.ParseFloat(strings.TrimSpace(d), 64)
+	switch {
+	case !ok || errMean != nil || errSD != nil:
+		return 0, 0, invalid("demo: --noise: %q is not MEAN,SD in percent, such as 15,10", s)
+	case !(mean > -90 && mean <= 1000):
+		return 0, 0, invalid("demo: --noise: the mean %g%% is not between -90 and 1000", mean)
+	case !(sd >= 0 && sd <= 100):
+		return 0, 0, invalid("demo: --noise: the standard deviation %g%% is not between 0 and 100", sd)
+	}
+	return mean / 100, sd / 100, nil
 }
 
 // files are the workload's manifests: the named files and directories, or

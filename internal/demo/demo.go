@@ -58,6 +58,11 @@ type Options struct {
 	// rather than printing a block now and then.
 	Out  io.Writer
 	Live bool
+	// Slowdown makes every simulated step take 1+Slowdown times its
+	// declared cost model's duration; NoiseMean and NoiseStdDev add a
+	// per-step slowdown drawn from that normal distribution (fractions).
+	// laxity is not told: it learns them from the steps that ran.
+	Slowdown, NoiseMean, NoiseStdDev float64
 }
 
 // Outcome is what ran.
@@ -369,7 +374,8 @@ func (r *run) startManager(ctx context.Context) (<-chan error, error) {
 	for _, s := range r.schedules {
 		s.provisioner.Client = mgr.GetClient()
 	}
-	r.spark = &standin.Spark{Client: mgr.GetClient(), Duration: standin.ModelledDuration(mgr.GetClient(), spec.CostModel)}
+	duration := standin.Slower(standin.ModelledDuration(mgr.GetClient(), spec.CostModel), r.o.Slowdown, r.o.NoiseMean, r.o.NoiseStdDev)
+	r.spark = &standin.Spark{Client: mgr.GetClient(), Duration: duration}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	if !mgr.GetCache().WaitForCacheSync(ctx) {

@@ -12,12 +12,6 @@ import (
 	"github.com/laxity-dev/laxity/internal/source"
 )
 
-// LeadTime is how long the schedule's pool takes to bring a node:
-// spec.nodePool.provisioningLeadTime, or its default.
-func LeadTime(es *laxityv1alpha1.ElasticSchedule) time.Duration {
-	return time.Duration(durationOr(es.Spec.NodePool.ProvisioningLeadTime, DefaultProvisioningLeadTime) * float64(time.Second))
-}
-
 // IdleNodes is the pool size the schedule keeps when nothing is planned.
 func IdleNodes(es *laxityv1alpha1.ElasticSchedule) int32 {
 	if es.Spec.NodePool.IdleNodes != nil {

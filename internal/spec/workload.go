@@ -43,6 +43,7 @@ func Workload(schedule *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1
 		errs = append(errs, objectError("ElasticSchedule", &schedule.ObjectMeta, err))
 	}
 	w.Pool = pool
+	w.Pool.ProvisioningLeadTime = LeadTime(schedule).Seconds()
 	w.Planning = planningOf(schedule.Spec.Planning)
 
 	sorted := slices.Clone(queries)
@@ -53,6 +54,7 @@ func Workload(schedule *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1
 			errs = append(errs, objectError("IntermittentQuery", &sorted[i].ObjectMeta, err))
 			continue
 		}
+		WithLearned(schedule, &sorted[i], &q)
 		w.Queries = append(w.Queries, q)
 	}
 	return w, errors.Join(errs...)

