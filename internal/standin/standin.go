@@ -8,9 +8,9 @@ package standin
 
 import (
 	"context"
+	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
-	"fmt"
 	"sort"
 	"strconv"
 	"time"
