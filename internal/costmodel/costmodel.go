@@ -143,8 +143,37 @@ const (
 // when the best fit has a negative coefficient, which would make more nodes or
 // more work faster.
 func Fit(samples []Sample) (Linear, error) {
-	if len(samples) < unknowns {
-		return Linear{}, fmt.Errorf("%d samples cannot fit %d coefficients (overhead, serial, parallel): give at least %d", len(samples), unknowns, unknowns)
+	return FitWeighted(samples, nil)
+}
+
+// FitWeighted is Fit minimising the weighted squared error: sample i counts
+// weights[i] times (nil weighs every sample 1). A robust fit reweighs the
+// samples and fits again (iteratively reweighted least squares); a fit of
+// relative errors weighs each sample by 1/Seconds². A weight that is
+// negative or not finite is an error; samples of weight zero do not count
+// towards the fewest samples a fit needs.
+func FitWeighted(samples []Sample, weights []float64) (Linear, error) {
+	if weights != nil && len(weights) != len(samples) {
+		return Linear{}, fmt.Errorf("%d weights for %d samples", len(weights), len(samples))
+	}
+	weight := func(i int) float64 {
+		if weights == nil {
+			return 1
+		}
+		return weights[i]
+	}
+	counted := 0
+	for i := range samples {
+		w := weight(i)
+		if !(w >= 0) || math.IsInf(w, 0) {
+			return Linear{}, fmt.Errorf("sample %d: weight must be a finite number of at least 0, got %g", i, w)
+		}
+		if w > 0 {
+			counted++
+		}
+	}
+	if counted < unknowns {
+		return Linear{}, fmt.Errorf("%d samples cannot fit %d coefficients (overhead, serial, parallel): give at least %d", counted, unknowns, unknowns)
 	}
 	a := mat.NewDense(len(samples), unknowns, nil)
 	b := mat.NewVecDense(len(samples), nil)
@@ -157,10 +186,13 @@ func Fit(samples []Sample) (Linear, error) {
 		case !(s.Seconds >= 0 && s.Seconds <= MaxSampleSeconds):
 			return Linear{}, fmt.Errorf("sample %d: seconds must be a number between 0 and %g, got %g", i, float64(MaxSampleSeconds), s.Seconds)
 		}
-		a.Set(i, 0, 1)
-		a.Set(i, 1, s.Work)
-		a.Set(i, 2, s.Work/float64(s.Nodes))
-		b.SetVec(i, s.Seconds)
+		// Scaling a row by the root of its weight weighs its squared error
+		// by the weight.
+		r := math.Sqrt(weight(i))
+		a.Set(i, 0, r)
+		a.Set(i, 1, r*s.Work)
+		a.Set(i, 2, r*s.Work/float64(s.Nodes))
+		b.SetVec(i, r*s.Seconds)
 	}
 	var qr mat.QR
 	qr.Factorize(a)

@@ -1,0 +1,634 @@
+// Package learn learns a query's cost model, the headroom to plan it with
+// and a pool's provisioning lead time from what ran: the measured durations
+// of its batches and merges and the measured arrivals of its nodes. The
+// declared model is the prior; observations move the model away from it as
+// they accumulate, robustly (a single wild measurement moves it little) and
+// within bounds (at most Settings.Bound times the declared coefficients).
+//
+// How a model is learned, per kind of step (batches, and merges, partial and
+// final alike):
+//
+//   - Every observation is judged against the declared model: its ratio
+//     observed/declared. Observations that are not usable are skipped: a
+//     duration, work or node count that is not a finite number, a node count
+//     below 1, a duration of zero or less, work below zero, values beyond
+//     the bounds the API puts on cost-model samples, and a step the declared
+//     model prices at no time.
+//   - Newer observations weigh more: an observation's weight halves every
+//     Settings.HalfLife observations that follow it.
+//   - The slowdown is a robust location of the weighted ratios: Tukey's
+//     biweight M-estimate, started from the weighted median and scaled by
+//     the median absolute deviation, so that ratios far from the bulk get no
+//     weight at all. It is shrunk towards the prior (1 for all steps; for
+//     one kind, the slowdown of all steps) by Settings.PriorWeight
+//     pseudo-observations, in log space, and bounded to [1/Bound, Bound].
+//   - With enough observations of varied work on at least two node counts
+//     (Settings.MinFitSamples), the three coefficients are fitted anew: least
+//     squares of the relative error, reweighted by Tukey's biweight of the
+//     residuals (costmodel.FitWeighted), every coefficient clamped to
+//     [declared/Bound, declared×Bound]. The fit is kept only when it
+//     explains the observations better than the declared model scaled by the
+//     slowdown, which is the model otherwise: few samples on one node count,
+//     or work that hardly varies, cannot tell the coefficients apart.
+//
+// The margin is the headroom to plan with on top of the learned model: the
+// Settings.Quantile quantile of the weighted ratios observed/learned, minus
+// 1, plus an allowance for how little is known, Settings.Allowance times the
+// spread of the ratios over the square root of the observations' effective
+// number, where the spread is shrunk towards Settings.PriorSpread as the
+// slowdown is towards its prior. With no observation nothing is learned:
+// the declared model and no margin.
+//
+// The package is pure: no Kubernetes imports, no clock, no randomness.
+package learn
+
+import (
+	"math"
+	"sort"
+
+	"github.com/laxity-dev/laxity/internal/costmodel"
+)
+
+// Kind is the kind of step an observation measured.
+type Kind int
+
+const (
+	// Batch is a batch of tuples.
+	Batch Kind = iota
+	// Merge is a partial or a final merge: both follow the merge model.
+	Merge
+)
+
+// Observation is one step as it ran.
+type Observation struct {
+	Kind Kind
+	// Work is the tuples of a batch, or the intermediate results a merge
+	// combined.
+	Work  float64
+	Nodes int
+	// Seconds is the measured duration, from the step's launch to its end.
+	Seconds float64
+}
+
+// Settings are the learner's tuning knobs.
+type Settings struct {
+	// HalfLife is how many later observations halve an observation's
+	// weight: how fast the learner forgets a world that has changed.
+	HalfLife float64
+	// PriorWeight is how many observations the prior counts as, for the
+	// slowdown and the spread of the ratios.
+	PriorWeight float64
+	// Bound limits how far learning moves a coefficient from the declared
+	// one, and the slowdown from 1, as a factor either way.
+	Bound float64
+	// MinFitSamples is the fewest observations of a kind, on at least two
+	// node counts and with the largest work at least twice the smallest,
+	// before its three coefficients are fitted rather than the declared
+	// model scaled.
+	MinFitSamples int
+	// Quantile is the share of observed/learned ratios the margin covers.
+	Quantile float64
+	// Allowance is how many standard errors of the ratios the margin adds
+	// for how little has been observed.
+	Allowance float64
+	// PriorSpread is the spread of the ratios (their standard deviation)
+	// assumed before any is observed: cloud nodes are not steady.
+	PriorSpread float64
+	// MaxMargin bounds the margin.
+	MaxMargin float64
+	// LeadQuantile is the share of observed provisioning lead times the
+	// learned lead time covers.
+	LeadQuantile float64
+}
+
+// Defaults are what the operator and the study learn with. The quantile
+// and allowance were set by the study of docs/experiments.md ("Learning
+// across windows"): a deadline is missed when the work left after a window
+// closes runs long, which is the sum of several steps, so a per-step 99th
+// percentile planned far more headroom than any deadline needed.
+var Defaults = Settings{
+	HalfLife:      32,
+	PriorWeight:   1,
+	Bound:         10,
+	MinFitSamples: 8,
+	Quantile:      0.85,
+	Allowance:     1,
+	PriorSpread:   0.1,
+	MaxMargin:     1,
+	LeadQuantile:  0.9,
+}
+
+// DefaultTolerance is the relative change of a planned step duration
+// (Change) below which a newly learned model is not worth a new plan.
+const DefaultTolerance = 0.05
+
+// Learned is what was learned of one query.
+type Learned struct {
+	// Model is the fitted model, with no margin in it.
+	Model costmodel.Model
+	// Slowdown is the robust ratio of observed to declared durations over
+	// every step: 1 is as declared.
+	Slowdown float64
+	// Margin is the fraction to plan with on top of Model:
+	// Model.Scaled(1+Margin).
+	Margin float64
+	// Batches and Merges count the observations used of each kind.
+	Batches, Merges int
+}
+
+// Planned is the model to plan with: Model with Margin added to every
+// duration.
+func (l Learned) Planned() costmodel.Model { return l.Model.Scaled(1 + l.Margin) }
+
+// sample is a usable observation with its weight and its ratio to the
+// declared model.
+type sample struct {
+	Observation
+	weight, ratio float64
+}
+
+// seconds is the duration m models for o.
+func seconds(m costmodel.Model, o Observation) float64 {
+	if o.Kind == Merge {
+		return m.Merge.Seconds(o.Nodes, o.Work)
+	}
+	return m.Batch.Seconds(o.Nodes, o.Work)
+}
+
+// usable reports whether o can be learned from.
+func usable(o Observation) bool {
+	return o.Nodes >= 1 && o.Nodes <= costmodel.MaxSampleNodes &&
+		o.Work >= 0 && o.Work <= costmodel.MaxSampleWork &&
+		o.Seconds > 0 && o.Seconds <= costmodel.MaxSampleSeconds &&
+		(o.Kind == Batch || o.Kind == Merge)
+}
+
+// Fit learns from obs (oldest first); declared is the prior. It never
+// fails: what it cannot learn from it skips (see the package comment), and
+// with nothing usable it returns the declared model, slowdown 1 and no
+// margin.
+func Fit(declared costmodel.Model, obs []Observation, s Settings) Learned {
+	s = s.sane()
+	out := Learned{Model: declared, Slowdown: 1}
+	var all []sample
+	for i, o := range obs {
+		if !usable(o) {
+			continue
+		}
+		modelled := seconds(declared, o)
+		if !(modelled > 0) || math.IsInf(modelled, 0) {
+			continue
+		}
+		age := float64(len(obs) - 1 - i)
+		all = append(all, sample{Observation: o, weight: math.Exp2(-age / s.HalfLife), ratio: o.Seconds / modelled})
+	}
+	if len(all) == 0 {
+		return out
+	}
+	out.Slowdown = s.shrink(location(all), effective(all), 1)
+	byKind := map[Kind][]sample{}
+	for _, x := range all {
+		byKind[x.Kind] = append(byKind[x.Kind], x)
+	}
+	out.Batches, out.Merges = len(byKind[Batch]), len(byKind[Merge])
+	if b := byKind[Batch]; len(b) > 0 {
+		out.Model.Batch = s.fitKind(declared.Batch, b, out.Slowdown)
+	} else {
+		out.Model.Batch = scale(declared.Batch, out.Slowdown)
+	}
+	if m := byKind[Merge]; len(m) > 0 {
+		out.Model.Merge = s.fitKind(declared.Merge, m, out.Slowdown)
+	} else {
+		out.Model.Merge = scale(declared.Merge, out.Slowdown)
+	}
+	out.Margin = s.margin(out.Model, all)
+	return out
+}
+
+// sane replaces knobs that would make no sense (zero, negative, not a
+// number) with the defaults, so that a caller's typo cannot make Fit
+// misbehave.
+func (s Settings) sane() Settings {
+	d := Defaults
+	pos := func(v *float64, def float64) {
+		if !(*v > 0) || math.IsInf(*v, 0) {
+			*v = def
+		}
+	}
+	pos(&s.HalfLife, d.HalfLife)
+	if !(s.PriorWeight >= 0) || math.IsInf(s.PriorWeight, 0) {
+		s.PriorWeight = d.PriorWeight
+	}
+	if !(s.Bound >= 1) || math.IsInf(s.Bound, 0) {
+		s.Bound = d.Bound
+	}
+	if s.MinFitSamples < 3 {
+		s.MinFitSamples = d.MinFitSamples
+	}
+	if !(s.Quantile > 0 && s.Quantile <= 1) {
+		s.Quantile = d.Quantile
+	}
+	if !(s.Allowance >= 0) || math.IsInf(s.Allowance, 0) {
+		s.Allowance = d.Allowance
+	}
+	if !(s.PriorSpread >= 0) || math.IsInf(s.PriorSpread, 0) {
+		s.PriorSpread = d.PriorSpread
+	}
+	pos(&s.MaxMargin, d.MaxMargin)
+	if !(s.LeadQuantile > 0 && s.LeadQuantile <= 1) {
+		s.LeadQuantile = d.LeadQuantile
+	}
+	return s
+}
+
+// shrink moves the robust ratio m of n effective observations towards
+// prior by PriorWeight pseudo-observations, in log space, within the bound.
+func (s Settings) shrink(m, n, prior float64) float64 {
+	if !(m > 0) {
+		return prior
+	}
+	v := math.Exp((n*math.Log(m) + s.PriorWeight*math.Log(prior)) / (n + s.PriorWeight))
+	return min(max(v, 1/s.Bound), s.Bound)
+}
+
+// fitKind learns one kind's Linear model from its samples, with prior the
+// slowdown of all steps.
+func (s Settings) fitKind(declared costmodel.Linear, xs []sample, prior float64) costmodel.Linear {
+	fallback := scale(declared, s.shrink(location(xs), effective(xs), prior))
+	if !s.varied(xs) {
+		return fallback
+	}
+	fit, ok := s.robustFit(declared, xs)
+	if !ok || misfit(fit, xs) >= misfit(fallback, xs) {
+		return fallback
+	}
+	return fit
+}
+
+// varied reports whether the samples can tell the three coefficients apart:
+// enough of them, on two node counts or more, with varied work.
+func (s Settings) varied(xs []sample) bool {
+	if len(xs) < s.MinFitSamples {
+		return false
+	}
+	lo, hi := xs[0].Work, xs[0].Work
+	nodes := map[int]bool{}
+	for _, x := range xs {
+		lo, hi = min(lo, x.Work), max(hi, x.Work)
+		nodes[x.Nodes] = true
+	}
+	return len(nodes) >= 2 && hi >= 2*lo && hi > 0
+}
+
+// robustFit fits the three coefficients by least squares of the relative
+// error, reweighted by Tukey's biweight of the relative residuals, and
+// clamps them to the bound around declared.
+func (s Settings) robustFit(declared costmodel.Linear, xs []sample) (costmodel.Linear, bool) {
+	samples := make([]costmodel.Sample, len(xs))
+	for i, x := range xs {
+		samples[i] = costmodel.Sample{Nodes: x.Nodes, Work: x.Work, Seconds: x.Seconds}
+	}
+	robust := make([]float64, len(xs))
+	for i := range robust {
+		robust[i] = 1
+	}
+	var fit costmodel.Linear
+	for range 20 {
+		weights := make([]float64, len(xs))
+		for i, x := range xs {
+			weights[i] = x.weight * robust[i] / (x.Seconds * x.Seconds)
+		}
+		next, err := costmodel.FitWeighted(samples, weights)
+		if err != nil {
+			return costmodel.Linear{}, false
+		}
+		residuals := make([]float64, len(xs))
+		for i, x := range xs {
+			residuals[i] = x.Seconds/next.Seconds(x.Nodes, x.Work) - 1
+		}
+		scale := max(1.4826*median(absAll(residuals)), 0.01)
+		for i, r := range residuals {
+			robust[i] = biweight(r / scale)
+		}
+		converged := i3Close(fit, next)
+		fit = next
+		if converged {
+			break
+		}
+	}
+	clamp := func(v, d float64) float64 { return min(max(v, d/s.Bound), d*s.Bound) }
+	fit = costmodel.Linear{
+		Overhead: clamp(fit.Overhead, declared.Overhead),
+		Serial:   clamp(fit.Serial, declared.Serial),
+		Parallel: clamp(fit.Parallel, declared.Parallel),
+	}
+	return fit, fit.Validate() == nil
+}
+
+// i3Close reports two fits within a part in a million of each other.
+func i3Close(a, b costmodel.Linear) bool {
+	c := func(x, y float64) bool { return math.Abs(x-y) <= 1e-6*max(math.Abs(x), math.Abs(y)) }
+	return c(a.Overhead, b.Overhead) && c(a.Serial, b.Serial) && c(a.Parallel, b.Parallel)
+}
+
+// misfit is the weighted median absolute log ratio of observed to modelled
+// durations: how far the model is off for most samples.
+func misfit(l costmodel.Linear, xs []sample) float64 {
+	vs := make([]weighted, 0, len(xs))
+	for _, x := range xs {
+		m := l.Seconds(x.Nodes, x.Work)
+		if !(m > 0) || math.IsInf(m, 0) {
+			return math.Inf(1)
+		}
+		vs = append(vs, weighted{math.Abs(math.Log(x.Seconds / m)), x.weight})
+	}
+	return quantile(vs, 0.5)
+}
+
+// margin sizes the headroom from the spread of the ratios observed/learned.
+func (s Settings) margin(m costmodel.Model, xs []sample) float64 {
+	vs := make([]weighted, 0, len(xs))
+	for _, x := range xs {
+		modelled := seconds(m, x.Observation)
+		if !(modelled > 0) || math.IsInf(modelled, 0) {
+			continue
+		}
+		vs = append(vs, weighted{x.Seconds / modelled, x.weight})
+	}
+	if len(vs) == 0 {
+		return 0
+	}
+	n := effectiveOf(vs)
+	// A robust standard deviation (median absolute deviation), shrunk
+	// towards the prior spread: two samples that agree prove little.
+	spread := 1.4826 * quantile(deviations(vs), 0.5)
+	spread = math.Sqrt((n*spread*spread + s.PriorWeight*s.PriorSpread*s.PriorSpread) / (n + s.PriorWeight))
+	margin := max(quantile(vs, s.Quantile)-1, 0) + s.Allowance*spread/math.Sqrt(n)
+	if !(margin >= 0) {
+		return 0
+	}
+	return min(margin, s.MaxMargin)
+}
+
+func scale(l costmodel.Linear, f float64) costmodel.Linear {
+	return costmodel.Linear{Overhead: f * l.Overhead, Serial: f * l.Serial, Parallel: f * l.Parallel}
+}
+
+// weighted is a value and its weight.
+type weighted struct{ v, w float64 }
+
+func ratios(xs []sample) []weighted {
+	vs := make([]weighted, len(xs))
+	for i, x := range xs {
+		vs[i] = weighted{x.ratio, x.weight}
+	}
+	return vs
+}
+
+// effective is the effective number of weighted samples (Kish):
+// (Σw)²/Σw².
+func effective(xs []sample) float64 { return effectiveOf(ratios(xs)) }
+
+func effectiveOf(vs []weighted) float64 {
+	sum, sq := 0.0, 0.0
+	for _, v := range vs {
+		sum += v.w
+		sq += v.w * v.w
+	}
+	if sq == 0 {
+		return 0
+	}
+	return sum * sum / sq
+}
+
+// quantile is the weighted q-quantile of vs: the smallest value whose
+// cumulative weight, in ascending order, reaches q of the total. Ties are
+// broken by value only, so the result does not depend on vs's order.
+func quantile(vs []weighted, q float64) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	sorted := append([]weighted(nil), vs...)
+	sort.Slice(sorted, func(a, b int) bool {
+		if sorted[a].v != sorted[b].v {
+			return sorted[a].v < sorted[b].v
+		}
+		return sorted[a].w < sorted[b].w
+	})
+	total := 0.0
+	for _, v := range sorted {
+		total += v.w
+	}
+	acc := 0.0
+	for _, v := range sorted {
+		acc += v.w
+		if acc >= q*total*(1-1e-12) {
+			return v.v
+		}
+	}
+	return sorted[len(sorted)-1].v
+}
+
+// deviations are the absolute deviations of vs from their weighted median.
+func deviations(vs []weighted) []weighted {
+	med := quantile(vs, 0.5)
+	out := make([]weighted, len(vs))
+	for i, v := range vs {
+		out[i] = weighted{math.Abs(v.v - med), v.w}
+	}
+	return out
+}
+
+// biweight is Tukey's weight for a residual of u scale units: 0 beyond
+// 4.685 (95% efficiency for normal errors).
+func biweight(u float64) float64 {
+	const c = 4.685
+	if math.Abs(u) >= c || math.IsNaN(u) {
+		return 0
+	}
+	t := 1 - (u/c)*(u/c)
+	return t * t
+}
+
+// location is Tukey's biweight M-estimate of the samples' weighted ratios:
+// started from the weighted median, with the median absolute deviation as
+// the scale (at least 1% of the median, so that identical ratios and one
+// outlier still have a scale).
+func location(xs []sample) float64 { return locationOf(ratios(xs)) }
+
+func locationOf(vs []weighted) float64 {
+	med := quantile(vs, 0.5)
+	scale := max(1.4826*quantile(deviations(vs), 0.5), 0.01*math.Abs(med))
+	if !(scale > 0) {
+		return med
+	}
+	loc := med
+	for range 50 {
+		num, den := 0.0, 0.0
+		for _, v := range vs {
+			w := v.w * biweight((v.v-loc)/scale)
+			num += w * v.v
+			den += w
+		}
+		if den <= 0 {
+			return loc
+		}
+		next := num / den
+		if math.Abs(next-loc) <= 1e-12*math.Abs(loc) {
+			return next
+		}
+		loc = next
+	}
+	return loc
+}
+
+func median(xs []float64) float64 {
+	vs := make([]weighted, len(xs))
+	for i, x := range xs {
+		vs[i] = weighted{x, 1}
+	}
+	return quantile(vs, 0.5)
+}
+
+func absAll(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = math.Abs(x)
+	}
+	return out
+}
+
+// LeadTime learns a provisioning lead time, in seconds, from observed ones
+// (oldest first): the LeadQuantile quantile of the observations, newer ones
+// weighing more, never below declared (nodes that came early once are no
+// promise) and at most Bound times it. Observations that are not finite
+// numbers of at least 0 are skipped.
+func LeadTime(declared float64, observed []float64, s Settings) float64 {
+	s = s.sane()
+	if !(declared >= 0) || math.IsInf(declared, 0) {
+		declared = 0
+	}
+	var vs []weighted
+	for i, o := range observed {
+		if !(o >= 0) || math.IsInf(o, 0) {
+			continue
+		}
+		vs = append(vs, weighted{o, math.Exp2(-float64(len(observed)-1-i) / s.HalfLife)})
+	}
+	if len(vs) == 0 {
+		return declared
+	}
+	learned := max(quantile(vs, s.LeadQuantile), declared)
+	if declared > 0 {
+		learned = min(learned, s.Bound*declared)
+	}
+	return learned
+}
+
+// The grid Change compares models on when it is given no points: batches of
+// 10⁴ to 10⁸ tuples and merges of 2 to 100 inputs, on 1 to 64 nodes.
+var (
+	gridNodes = []int{1, 4, 16, 64}
+	gridBatch = []float64{1e4, 1e6, 1e8}
+	gridMerge = []float64{2, 10, 100}
+)
+
+// Change is the largest relative change of a planned step duration
+// (Learned.Planned) from old to new, over points (the work and nodes of
+// observations; their durations are not used) or, when there are none,
+// over a grid of batches of 10⁴ to 10⁸ tuples and merges of 2 to 100
+// inputs on 1 to 64 nodes. Callers re-plan when it exceeds a tolerance
+// (DefaultTolerance). Points that are not usable are skipped; a duration
+// that is zero in both models is no change.
+func Change(old, new Learned, points []Observation) float64 {
+	if len(points) == 0 {
+		for _, n := range gridNodes {
+			for _, w := range gridBatch {
+				points = append(points, Observation{Kind: Batch, Work: w, Nodes: n, Seconds: 1})
+			}
+			for _, w := range gridMerge {
+				points = append(points, Observation{Kind: Merge, Work: w, Nodes: n, Seconds: 1})
+			}
+		}
+	}
+	a, b := old.Planned(), new.Planned()
+	largest := 0.0
+	for _, p := range points {
+		p.Seconds = 1 // only the work and nodes matter
+		if !usable(p) {
+			continue
+		}
+		before, after := seconds(a, p), seconds(b, p)
+		if math.IsNaN(before) || math.IsNaN(after) {
+			continue
+		}
+		if before == after {
+			continue
+		}
+		if !(before > 0) || math.IsInf(before, 0) || math.IsInf(after, 0) {
+			return math.Inf(1)
+		}
+		largest = max(largest, math.Abs(after-before)/before)
+	}
+	return largest
+}
+
+// WindowSlowdown is the robust ratio of observed to modelled durations of
+// the steps just run (obs) against model, the model in force, for the
+// in-window deadline rule (dispatch.UnsafeAt), and the number of usable
+// observations it rests on. Every step weighs the same; the estimate is
+// Tukey's biweight location, robust to a single wild step. With no usable
+// observation it is 1 on 0.
+func WindowSlowdown(model costmodel.Model, obs []Observation) (float64, int) {
+	var vs []weighted
+	for _, o := range obs {
+		if !usable(o) {
+			continue
+		}
+		m := seconds(model, o)
+		if !(m > 0) || math.IsInf(m, 0) {
+			continue
+		}
+		vs = append(vs, weighted{o.Seconds / m, 1})
+	}
+	return Slowdown(vs2ratios(vs)), len(vs)
+}
+
+func vs2ratios(vs []weighted) []float64 {
+	out := make([]float64, len(vs))
+	for i, v := range vs {
+		out[i] = v.v
+	}
+	return out
+}
+
+// Slowdown is the robust location of ratios of observed to modelled
+// durations (Tukey's biweight, as WindowSlowdown): what a caller that pools
+// the ratios of several queries, each against its own model, combines them
+// with. Ratios that are not finite and positive are skipped; 1 when none is
+// left.
+func Slowdown(ratios []float64) float64 {
+	var vs []weighted
+	for _, r := range ratios {
+		if r > 0 && !math.IsInf(r, 0) {
+			vs = append(vs, weighted{r, 1})
+		}
+	}
+	if len(vs) == 0 {
+		return 1
+	}
+	return locationOf(vs)
+}
+
+// Ratio is o's observed duration over the one model gives it; 0 when o is
+// not usable or the model prices it at no time.
+func Ratio(model costmodel.Model, o Observation) float64 {
+	if !usable(o) {
+		return 0
+	}
+	m := seconds(model, o)
+	if !(m > 0) || math.IsInf(m, 0) {
+		return 0
+	}
+	return o.Seconds / m
+}
