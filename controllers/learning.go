@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"math"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,10 +49,14 @@ func (r *IntermittentQueryReconciler) learnFrom(ctx context.Context, q *laxityv1
 	// window that run slower than the fit say so at once.
 	slower := false
 	if f, n := learn.WindowSlowdown(l.Model, spec.ToLearn(own)); n >= 2 && f > 1 {
-		l.Model, l.Slowdown, slower = l.Model.Scaled(f), l.Slowdown*f, true
+		l.Model, l.Slowdown, slower = l.Model.Scaled(f), l.Slowdown*f, f > 1+learn.DefaultTolerance
 	}
-	applied := mode == laxityv1alpha1.LearningApply &&
-		(slower || learn.Change(learn.Learned{Model: declared}, l, observations) > learn.DefaultTolerance)
+	// One or two steps that ran as modelled say little about the spread:
+	// the margin they leave is the prior's, and plans change only once the
+	// steps say something the declared model does not.
+	evidence := slower || len(observations) >= minEvidence || math.Abs(l.Slowdown-1) > learn.DefaultTolerance
+	applied := mode == laxityv1alpha1.LearningApply && evidence &&
+		learn.Change(learn.Learned{Model: declared}, l, observations) > learn.DefaultTolerance
 	previous := q.Status.Learned
 	next := spec.LearnedStatus(l, own, applied)
 	if previous != nil {
@@ -69,6 +74,10 @@ func (r *IntermittentQueryReconciler) learnFrom(ctx context.Context, q *laxityv1
 	recordLearned(q)
 	return nil
 }
+
+// minEvidence is the fewest observations whose spread alone (with a
+// slowdown within the tolerance) may change plans.
+const minEvidence = 3
 
 // material says whether l differs from the previously learned model by more
 // than the re-plan tolerance, at the observations' steps.

@@ -164,7 +164,16 @@ func learnedSummary(l *laxityv1alpha1.LearnedModel) string {
 	if l == nil {
 		return "nothing learned"
 	}
-	return fmt.Sprintf("slowdown %s%%, margin %s%%, %d batches and %d merges observed", l.SlowdownPercent, l.RuntimeMarginPercent, l.BatchObservations, l.MergeObservations)
+	return fmt.Sprintf("slowdown %s%%, margin %s%%, from %s and %s", l.SlowdownPercent, l.RuntimeMarginPercent,
+		plural(int(l.BatchObservations), "batch", "batches"), plural(int(l.MergeObservations), "merge", "merges"))
+}
+
+// plural is n with the noun in the number n asks for.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // pricePoints are the steps a change of a query's cost model is measured
