@@ -132,6 +132,18 @@ func CostModel(q *laxityv1alpha1.IntermittentQuery) (costmodel.Model, error) {
 	return pq.Cost, err
 }
 
+// DeclaredCostModel is a spec.costModel as the planner uses it: the given
+// coefficients, or the fit of its samples.
+func DeclaredCostModel(cm laxityv1alpha1.CostModel) (costmodel.Model, error) {
+	var m costmodel.Model
+	var err error
+	if m.Batch, err = batchModel(cm.Batch); err != nil {
+		return m, err
+	}
+	m.Merge, err = mergeModel(cm.Merge)
+	return m, err
+}
+
 // Query is one IntermittentQuery as the planner sees it, with every time in
 // seconds from origin. Errors name the field; the caller names the object.
 func Query(q *laxityv1alpha1.IntermittentQuery, origin time.Time) (planner.Query, error) {
@@ -149,10 +161,7 @@ func Query(q *laxityv1alpha1.IntermittentQuery, origin time.Time) (planner.Query
 		return out, err
 	}
 	out.Rates = rates
-	if out.Cost.Batch, err = batchModel(spec.CostModel.Batch); err != nil {
-		return out, err
-	}
-	if out.Cost.Merge, err = mergeModel(spec.CostModel.Merge); err != nil {
+	if out.Cost, err = DeclaredCostModel(spec.CostModel); err != nil {
 		return out, err
 	}
 	if pa := spec.PartialAggregation; pa != nil {
