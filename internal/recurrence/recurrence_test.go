@@ -184,15 +184,15 @@ func TestDecide(t *testing.T) {
 			since:  minutes(70), next: minutes(80),
 		},
 		{
-			name:      "a window longer than the interval overlaps the next",
-			in:        Input{Since: minutes(1), Now: minutes(1), WindowLength: 11 * time.Minute},
-			since:     minutes(1), next: minutes(10),
+			name:  "a window longer than the interval overlaps the next",
+			in:    Input{Since: minutes(1), Now: minutes(1), WindowLength: 11 * time.Minute},
+			since: minutes(1), next: minutes(10),
 			wantField: FieldWindowLength,
 		},
 		{
-			name:      "too many missed windows without a starting deadline",
-			in:        Input{Since: minutes(0), Now: minutes(10 * (MaxLateWindows + 1))},
-			since:     minutes(0), next: minutes(10*(MaxLateWindows+1) + 10),
+			name:  "too many missed windows without a starting deadline",
+			in:    Input{Since: minutes(0), Now: minutes(10 * (MaxLateWindows + 1))},
+			since: minutes(0), next: minutes(10*(MaxLateWindows+1) + 10),
 			wantField: FieldStartingDeadline,
 		},
 	} {
