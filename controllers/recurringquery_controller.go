@@ -29,14 +29,15 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/recurrence"
+	"github.com/laxity-dev/laxity/internal/spec"
 )
 
 // The label and annotation of every window's IntermittentQuery.
 const (
 	// LabelRecurringQuery names the RecurringQuery a window belongs to.
-	LabelRecurringQuery = "laxity.dev/recurring-query"
+	LabelRecurringQuery = spec.LabelRecurringQuery
 	// AnnotationWindowStart is the window's start, RFC 3339.
-	AnnotationWindowStart = "laxity.dev/window-start"
+	AnnotationWindowStart = spec.AnnotationWindowStart
 )
 
 // Event reasons of a RecurringQuery.
@@ -410,31 +411,10 @@ func windowStatus(q *laxityv1alpha1.IntermittentQuery, price float64) laxityv1al
 	return w
 }
 
-// renderWindow is the IntermittentQuery of window w: the template with the
-// window, its deadline, laxity's label and annotation, and the recurring
-// query as controller owner.
+// renderWindow is the IntermittentQuery of window w (spec.RecurringWindow)
+// with the recurring query as its controller owner.
 func renderWindow(rq *laxityv1alpha1.RecurringQuery, w recurrence.Window, scheme *runtime.Scheme) (*laxityv1alpha1.IntermittentQuery, error) {
-	t := rq.Spec.Template.DeepCopy()
-	labels := t.Metadata.Labels
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[LabelRecurringQuery] = rq.Name
-	annotations := t.Metadata.Annotations
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[AnnotationWindowStart] = w.Start.UTC().Format(time.RFC3339)
-	iq := &laxityv1alpha1.IntermittentQuery{
-		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: rq.Namespace, Labels: labels, Annotations: annotations},
-		Spec: laxityv1alpha1.IntermittentQuerySpec{
-			ScheduleName: t.ScheduleName,
-			Window:       laxityv1alpha1.Window{Start: metav1.NewTime(w.Start), End: metav1.NewTime(w.End)},
-			Deadline:     metav1.NewTime(w.End.Add(rq.Spec.DeadlineAfterWindowEnd.Duration)),
-			Input:        t.Input, CostModel: t.CostModel, PartialAggregation: t.PartialAggregation,
-			SparkApplication: t.SparkApplication,
-		},
-	}
+	iq := spec.RecurringWindow(rq, w)
 	if err := controllerutil.SetControllerReference(rq, iq, scheme); err != nil {
 		return nil, fmt.Errorf("owning window %s: %w", w.Name, err)
 	}

@@ -81,6 +81,18 @@ func (s *Set) QueriesFor(namespace, name string) []IntermittentQuery {
 	return out
 }
 
+// RecurringFor returns the RecurringQueries in namespace whose template
+// names the schedule name, in source order.
+func (s *Set) RecurringFor(namespace, name string) []RecurringQuery {
+	var out []RecurringQuery
+	for _, q := range s.Recurring {
+		if q.Object.Namespace == namespace && q.Object.Spec.Template.ScheduleName == name {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
 // Load reads laxity manifests from files and directories (see ReadFiles)
 // and validates every ElasticSchedule and IntermittentQuery with the rules
 // of laxity's CRDs, as the API server would on create. Documents of other
