@@ -91,7 +91,7 @@ var _ = Describe("Recurring queries", func() {
 
 		res := reconcileAt(ctx, w, rq, origin.Add(time.Minute))
 		Expect(windowNames(ctx, w)).To(ConsistOf("orders-202612010010", "orders-202612010020"))
-		Expect(res.RequeueAfter).To(Equal(9 * time.Minute), "woken when the first window starts")
+		Expect(res.RequeueAfter).To(Equal(9*time.Minute), "woken when the first window starts")
 		var q laxityv1alpha1.IntermittentQuery
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: "orders-202612010010"}, &q)).To(Succeed())
 		Expect(metav1.IsControlledBy(&q, rq)).To(BeTrue())
