@@ -1,4 +1,4 @@
-// Package controllers holds laxity's two reconcilers. The ElasticSchedule
+// Package controllers holds laxity's three reconcilers. The ElasticSchedule
 // controller plans a schedule, drives its node pool and launches its
 // queries' steps one at a time; the IntermittentQuery controller reports a
 // query's progress. Both observe the cluster, call the pure parts (planner,
@@ -22,7 +22,9 @@
 //	undecodable.go   stored objects that no longer decode
 //
 // The IntermittentQuery controller is intermittentquery_controller.go, its
-// status and conditions query_status.go. options.go holds the manager's
+// status and conditions query_status.go. The RecurringQuery controller,
+// which stamps out one IntermittentQuery per window of a cron schedule
+// (deciding with internal/recurrence), is recurringquery_controller.go. options.go holds the manager's
 // settings, setup.go the wiring into a manager and the StepRunners factory
 // that picks a schedule's step runner, metrics.go the metrics.
 package controllers

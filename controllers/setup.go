@@ -29,7 +29,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/steprun/sparkapplication"
 )
 
-// Setup registers both reconcilers with the manager, with the pool backends
+// Setup registers the three reconcilers with the manager, with the pool backends
 // built from the manager's clients and the input sources they share.
 func Setup(_ context.Context, mgr ctrl.Manager, clk clock.PassiveClock, opts Options, placeholderImage string) error {
 	poolOptions, err := pool.NewOptions(mgr.GetConfig(), mgr.GetHTTPClient(), mgr.GetClient(), mgr.GetRESTMapper(), placeholderImage)
@@ -66,6 +66,10 @@ func Setup(_ context.Context, mgr ctrl.Manager, clk clock.PassiveClock, opts Opt
 	iq := &IntermittentQueryReconciler{Client: mgr.GetClient(), Clock: clk, Options: opts, Sources: sources, Runner: runner, Recorder: mgr.GetEventRecorder("laxity")}
 	if err := iq.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the IntermittentQuery controller: %w", err)
+	}
+	rq := &RecurringQueryReconciler{Client: mgr.GetClient(), Clock: clk, Options: opts, Recorder: mgr.GetEventRecorder("laxity")}
+	if err := rq.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the RecurringQuery controller: %w", err)
 	}
 	return nil
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fails if the pure core (the planner, the cost model, the run-time dispatch
-# decisions and re-planning, the plan pictures, and the learner)
-# depends on any Kubernetes package, directly or
-# through a helper.
+# decisions and re-planning, the plan pictures, the learner and the
+# windows of recurring queries) depends on any Kubernetes package, directly
+# or through a helper.
 # depguard in .golangci.yml sees only direct imports; `go list -deps` sees the
 # whole transitive closure.
 #
@@ -11,7 +11,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-pure_dirs=(internal/planner internal/costmodel internal/baseline internal/dispatch internal/replan internal/gantt internal/learn)
+pure_dirs=(internal/planner internal/costmodel internal/baseline internal/dispatch internal/replan internal/gantt internal/learn internal/recurrence)
 k8s_re='^(sigs\.)?k8s\.io/'
 
 pkgs=()

@@ -183,3 +183,37 @@ const (
 // message names the field and quotes the decoding error. laxity does
 // nothing else with the object until the field is corrected.
 const UndecodableReason = "Undecodable"
+
+// Condition types of a RecurringQuery.
+const (
+	// RecurringQueryReadyCondition is True while the windows ahead exist
+	// (or the query is suspended); its reason says which.
+	RecurringQueryReadyCondition = "Ready"
+
+	// RecurringQueryStalledCondition is True, and present only then, when
+	// the spec cannot be honoured without a change: a schedule that does
+	// not parse or never starts a window, an unknown time zone, windows
+	// that overlap the next, too many missed windows to run late, or an
+	// ElasticSchedule that does not exist. The message names the field.
+	RecurringQueryStalledCondition = "Stalled"
+)
+
+// Condition reasons of a RecurringQuery.
+const (
+	// WindowsScheduledReason surfaces when every window up to windowsAhead
+	// starts ahead exists as an IntermittentQuery.
+	WindowsScheduledReason = "WindowsScheduled"
+
+	// SuspendedReason surfaces while spec.suspend is true: no window is
+	// created; those that exist run on.
+	SuspendedReason = "Suspended"
+
+	// WindowNameTakenReason surfaces when an IntermittentQuery the
+	// RecurringQuery does not own holds the name of one of its windows;
+	// the object is left alone and that window does not run.
+	WindowNameTakenReason = "WindowNameTaken"
+
+	// TooManyMissedWindowsReason surfaces when more windows were missed
+	// than laxity runs late at once and spec.startingDeadline is unset.
+	TooManyMissedWindowsReason = "TooManyMissedWindows"
+)

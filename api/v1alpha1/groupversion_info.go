@@ -15,9 +15,10 @@ limitations under the License.
 */
 
 // Package v1alpha1 contains the laxity API, group laxity.dev, version
-// v1alpha1: ElasticSchedule (an elastic executor pool and how to plan for it)
-// and IntermittentQuery (a windowed query processed in batches before its
-// deadline).
+// v1alpha1: ElasticSchedule (an elastic executor pool and how to plan for it),
+// IntermittentQuery (a windowed query processed in batches before its
+// deadline) and RecurringQuery (a query on every window of a cron schedule,
+// each window an IntermittentQuery).
 //
 // Decimal numbers are strings holding a Go-parsable float ("0.25", "2e-8")
 // because Kubernetes APIs avoid floats; durations are Go duration strings
@@ -49,12 +50,13 @@ var (
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
-// addKnownTypes registers both kinds and their lists. The API package keeps
+// addKnownTypes registers the kinds and their lists. The API package keeps
 // to apimachinery so that clients can import it cheaply.
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&ElasticSchedule{}, &ElasticScheduleList{},
 		&IntermittentQuery{}, &IntermittentQueryList{},
+		&RecurringQuery{}, &RecurringQueryList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -23,6 +23,8 @@ const (
 	ElasticSchedulesFile = "bases/laxity.dev_elasticschedules.yaml"
 	// IntermittentQueriesFile is the CRD of IntermittentQuery.
 	IntermittentQueriesFile = "bases/laxity.dev_intermittentqueries.yaml"
+	// RecurringQueriesFile is the CRD of RecurringQuery.
+	RecurringQueriesFile = "bases/laxity.dev_recurringqueries.yaml"
 )
 
 // ElasticSchedules returns the ElasticSchedule CRD as YAML.
@@ -30,6 +32,9 @@ func ElasticSchedules() []byte { return mustRead(ElasticSchedulesFile) }
 
 // IntermittentQueries returns the IntermittentQuery CRD as YAML.
 func IntermittentQueries() []byte { return mustRead(IntermittentQueriesFile) }
+
+// RecurringQueries returns the RecurringQuery CRD as YAML.
+func RecurringQueries() []byte { return mustRead(RecurringQueriesFile) }
 
 // All returns every embedded CRD as YAML, ordered by file name.
 func All() [][]byte {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,10 +35,13 @@ func newPlanCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan -f FILE|DIR [-o table|json] [--origin RFC3339] [--schedule [NAMESPACE/]NAME] [--svg FILE] [--compare]",
 		Short: "Plan ElasticSchedules and their IntermittentQueries offline",
-		Long: `plan reads the same ElasticSchedule and IntermittentQuery manifests the
-operator reads (multi-document YAML files or directories; other kinds are
-ignored), validates them with the CRDs' own schema and CEL rules, and prints
-the cheapest plan that meets every deadline for each schedule. With --svg it
+		Long: `plan reads the same ElasticSchedule, IntermittentQuery and RecurringQuery
+manifests the operator reads (multi-document YAML files or directories; other
+kinds are ignored), validates them with the CRDs' own schema and CEL rules, and
+prints the cheapest plan that meets every deadline for each schedule. A
+RecurringQuery is planned as its next windowsAhead windows from --origin (or
+from the earliest window of the schedule's IntermittentQueries), each window
+an IntermittentQuery named <name>-<yyyymmddhhmm>. With --svg it
 also draws the plan of one schedule: a Gantt row per query over the planned
 and requested node timelines. With --compare it prints, instead of the plan,
 what the plan costs against the usual alternatives to it, each simulated on
@@ -52,12 +56,12 @@ plan is still printed, with the query that is late first), 1 on bad input.`,
   laxity plan -f config/samples/tpch.yaml --compare`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.OutOrStdout())
+			return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringSliceVarP(&o.files, "filename", "f", nil, "manifest file or directory (repeatable)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
-	cmd.Flags().StringVar(&o.origin, "origin", "", "planning origin t0 as RFC 3339 (default: the earliest window start of the schedule's queries)")
+	cmd.Flags().StringVar(&o.origin, "origin", "", "planning origin t0 as RFC 3339 (default: the earliest window start of the schedule's queries); a RecurringQuery's windows are planned from it")
 	cmd.Flags().StringVar(&o.schedule, "schedule", "", "plan only this ElasticSchedule, as NAME or NAMESPACE/NAME")
 	cmd.Flags().StringVar(&o.svg, "svg", "", "also draw the plan as an SVG figure in this file (one schedule only)")
 	cmd.Flags().BoolVar(&o.compare, "compare", false, "print the plan's cost, largest pool and deadlines against the baselines instead of the plan")
@@ -68,7 +72,7 @@ func invalid(format string, args ...any) error {
 	return &exitError{code: exitInvalid, err: fmt.Errorf(format, args...)}
 }
 
-func (o *planOptions) run(out io.Writer) error {
+func (o *planOptions) run(out, errOut io.Writer) error {
 	if len(o.files) == 0 {
 		return invalid("plan: -f FILE|DIR is required")
 	}
@@ -96,6 +100,19 @@ func (o *planOptions) run(out io.Writer) error {
 	}
 	var docs []planner.Document
 	var comparisons []comparison
+	if origin == nil && len(schedules) > 1 {
+		// Only --origin says from when to plan the windows of a schedule
+		// that only RecurringQueries name; among several, it is left out
+		// (alone it is an error naming the flag).
+		schedules = slices.DeleteFunc(schedules, func(s manifest.ElasticSchedule) bool {
+			es := s.Object
+			if len(set.QueriesFor(es.Namespace, es.Name)) > 0 || len(set.RecurringFor(es.Namespace, es.Name)) == 0 {
+				return false
+			}
+			fmt.Fprintf(errOut, "laxity: %s: ElasticSchedule %s/%s: not planned: only RecurringQueries name it; give --origin to plan their windows from then\n", s.Source, es.Namespace, es.Name)
+			return true
+		})
+	}
 	for _, s := range schedules {
 		w, doc, err := planSchedule(set, s, origin)
 		if err != nil {
@@ -154,6 +171,12 @@ func (o *planOptions) selectSchedules(set *manifest.Set) ([]manifest.ElasticSche
 				q.Source, q.Object.Namespace, q.Object.Name, q.Object.Spec.ScheduleName, q.Object.Namespace))
 		}
 	}
+	for _, q := range set.Recurring {
+		if set.Schedule(q.Object.Namespace, q.Object.Spec.Template.ScheduleName) == nil {
+			errs = append(errs, fmt.Errorf("%s: RecurringQuery %s/%s: spec.template.scheduleName: no ElasticSchedule %q in namespace %q",
+				q.Source, q.Object.Namespace, q.Object.Name, q.Object.Spec.Template.ScheduleName, q.Object.Namespace))
+		}
+	}
 	if len(errs) > 0 {
 		return nil, &exitError{code: exitInvalid, err: errors.Join(errs...)}
 	}
@@ -173,16 +196,51 @@ func scheduleRef(ref string) (namespace, name string) {
 func planSchedule(set *manifest.Set, s manifest.ElasticSchedule, origin *time.Time) (planner.Workload, planner.Document, error) {
 	es := s.Object
 	found := set.QueriesFor(es.Namespace, es.Name)
-	if len(found) == 0 {
-		return planner.Workload{}, planner.Document{}, invalid("%s: ElasticSchedule %s/%s: no IntermittentQuery has spec.scheduleName %q", s.Source, es.Namespace, es.Name, es.Name)
+	recurring := set.RecurringFor(es.Namespace, es.Name)
+	if len(found)+len(recurring) == 0 {
+		return planner.Workload{}, planner.Document{}, invalid("%s: ElasticSchedule %s/%s: no IntermittentQuery or RecurringQuery names it (spec.scheduleName, spec.template.scheduleName %q)", s.Source, es.Namespace, es.Name, es.Name)
 	}
 	queries := make([]laxityv1alpha1.IntermittentQuery, 0, len(found))
 	sources := map[string]manifest.Source{}
-	t0 := found[0].Object.Spec.Window.Start.Time
+	kinds := map[string]string{}
 	for _, q := range found {
 		queries = append(queries, *q.Object)
 		sources[q.Object.Name] = q.Source
-		if start := q.Object.Spec.Window.Start.Time; start.Before(t0) {
+	}
+	// A RecurringQuery plans as its next windowsAhead windows from
+	// --origin, or from the earliest window of the schedule's
+	// IntermittentQueries: never from the clock, so that the same files
+	// plan the same.
+	if len(recurring) > 0 {
+		from := origin
+		if from == nil && len(queries) > 0 {
+			earliest := queries[0].Spec.Window.Start.Time
+			for _, q := range queries {
+				if start := q.Spec.Window.Start.Time; start.Before(earliest) {
+					earliest = start
+				}
+			}
+			from = &earliest
+		}
+		for _, rq := range recurring {
+			if from == nil {
+				return planner.Workload{}, planner.Document{}, invalid("%s: RecurringQuery %s/%s: --origin is required to plan its windows: it says from when (no IntermittentQuery of the schedule has a window to start from)",
+					rq.Source, es.Namespace, rq.Object.Name)
+			}
+			windows, err := spec.RecurringWindows(rq.Object, *from)
+			if err != nil {
+				return planner.Workload{}, planner.Document{}, &exitError{code: exitInvalid, err: fmt.Errorf("%s: RecurringQuery %s/%s: %w", rq.Source, es.Namespace, rq.Object.Name, err)}
+			}
+			for _, w := range windows {
+				queries = append(queries, w)
+				sources[w.Name] = rq.Source
+				kinds[w.Name] = "RecurringQuery " + rq.Object.Name + ": window IntermittentQuery"
+			}
+		}
+	}
+	t0 := queries[0].Spec.Window.Start.Time
+	for _, q := range queries {
+		if start := q.Spec.Window.Start.Time; start.Before(t0) {
 			t0 = start
 		}
 	}
@@ -195,6 +253,9 @@ func planSchedule(set *manifest.Set, s manifest.ElasticSchedule, origin *time.Ti
 		source := s.Source
 		if kind == "IntermittentQuery" {
 			source = sources[name]
+			if k, ok := kinds[name]; ok {
+				kind = k
+			}
 		}
 		return fmt.Errorf("%s: %s %s/%s: %w", source, kind, es.Namespace, name, err)
 	}

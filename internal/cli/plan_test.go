@@ -30,6 +30,23 @@ func sampleSchedules(t *testing.T) int {
 	return len(set.Schedules)
 }
 
+// plannedSampleSchedules counts the ElasticSchedules of the samples that
+// plan without --origin: those some IntermittentQuery names.
+func plannedSampleSchedules(t *testing.T) int {
+	t.Helper()
+	set, err := manifest.Load(samplesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range set.Schedules {
+		if len(set.QueriesFor(s.Object.Namespace, s.Object.Name)) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
@@ -108,8 +125,11 @@ func TestPlanSeveralSchedulesPrintsAnArray(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &docs); err != nil {
 		t.Fatalf("output is not a JSON array: %v", err)
 	}
-	if want := sampleSchedules(t); len(docs) != want {
-		t.Errorf("got %d documents, want one per sample schedule (%d)", len(docs), want)
+	if want := plannedSampleSchedules(t); len(docs) != want {
+		t.Errorf("got %d documents, want one per sample schedule with IntermittentQueries (%d)", len(docs), want)
+	}
+	if !strings.Contains(errOut, "ElasticSchedule analytics/sales: not planned: only RecurringQueries name it; give --origin") {
+		t.Errorf("stderr does not say the recurring sample was left out:\n%s", errOut)
 	}
 	for _, d := range docs {
 		if !d.Chosen.Feasible {
@@ -373,7 +393,7 @@ func TestPlanCompareSeveralSchedulesPrintsAnArray(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &cs); err != nil {
 		t.Fatalf("output is not a JSON array: %v", err)
 	}
-	if want := sampleSchedules(t); len(cs) != want {
+	if want := plannedSampleSchedules(t); len(cs) != want {
 		t.Errorf("got %d comparisons, want one per sample schedule (%d)", len(cs), want)
 	}
 }
@@ -430,4 +450,50 @@ func BenchmarkCompareTPCH(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// A RecurringQuery plans as its next windowsAhead windows from --origin,
+// each an IntermittentQuery named after its start.
+func TestPlanRecurring(t *testing.T) {
+	sample := filepath.Join(samplesDir, "recurring.yaml")
+	code, out, errOut := run(t, "plan", "-f", sample, "--origin", "2026-12-01T08:03:00Z", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	var doc planner.Document
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, q := range doc.Queries {
+		names = append(names, q.Name)
+	}
+	// From 08:03 the next two starts are 08:10 and 08:20; their deadlines
+	// are 4 minutes after each 5-minute window, from the origin.
+	if want := []string{"orders-by-region-202612010810", "orders-by-region-202612010820"}; !slices.Equal(names, want) {
+		t.Errorf("planned %v, want %v", names, want)
+	}
+	if len(doc.Queries) == 2 && (doc.Queries[0].Deadline != 960 || doc.Queries[1].Deadline != 1560) {
+		t.Errorf("deadlines %v and %v s after the origin, want 960 and 1560", doc.Queries[0].Deadline, doc.Queries[1].Deadline)
+	}
+	_, again, _ := run(t, "plan", "-f", sample, "--origin", "2026-12-01T08:03:00Z", "-o", "json")
+	if stripSearchSeconds(t, again) != stripSearchSeconds(t, out) {
+		t.Error("planning the same files twice gave different documents")
+	}
+
+	code, _, errOut = run(t, "plan", "-f", sample)
+	if code != exitInvalid || !strings.Contains(errOut, "RecurringQuery analytics/orders-by-region: --origin is required") {
+		t.Errorf("without --origin: exit %d, stderr %q; want exit %d naming --origin", code, errOut, exitInvalid)
+	}
+}
+
+func stripSearchSeconds(t *testing.T, doc string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(doc), &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "searchSeconds")
+	data, _ := json.Marshal(m)
+	return string(data)
 }

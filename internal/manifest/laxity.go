@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 
 	"github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/config/crd"
+	"github.com/laxity-dev/laxity/internal/recurrence"
 )
 
 // ElasticSchedule is an ElasticSchedule read from a manifest.
@@ -32,6 +35,15 @@ type IntermittentQuery struct {
 	Object *v1alpha1.IntermittentQuery
 }
 
+// RecurringQuery is a RecurringQuery read from a manifest.
+type RecurringQuery struct {
+	// Source is where the object was read from.
+	Source Source
+	// Object is the validated object with the API server's defaults
+	// applied.
+	Object *v1alpha1.RecurringQuery
+}
+
 // Set is the laxity objects read from manifests, each kind in source order
 // (file path, then document, then List item).
 type Set struct {
@@ -40,6 +52,10 @@ type Set struct {
 	// Queries are the IntermittentQueries. A query whose scheduleName names
 	// no schedule of the Set is not an error here; callers decide.
 	Queries []IntermittentQuery
+	// Recurring are the RecurringQueries, each checked beyond what CEL can
+	// express: its schedule parses in its time zone and no window overlaps
+	// the next (as the operator checks before it creates any window).
+	Recurring []RecurringQuery
 }
 
 // Schedule returns the ElasticSchedule with the given namespace and name,
@@ -59,6 +75,18 @@ func (s *Set) QueriesFor(namespace, name string) []IntermittentQuery {
 	var out []IntermittentQuery
 	for _, q := range s.Queries {
 		if q.Object.Namespace == namespace && q.Object.Spec.ScheduleName == name {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// RecurringFor returns the RecurringQueries in namespace whose template
+// names the schedule name, in source order.
+func (s *Set) RecurringFor(namespace, name string) []RecurringQuery {
+	var out []RecurringQuery
+	for _, q := range s.Recurring {
+		if q.Object.Namespace == namespace && q.Object.Spec.Template.ScheduleName == name {
 			out = append(out, q)
 		}
 	}
@@ -111,6 +139,7 @@ var laxityLoader = sync.OnceValues(NewLaxityLoader)
 var (
 	elasticScheduleGVK   = v1alpha1.GroupVersion.WithKind("ElasticSchedule")
 	intermittentQueryGVK = v1alpha1.GroupVersion.WithKind("IntermittentQuery")
+	recurringQueryGVK    = v1alpha1.GroupVersion.WithKind("RecurringQuery")
 )
 
 // newSet decodes validated objects into the typed API, strictly: a field
@@ -130,6 +159,13 @@ func newSet(objs []Object) (*Set, error) {
 			iq := &v1alpha1.IntermittentQuery{}
 			err = decodeStrict(o.Content, iq, &strictObject[v1alpha1.IntermittentQuerySpec, v1alpha1.IntermittentQueryStatus]{})
 			typed[i] = IntermittentQuery{Source: o.Source, Object: iq}
+		case recurringQueryGVK:
+			rq := &v1alpha1.RecurringQuery{}
+			err = decodeStrict(o.Content, rq, &strictObject[v1alpha1.RecurringQuerySpec, v1alpha1.RecurringQueryStatus]{})
+			if err == nil {
+				err = checkRecurring(rq)
+			}
+			typed[i] = RecurringQuery{Source: o.Source, Object: rq}
 		default:
 			err = fmt.Errorf("%w: %s", errUnsupportedVersion, o.GroupVersionKind.GroupVersion())
 		}
@@ -145,6 +181,8 @@ func newSet(objs []Object) (*Set, error) {
 			set.Schedules = append(set.Schedules, t)
 		case IntermittentQuery:
 			set.Queries = append(set.Queries, t)
+		case RecurringQuery:
+			set.Recurring = append(set.Recurring, t)
 		}
 	}
 	if len(errs) > 0 {
@@ -172,11 +210,26 @@ type strictObject[Spec, Status any] struct {
 	Status            Status `json:"status,omitzero"`
 }
 
+// checkRecurring checks what the CRD's rules cannot: that the schedule
+// parses in its time zone and starts windows, and that no window reaches
+// past the next start (CEL cannot compute the intervals of a cron
+// schedule). The error is a *field.Error on the field.
+func checkRecurring(rq *v1alpha1.RecurringQuery) error {
+	_, err := recurrence.Validate(recurrence.Spec{
+		Schedule: rq.Spec.Schedule, TimeZone: rq.Spec.TimeZone, WindowLength: rq.Spec.WindowLength.Duration,
+	})
+	if se, ok := recurrence.IsSpecError(err); ok {
+		path := field.NewPath("spec", strings.TrimPrefix(se.Field, "spec."))
+		return field.Invalid(path, se.Value, se.Reason)
+	}
+	return err
+}
+
 // decodeStrict decodes content into obj as the operator's client does
 // (JSON, case-sensitive), failing when a field does not fit the Go types
 // (naming the field), and, through strict (a strictObject of obj's spec and
 // status), on unknown and duplicate fields.
-func decodeStrict(content map[string]any, obj decodable, strict any) error {
+func decodeStrict(content map[string]any, obj any, strict any) error {
 	data, err := json.Marshal(content)
 	if err != nil {
 		return fmt.Errorf("encoding %T: %w", obj, err)
@@ -184,8 +237,10 @@ func decodeStrict(content map[string]any, obj decodable, strict any) error {
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(data, obj); err != nil {
 		return fmt.Errorf("decoding %T: %w", obj, err)
 	}
-	if err := obj.DecodeError(); err != nil {
-		return err
+	if d, ok := obj.(decodable); ok {
+		if err := d.DecodeError(); err != nil {
+			return err
+		}
 	}
 	strictErrs, err := kjson.UnmarshalStrict(data, strict, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
 	if err != nil {

@@ -1,0 +1,463 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/recurrence"
+	"github.com/laxity-dev/laxity/internal/spec"
+)
+
+// The label and annotation of every window's IntermittentQuery.
+const (
+	// LabelRecurringQuery names the RecurringQuery a window belongs to.
+	LabelRecurringQuery = spec.LabelRecurringQuery
+	// AnnotationWindowStart is the window's start, RFC 3339.
+	AnnotationWindowStart = spec.AnnotationWindowStart
+)
+
+// Event reasons of a RecurringQuery.
+const (
+	// ReasonWindowCreated: a window's IntermittentQuery was created.
+	ReasonWindowCreated = "WindowCreated"
+	// ReasonWindowSkipped: windows missed by more than startingDeadline
+	// were skipped.
+	ReasonWindowSkipped = "WindowSkipped"
+	// ReasonWindowsDeleted: finished windows beyond the history limits
+	// were deleted.
+	ReasonWindowsDeleted = "WindowsDeleted"
+)
+
+// RecurringQueryReconciler stamps out one IntermittentQuery per window of
+// a RecurringQuery, windowsAhead windows ahead of time, skips the windows
+// missed by more than startingDeadline, deletes the finished ones beyond
+// the history limits, and reports the recent windows. The decisions are
+// internal/recurrence's; this observes and acts.
+type RecurringQueryReconciler struct {
+	client.Client
+	Clock   clock.PassiveClock
+	Options Options
+	// Recorder records the recurring query's events; nil records none.
+	Recorder events.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=laxity.dev,resources=recurringqueries,verbs=get;list;watch
+// +kubebuilder:rbac:groups=laxity.dev,resources=recurringqueries/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=laxity.dev,resources=intermittentqueries,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=laxity.dev,resources=elasticschedules,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile reads the recurring query and its windows once, decides with
+// internal/recurrence, acts, and writes the status once.
+func (r *RecurringQueryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var rq laxityv1alpha1.RecurringQuery
+	if err := r.Get(ctx, req.NamespacedName, &rq); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !rq.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // its windows go with it, by their owner references
+	}
+	now := r.Clock.Now()
+	before := rq.DeepCopy()
+	p, err := r.reconcile(ctx, &rq, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	rq.Status.ObservedGeneration = rq.Generation
+	if !equality.Semantic.DeepEqual(before.Status, rq.Status) {
+		if err := r.Status().Patch(ctx, &rq, client.MergeFrom(before)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("writing the status: %w", err)
+		}
+	}
+	if r.Recorder != nil {
+		for _, e := range p.events {
+			r.Recorder.Eventf(&rq, nil, e.kind, e.reason, e.action, "%s", e.message)
+		}
+	}
+	if p.wakeAt.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: r.Options.realDelay(max(p.wakeAt.Sub(now), time.Second))}, nil
+}
+
+// recurringPass is what one pass did, to report once the status is written.
+type recurringPass struct {
+	events []note
+	wakeAt time.Time
+}
+
+func (p *recurringPass) event(kind, reason, action, format string, args ...any) {
+	p.events = append(p.events, note{kind: kind, reason: reason, action: action, message: fmt.Sprintf(format, args...)})
+}
+
+func (r *RecurringQueryReconciler) reconcile(ctx context.Context, rq *laxityv1alpha1.RecurringQuery, now time.Time) (*recurringPass, error) {
+	p := &recurringPass{}
+	children, err := r.windows(ctx, rq)
+	if err != nil {
+		return nil, err
+	}
+	schedule, err := recurrence.Validate(recurrence.Spec{
+		Schedule: rq.Spec.Schedule, TimeZone: rq.Spec.TimeZone, WindowLength: rq.Spec.WindowLength.Duration,
+	})
+	if err != nil {
+		windowsStatus(rq, children, nil, nil)
+		setRecurringStalled(rq, laxityv1alpha1.InvalidSpecReason, err.Error())
+		return p, nil
+	}
+	var es laxityv1alpha1.ElasticSchedule
+	switch err := r.Get(ctx, client.ObjectKey{Namespace: rq.Namespace, Name: rq.Spec.Template.ScheduleName}, &es); {
+	case apierrors.IsNotFound(err):
+		// Windows would wait for a schedule that does not exist; create
+		// none until it does (its creation wakes the recurring query).
+		windowsStatus(rq, children, nil, nil)
+		setRecurringStalled(rq, laxityv1alpha1.ScheduleNotFoundReason, fmt.Sprintf(
+			"spec.template.scheduleName: ElasticSchedule %q not found in namespace %s", rq.Spec.Template.ScheduleName, rq.Namespace))
+		return p, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the schedule: %w", err)
+	}
+
+	in := recurrence.Input{
+		Name: rq.Name, Schedule: schedule, WindowLength: rq.Spec.WindowLength.Duration,
+		WindowsAhead: int(ptr.Deref(rq.Spec.WindowsAhead, 2)), Suspend: rq.Spec.Suspend,
+		SuccessfulLimit: int(ptr.Deref(rq.Spec.SuccessfulWindowsHistoryLimit, 3)),
+		FailedLimit:     int(ptr.Deref(rq.Spec.FailedWindowsHistoryLimit, 1)),
+		Instances:       instances(rq, children),
+		Now:             now,
+		// The one part of the status read back, as a CronJob reads its
+		// lastScheduleTime: windows the history limits deleted leave no
+		// other trace, and must not be created again. Before the first
+		// window, windows start after laxity first sees the object.
+		Since: now,
+	}
+	if t := rq.Status.LastScheduleTime; t != nil {
+		in.Since = t.Time
+	}
+	if d := rq.Spec.StartingDeadline; d != nil {
+		in.StartingDeadline = &d.Duration
+	}
+	d, decideErr := recurrence.Decide(in)
+	p.wakeAt = d.WakeAt
+
+	taken := map[string]bool{}
+	for _, w := range d.Taken {
+		taken[w.Name] = true
+	}
+	for _, w := range d.Create {
+		iq, err := renderWindow(rq, w, r.Scheme())
+		if err != nil {
+			return nil, err
+		}
+		switch err := r.Create(ctx, iq); {
+		case apierrors.IsAlreadyExists(err):
+			// Ours from a pass whose status write failed, or someone
+			// else's: only the latter is reported.
+			var existing laxityv1alpha1.IntermittentQuery
+			if err := r.Get(ctx, client.ObjectKeyFromObject(iq), &existing); err != nil {
+				return nil, fmt.Errorf("reading window %s: %w", iq.Name, err)
+			}
+			if !metav1.IsControlledBy(&existing, rq) {
+				taken[iq.Name] = true
+				continue
+			}
+			children = append(children, existing)
+		case err != nil:
+			return nil, fmt.Errorf("creating window %s: %w", iq.Name, err)
+		default:
+			children = append(children, *iq)
+			p.event(corev1.EventTypeNormal, ReasonWindowCreated, "Create", "Created IntermittentQuery %s for the window %s to %s, due %s",
+				iq.Name, w.Start.Format(time.RFC3339), w.End.Format(time.RFC3339), iq.Spec.Deadline.UTC().Format(time.RFC3339))
+		}
+	}
+	var deleted []string
+	for _, name := range d.Delete {
+		i := slices.IndexFunc(children, func(q laxityv1alpha1.IntermittentQuery) bool { return q.Name == name })
+		q := children[i]
+		// The UID precondition: never a different object that took the
+		// name since the list.
+		err := r.Delete(ctx, &q, client.Preconditions{UID: &q.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if client.IgnoreNotFound(err) != nil {
+			return nil, fmt.Errorf("deleting window %s: %w", name, err)
+		}
+		deleted = append(deleted, name)
+		children = slices.Delete(children, i, i+1)
+	}
+	if len(deleted) > 0 {
+		p.event(corev1.EventTypeNormal, ReasonWindowsDeleted, "Delete", "Deleted finished windows beyond the history limits: %s", strings.Join(deleted, ", "))
+	}
+	var skipped []laxityv1alpha1.RecurringWindow
+	if d.SkippedCount > 0 {
+		why := fmt.Sprintf("Started more than spec.startingDeadline (%s) before laxity could create it", rq.Spec.StartingDeadline.Duration)
+		for _, s := range d.Skipped {
+			skipped = append(skipped, laxityv1alpha1.RecurringWindow{Start: metav1.NewTime(s), Outcome: laxityv1alpha1.WindowSkipped, Message: why})
+		}
+		p.event(corev1.EventTypeWarning, ReasonWindowSkipped, "Skip", "Skipped %d window(s) missed by more than spec.startingDeadline (%s), from %s to %s",
+			d.SkippedCount, rq.Spec.StartingDeadline.Duration, d.Skipped[0].Format(time.RFC3339), d.Skipped[len(d.Skipped)-1].Format(time.RFC3339))
+	}
+
+	windowsStatus(rq, children, skipped, &es)
+	if !d.Since.IsZero() {
+		rq.Status.LastScheduleTime = &metav1.Time{Time: d.Since}
+	}
+	rq.Status.NextWindow = nil
+	if !d.Next.IsZero() {
+		rq.Status.NextWindow = &metav1.Time{Time: d.Next}
+	}
+
+	if se, ok := recurrence.IsSpecError(decideErr); ok {
+		reason := laxityv1alpha1.InvalidSpecReason
+		if se.Field == recurrence.FieldStartingDeadline {
+			reason = laxityv1alpha1.TooManyMissedWindowsReason
+		}
+		setRecurringStalled(rq, reason, se.Error())
+		return p, nil
+	} else if decideErr != nil {
+		return nil, decideErr
+	}
+	meta.RemoveStatusCondition(&rq.Status.Conditions, laxityv1alpha1.RecurringQueryStalledCondition)
+	switch {
+	case len(taken) > 0:
+		names := slices.Sorted(maps.Keys(taken))
+		message := fmt.Sprintf("IntermittentQueries not owned by this RecurringQuery hold the names of its windows, which do not run: %s", strings.Join(names, ", "))
+		setRecurringReady(rq, metav1.ConditionFalse, laxityv1alpha1.WindowNameTakenReason, message)
+		p.event(corev1.EventTypeWarning, laxityv1alpha1.WindowNameTakenReason, "Create", "%s", message)
+	case rq.Spec.Suspend:
+		setRecurringReady(rq, metav1.ConditionTrue, laxityv1alpha1.SuspendedReason, "Suspended: no new window is created")
+	default:
+		message := "The windows ahead exist"
+		if rq.Status.NextWindow != nil {
+			message += "; the next is created when the one before it starts, at " + d.WakeAt.UTC().Format(time.RFC3339)
+		}
+		setRecurringReady(rq, metav1.ConditionTrue, laxityv1alpha1.WindowsScheduledReason, message)
+	}
+	return p, nil
+}
+
+// windows lists the IntermittentQueries that claim to be the recurring
+// query's windows: labelled with it, or named like one of its windows.
+func (r *RecurringQueryReconciler) windows(ctx context.Context, rq *laxityv1alpha1.RecurringQuery) ([]laxityv1alpha1.IntermittentQuery, error) {
+	var list laxityv1alpha1.IntermittentQueryList
+	if err := r.List(ctx, &list, client.InNamespace(rq.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing intermittent queries: %w", err)
+	}
+	named := regexp.MustCompile("^" + regexp.QuoteMeta(rq.Name) + "-[0-9]{12}$")
+	var out []laxityv1alpha1.IntermittentQuery
+	for _, q := range list.Items {
+		if q.Labels[LabelRecurringQuery] == rq.Name || named.MatchString(q.Name) {
+			out = append(out, q)
+		}
+	}
+	slices.SortFunc(out, func(a, b laxityv1alpha1.IntermittentQuery) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// instances are the windows as internal/recurrence sees them.
+func instances(rq *laxityv1alpha1.RecurringQuery, children []laxityv1alpha1.IntermittentQuery) []recurrence.Instance {
+	out := make([]recurrence.Instance, 0, len(children))
+	for i := range children {
+		q := &children[i]
+		outcome, finished := windowOutcome(q)
+		out = append(out, recurrence.Instance{
+			Name: q.Name, Start: windowStartOf(q), Owned: metav1.IsControlledBy(q, rq),
+			Finished: finished, Succeeded: outcome == laxityv1alpha1.WindowSucceeded,
+		})
+	}
+	return out
+}
+
+// windowStartOf is a window's start: its annotation, else its spec.
+func windowStartOf(q *laxityv1alpha1.IntermittentQuery) time.Time {
+	if t, err := time.Parse(time.RFC3339, q.Annotations[AnnotationWindowStart]); err == nil {
+		return t
+	}
+	return q.Spec.Window.Start.Time
+}
+
+// windowOutcome is where a window's IntermittentQuery stands, read from its
+// conditions and steps, and whether it is finished: nothing of it runs any
+// more and nothing will.
+func windowOutcome(q *laxityv1alpha1.IntermittentQuery) (laxityv1alpha1.WindowOutcome, bool) {
+	if meta.IsStatusConditionTrue(q.Status.Conditions, laxityv1alpha1.IntermittentQuerySucceededCondition) {
+		return laxityv1alpha1.WindowSucceeded, true
+	}
+	running := false
+	launched := len(q.Status.Batches) > 0 || len(q.Status.Partials) > 0 || q.Status.Final != nil
+	active := func(o laxityv1alpha1.StepOutcome) {
+		if o == laxityv1alpha1.StepPending || o == laxityv1alpha1.StepRunning {
+			running = true
+		}
+	}
+	for _, b := range q.Status.Batches {
+		active(b.Outcome)
+	}
+	for _, p := range q.Status.Partials {
+		active(p.Outcome)
+	}
+	if f := q.Status.Final; f != nil {
+		active(f.Outcome)
+	}
+	stalled := meta.FindStatusCondition(q.Status.Conditions, laxityv1alpha1.IntermittentQueryStalledCondition)
+	switch {
+	case running:
+		return laxityv1alpha1.WindowRunning, false
+	case stalled != nil && stalled.Status == metav1.ConditionTrue && stalled.Reason == laxityv1alpha1.StepFailedReason:
+		return laxityv1alpha1.WindowFailed, true
+	case meta.IsStatusConditionTrue(q.Status.Conditions, laxityv1alpha1.IntermittentQueryDeadlineMissedCondition):
+		return laxityv1alpha1.WindowMissed, true
+	case launched:
+		return laxityv1alpha1.WindowRunning, false
+	}
+	return laxityv1alpha1.WindowPending, false
+}
+
+// windowsStatus computes the status of the recent windows from the
+// children (and the windows skipped in this pass or recorded before):
+// status.windows, newest first, and status.lastOutcome. es is nil when the
+// schedule is unknown; costs are then left out.
+func windowsStatus(rq *laxityv1alpha1.RecurringQuery, children []laxityv1alpha1.IntermittentQuery, skipped []laxityv1alpha1.RecurringWindow, es *laxityv1alpha1.ElasticSchedule) {
+	price := -1.0
+	if es != nil {
+		if p, err := strconv.ParseFloat(es.Spec.NodePool.PricePerNodeHour, 64); err == nil {
+			price = p
+		}
+	}
+	var windows []laxityv1alpha1.RecurringWindow
+	for i := range children {
+		q := &children[i]
+		if !metav1.IsControlledBy(q, rq) {
+			continue
+		}
+		windows = append(windows, windowStatus(q, price))
+	}
+	// Skipped windows leave no object behind: the status is their record.
+	for _, w := range rq.Status.Windows {
+		if w.Outcome == laxityv1alpha1.WindowSkipped {
+			windows = append(windows, w)
+		}
+	}
+	windows = append(windows, skipped...)
+	slices.SortStableFunc(windows, func(a, b laxityv1alpha1.RecurringWindow) int { return b.Start.Compare(a.Start.Time) })
+	windows = slices.CompactFunc(windows, func(a, b laxityv1alpha1.RecurringWindow) bool { return a.Start.Equal(&b.Start) })
+	if len(windows) > laxityv1alpha1.MaxRecentWindows {
+		windows = windows[:laxityv1alpha1.MaxRecentWindows]
+	}
+	rq.Status.Windows = windows
+	rq.Status.LastOutcome = ""
+	for _, w := range windows {
+		switch w.Outcome {
+		case laxityv1alpha1.WindowSucceeded, laxityv1alpha1.WindowFailed, laxityv1alpha1.WindowMissed, laxityv1alpha1.WindowSkipped:
+			rq.Status.LastOutcome = w.Outcome
+		}
+		if rq.Status.LastOutcome != "" {
+			break
+		}
+	}
+}
+
+// windowStatus is one window's entry; price < 0 leaves the cost out.
+func windowStatus(q *laxityv1alpha1.IntermittentQuery, price float64) laxityv1alpha1.RecurringWindow {
+	outcome, _ := windowOutcome(q)
+	deadline := q.Spec.Deadline
+	w := laxityv1alpha1.RecurringWindow{
+		Start: metav1.NewTime(windowStartOf(q)), Query: q.Name, Outcome: outcome,
+		Deadline: &deadline, Batches: int32(len(q.Status.Batches)),
+	}
+	var steps []recurrence.Step
+	add := func(nodes int32, start, end *metav1.Time, o laxityv1alpha1.StepOutcome) {
+		if o == laxityv1alpha1.StepSucceeded && start != nil && end != nil {
+			steps = append(steps, recurrence.Step{Nodes: nodes, Seconds: end.Sub(start.Time).Seconds()})
+		}
+	}
+	for _, b := range q.Status.Batches {
+		add(b.Nodes, b.Start, b.End, b.Outcome)
+	}
+	for _, p := range q.Status.Partials {
+		add(p.Nodes, p.Start, p.End, p.Outcome)
+	}
+	if f := q.Status.Final; f != nil {
+		add(f.Nodes, f.Start, f.End, f.Outcome)
+		if f.Outcome == laxityv1alpha1.StepSucceeded {
+			w.Finish, w.ResultLocation = f.End, f.ResultLocation
+			w.Met = f.End != nil && !f.End.After(deadline.Time)
+		}
+	}
+	if price >= 0 {
+		w.ExecutedCost = strconv.FormatFloat(recurrence.ExecutedCost(steps, price), 'f', 4, 64)
+	}
+	return w
+}
+
+// renderWindow is the IntermittentQuery of window w (spec.RecurringWindow)
+// with the recurring query as its controller owner.
+func renderWindow(rq *laxityv1alpha1.RecurringQuery, w recurrence.Window, scheme *runtime.Scheme) (*laxityv1alpha1.IntermittentQuery, error) {
+	iq := spec.RecurringWindow(rq, w)
+	if err := controllerutil.SetControllerReference(rq, iq, scheme); err != nil {
+		return nil, fmt.Errorf("owning window %s: %w", w.Name, err)
+	}
+	return iq, nil
+}
+
+func setRecurringReady(rq *laxityv1alpha1.RecurringQuery, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(&rq.Status.Conditions, metav1.Condition{
+		Type: laxityv1alpha1.RecurringQueryReadyCondition, Status: status, Reason: reason, Message: message, ObservedGeneration: rq.Generation,
+	})
+}
+
+// setRecurringStalled marks the spec as one that cannot be honoured:
+// Ready False and Stalled True, with the reason and a message naming the
+// field.
+func setRecurringStalled(rq *laxityv1alpha1.RecurringQuery, reason, message string) {
+	setRecurringReady(rq, metav1.ConditionFalse, reason, message)
+	meta.SetStatusCondition(&rq.Status.Conditions, metav1.Condition{
+		Type: laxityv1alpha1.RecurringQueryStalledCondition, Status: metav1.ConditionTrue, Reason: reason, Message: message, ObservedGeneration: rq.Generation,
+	})
+}
+
+// SetupWithManager registers the RecurringQuery controller, woken by the
+// recurring query, the windows it owns, and the ElasticSchedule its
+// template names (a missing one holds every window back).
+func (r *RecurringQueryReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	bySchedule := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list laxityv1alpha1.RecurringQueryList
+		if err := mgr.GetClient().List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for _, rq := range list.Items {
+			if rq.Spec.Template.ScheduleName == o.GetName() {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&rq)})
+			}
+		}
+		return out
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&laxityv1alpha1.RecurringQuery{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&laxityv1alpha1.IntermittentQuery{}).
+		Watches(&laxityv1alpha1.ElasticSchedule{}, bySchedule, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Named("recurringquery").
+		Complete(r)
+}
