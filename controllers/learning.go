@@ -2,10 +2,15 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/learn"
@@ -90,7 +95,98 @@ func material(previous *laxityv1alpha1.LearnedModel, l learn.Learned, at []learn
 }
 
 // inheritedObservations are the observations of the earlier windows of the
-// query's RecurringQuery, none for a standalone query.
+// query's RecurringQuery (its controller owner), none for a standalone query.
 func (r *IntermittentQueryReconciler) inheritedObservations(ctx context.Context, q *laxityv1alpha1.IntermittentQuery) ([]laxityv1alpha1.StepObservation, error) {
-	return nil, nil
+	owner := metav1.GetControllerOf(q)
+	if owner == nil || owner.Kind != "RecurringQuery" || owner.APIVersion != laxityv1alpha1.GroupVersion.String() {
+		return nil, nil
+	}
+	var rq laxityv1alpha1.RecurringQuery
+	if err := r.Get(ctx, client.ObjectKey{Namespace: q.Namespace, Name: owner.Name}, &rq); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading RecurringQuery %s: %w", owner.Name, err)
+	}
+	if rq.UID != owner.UID || rq.Status.Learned == nil {
+		return nil, nil
+	}
+	var out []laxityv1alpha1.StepObservation
+	for _, o := range rq.Status.Learned.Observations {
+		if !o.WindowStart.Equal(&q.Spec.Window.Start) {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// learnAcrossWindows sets what the RecurringQuery learned from its windows
+// (status.learned): the observations of its earlier ones, kept, and those
+// of its windows still there, fitted with the template's declared model as
+// the prior. Plans use what each window learned (its own status.learned,
+// which starts from these observations); this is the record across
+// windows, which survives the windows' deletion by the history limits.
+func learnAcrossWindows(rq *laxityv1alpha1.RecurringQuery, children []laxityv1alpha1.IntermittentQuery, mode laxityv1alpha1.Learning, now metav1.Time) {
+	if mode == laxityv1alpha1.LearningOff {
+		rq.Status.Learned = nil
+		return
+	}
+	declared, err := spec.DeclaredCostModel(rq.Spec.Template.CostModel)
+	if err != nil {
+		return
+	}
+	type key struct {
+		window time.Time
+		kind   laxityv1alpha1.StepKind
+		index  int32
+	}
+	seen := map[key]bool{}
+	var all []laxityv1alpha1.StepObservation
+	add := func(o laxityv1alpha1.StepObservation) {
+		k := key{o.WindowStart.UTC(), o.Kind, o.Index}
+		if !seen[k] {
+			seen[k] = true
+			all = append(all, o)
+		}
+	}
+	if rq.Status.Learned != nil {
+		for _, o := range rq.Status.Learned.Observations {
+			add(o)
+		}
+	}
+	for i := range children {
+		if l := children[i].Status.Learned; l != nil {
+			for _, o := range l.Observations {
+				add(o)
+			}
+		}
+	}
+	if len(all) == 0 {
+		return
+	}
+	kindOrder := map[laxityv1alpha1.StepKind]int{laxityv1alpha1.StepKindBatch: 0, laxityv1alpha1.StepKindPartial: 1, laxityv1alpha1.StepKindFinal: 2}
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if !a.WindowStart.Equal(&b.WindowStart) {
+			return a.WindowStart.Before(&b.WindowStart)
+		}
+		if a.Kind != b.Kind {
+			return kindOrder[a.Kind] < kindOrder[b.Kind]
+		}
+		return a.Index < b.Index
+	})
+	if n := len(all); n > laxityv1alpha1.MaxObservations {
+		all = all[n-laxityv1alpha1.MaxObservations:]
+	}
+	observations := spec.ToLearn(all)
+	l := learn.Fit(declared, observations, learn.Defaults)
+	previous := rq.Status.Learned
+	next := spec.LearnedStatus(l, all, mode == laxityv1alpha1.LearningApply)
+	if previous != nil {
+		next.LastChange = previous.LastChange
+	}
+	if material(previous, l, observations) {
+		next.LastChange = &now
+	}
+	rq.Status.Learned = next
 }

@@ -193,6 +193,9 @@ func (r *RecurringQueryReconciler) reconcile(ctx context.Context, rq *laxityv1al
 				iq.Name, w.Start.Format(time.RFC3339), w.End.Format(time.RFC3339), iq.Spec.Deadline.UTC().Format(time.RFC3339))
 		}
 	}
+	// Before the history limits delete any window: what the windows
+	// learned outlives them.
+	learnAcrossWindows(rq, children, spec.Learning(&es), metav1.Time{Time: now})
 	var deleted []string
 	for _, name := range d.Delete {
 		i := slices.IndexFunc(children, func(q laxityv1alpha1.IntermittentQuery) bool { return q.Name == name })

@@ -3,13 +3,16 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
@@ -134,5 +137,118 @@ var _ = Describe("A schedule that only observes what it learns", Ordered, func()
 			observed = append(observed, <-rec.Events)
 		}
 		Expect(fsCount(observed, laxityv1alpha1.ModelLearnedReason, "Observe")).To(BeNumerically(">=", 1), "events: %v", observed)
+	})
+})
+
+var _ = Describe("A RecurringQuery over six windows whose Spark runs 30% slower than declared", Ordered, func() {
+	const lead = 2 * time.Minute
+	var w *world
+	var rqr *RecurringQueryReconciler
+	var seen []string
+	var beforeRestart *laxityv1alpha1.LearnedModel
+	rqKey := func() client.ObjectKey { return client.ObjectKey{Namespace: w.ns, Name: "orders"} }
+	recurring := func(ctx context.Context) *laxityv1alpha1.RecurringQuery {
+		var rq laxityv1alpha1.RecurringQuery
+		Expect(k8sClient.Get(ctx, rqKey(), &rq)).To(Succeed())
+		return &rq
+	}
+	// restart replaces the reconcilers by new ones, with nothing in memory,
+	// as a restarted manager's.
+	restart := func(ctx context.Context) {
+		fresh := newWorld(ctx, "unused", lead)
+		w.es, w.iq = fresh.es, fresh.iq
+		w.es.Clock, w.iq.Clock = w.clock, w.clock
+		rqr = &RecurringQueryReconciler{Client: k8sClient, Clock: w.clock, Recorder: events.NewFakeRecorder(1000)}
+	}
+	BeforeAll(func(ctx SpecContext) {
+		w = newWorld(ctx, "learn-recurring", lead)
+		w.spark.Duration = standin.Slower(standin.ModelledDuration(k8sClient, spec.CostModel), 0.3, 0, 0)
+		rqr = &RecurringQueryReconciler{Client: k8sClient, Clock: w.clock, Recorder: events.NewFakeRecorder(1000)}
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
+		w.create(ctx, w.schedule)
+		w.create(ctx, builder.Recurring(w.ns, "orders").Limits(10, 10).Obj())
+		// Windows start every 10 minutes from the first after origin; six
+		// of them end by 60 minutes, the last due 4 minutes later.
+		end := origin.Add(70 * time.Minute)
+		for t := origin; !t.After(end); t = t.Add(5 * time.Second) {
+			if t.Equal(origin.Add(35 * time.Minute)) {
+				beforeRestart = recurring(ctx).Status.Learned.DeepCopy()
+				seen = fsEvents(w, seen)
+				restart(ctx)
+			}
+			w.clock.SetTime(t)
+			_, err := rqr.Reconcile(ctx, ctrl.Request{NamespacedName: rqKey()})
+			Expect(err).NotTo(HaveOccurred())
+			w.tick(ctx, t)
+		}
+		seen = fsEvents(w, seen)
+		w.report(ctx)
+	})
+
+	windows := func(ctx context.Context) []laxityv1alpha1.IntermittentQuery {
+		var list laxityv1alpha1.IntermittentQueryList
+		Expect(k8sClient.List(ctx, &list, client.InNamespace(w.ns))).To(Succeed())
+		var out []laxityv1alpha1.IntermittentQuery
+		for _, q := range list.Items {
+			if q.Spec.Window.End.Time.Before(origin.Add(61 * time.Minute)) {
+				out = append(out, q)
+			}
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Spec.Window.Start.Before(&out[j].Spec.Window.Start) })
+		return out
+	}
+
+	It("meets the deadlines of its windows from the third on", func(ctx SpecContext) {
+		ws := windows(ctx)
+		Expect(len(ws)).To(BeNumerically(">=", 6))
+		for i, q := range ws {
+			done := q.Status.Final != nil && q.Status.Final.End != nil
+			fmt.Fprintf(GinkgoWriter, "window %d %s: finished %v, learned %s\n", i+1, q.Name, done, learnedSummary(q.Status.Learned))
+			if i >= 2 {
+				Expect(done).To(BeTrue(), q.Name)
+				Expect(q.Status.Final.End.Time).NotTo(BeTemporally(">", q.Spec.Deadline.Time), q.Name)
+			}
+		}
+	})
+
+	It("shows the fitted model and the margin in its status", func(ctx SpecContext) {
+		l := recurring(ctx).Status.Learned
+		Expect(l).NotTo(BeNil())
+		Expect(l.CostModel).NotTo(BeNil())
+		slowdown, err := strconv.ParseFloat(l.SlowdownPercent, 64)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(slowdown).To(BeNumerically("~", 30, 6))
+		Expect(l.RuntimeMarginPercent).NotTo(BeEmpty())
+		Expect(l.BatchObservations).To(BeNumerically(">=", 10))
+		ws := windows(ctx)
+		last := ws[len(ws)-1].Status.Learned
+		Expect(last).NotTo(BeNil())
+		Expect(last.Applied).To(BeTrue(), "the last window plans with what the earlier ones learned")
+	})
+
+	It("re-plans for what it learned only while it is still learning", func(ctx SpecContext) {
+		learned := fsCount(seen, laxityv1alpha1.ModelLearnedReason)
+		Expect(learned).To(BeNumerically(">=", 1), "events: %v", seen)
+		// One event per material change: once the model has settled, later
+		// windows plan with it from the start and change it too little to
+		// re-plan again.
+		var late []string
+		for _, e := range seen {
+			if strings.Contains(e, laxityv1alpha1.ModelLearnedReason) {
+				for _, q := range windows(ctx)[4:] {
+					if strings.Contains(e, "IntermittentQuery "+q.Name+":") {
+						late = append(late, e)
+					}
+				}
+			}
+		}
+		Expect(late).To(BeEmpty())
+	})
+
+	It("keeps what it learned across a manager restart", func(ctx SpecContext) {
+		Expect(beforeRestart).NotTo(BeNil())
+		after := recurring(ctx).Status.Learned
+		Expect(after.BatchObservations).To(BeNumerically(">", beforeRestart.BatchObservations), "learning went on from where it was")
+		Expect(int(after.BatchObservations) + int(after.MergeObservations)).To(BeNumerically(">=", int(beforeRestart.BatchObservations)+int(beforeRestart.MergeObservations)))
 	})
 })
