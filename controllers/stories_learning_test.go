@@ -167,11 +167,13 @@ var _ = Describe("A RecurringQuery over six windows whose Spark runs 30% slower 
 		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
 		w.create(ctx, w.schedule)
 		w.create(ctx, builder.Recurring(w.ns, "orders").Limits(10, 10).Obj())
-		// Windows start every 10 minutes from the first after origin; six
-		// of them end by 60 minutes, the last due 4 minutes later.
-		end := origin.Add(70 * time.Minute)
+		// Windows start every 10 minutes from the first after origin (at
+		// 10 minutes); six of them end by 65 minutes, the last due 4
+		// minutes later.
+		end := origin.Add(80 * time.Minute)
 		for t := origin; !t.After(end); t = t.Add(5 * time.Second) {
-			if t.Equal(origin.Add(35 * time.Minute)) {
+			// Between the fourth window's deadline and the fifth's start.
+			if t.Equal(origin.Add(49*time.Minute + 30*time.Second)) {
 				beforeRestart = recurring(ctx).Status.Learned.DeepCopy()
 				seen = fsEvents(w, seen)
 				restart(ctx)
@@ -190,7 +192,7 @@ var _ = Describe("A RecurringQuery over six windows whose Spark runs 30% slower 
 		Expect(k8sClient.List(ctx, &list, client.InNamespace(w.ns))).To(Succeed())
 		var out []laxityv1alpha1.IntermittentQuery
 		for _, q := range list.Items {
-			if q.Spec.Window.End.Time.Before(origin.Add(61 * time.Minute)) {
+			if q.Spec.Window.End.Time.Before(origin.Add(66 * time.Minute)) {
 				out = append(out, q)
 			}
 		}
