@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -42,7 +43,7 @@ func (r *IntermittentQueryReconciler) learnFrom(ctx context.Context, q *laxityv1
 		return err
 	}
 	own := spec.Observations(q)
-	all := append(inherited, own...)
+	all := slices.Concat(inherited, own)
 	if len(all) == 0 {
 		q.Status.Learned = nil
 		recordLearned(q)
