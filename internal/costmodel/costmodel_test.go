@@ -167,3 +167,26 @@ func TestOnNodesIsTheModel(t *testing.T) {
 		}
 	}
 }
+
+// A weight of zero takes a sample out of the fit; bad weights are errors.
+func TestFitWeighted(t *testing.T) {
+	want := Linear{Overhead: 10, Serial: 2e-7, Parallel: 1.2e-5}
+	samples := samplesOf(want, [][2]float64{{2, 1e6}, {2, 4e6}, {4, 4e6}, {10, 4e6}, {10, 8e6}})
+	samples = append(samples, Sample{Nodes: 2, Work: 1e6, Seconds: 1000})
+	weights := []float64{1, 1, 1, 1, 1, 0}
+	got, err := FitWeighted(samples, weights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(1e-6, 1e-12)); diff != "" {
+		t.Errorf("fit (-want +got):\n%s", diff)
+	}
+	if plain, err := Fit(samples); err == nil && cmp.Equal(want, plain, cmpopts.EquateApprox(1e-6, 1e-12)) {
+		t.Error("the outlier did not move the unweighted fit: the test proves nothing")
+	}
+	for _, bad := range [][]float64{{1, 1}, {1, 1, 1, 1, 1, -1}, {1, 1, 1, 1, 1, math.NaN()}, {0, 0, 0, 0, 1, 1}} {
+		if _, err := FitWeighted(samples, bad); err == nil {
+			t.Errorf("weights %v were accepted", bad)
+		}
+	}
+}

@@ -78,8 +78,8 @@ func TestTheReportsClaimsHold(t *testing.T) {
 // Everything but the measured search times is the same on a rerun. The
 // margin study runs fewer seeds here: its runs are what takes time.
 func TestTheReportIsReproducible(t *testing.T) {
-	defer func(all int, starts []float64) { runs, sweepStarts = all, starts }(runs, sweepStarts)
-	runs, sweepStarts = 10, sweepStarts[:1]
+	defer func(all, windows int, starts []float64) { runs, learningWindows, sweepStarts = all, windows, starts }(runs, learningWindows, sweepStarts)
+	runs, learningWindows, sweepStarts = 10, 4, sweepStarts[:1]
 	times := regexp.MustCompile(`[0-9.]+ (ms|s) \|`)
 	var first, second bytes.Buffer
 	figures, err := Write(&first)
@@ -249,5 +249,39 @@ func TestTheVariableRateClaimsHold(t *testing.T) {
 	}
 	if 2*met <= feasible || fixed >= met {
 		t.Errorf("re-planning met %d and the unchanged plan %d of %d", met, fixed, feasible)
+	}
+}
+
+// The learning study's goals and prose, on the first 20 seeds: from window
+// 3 on no run misses a deadline and no window costs more than 1.10x the
+// plan that knew the truth, in every reality (the report's 200 seeds say
+// where a rare run still misses, and its prose follows the numbers); window 1 of the noisy reality misses in fewer
+// runs than without the in-window rule (every run); the pessimistic model
+// is learned (window 3 costs less than window 1). The 30% cut the study
+// hoped for in (c) is out of the sample's reach (its pool floor), which
+// the report says; this checks the cut it reports is real.
+func TestTheLearningStudysClaimsHold(t *testing.T) {
+	defer func(all int) { runs = all }(runs)
+	runs = 20
+	base, err := Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := learningStudy(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		missFree, withinCost := r.meetsGoals()
+		if !missFree || !withinCost {
+			t.Errorf("%s: from window %d on, miss-free %v, within %.2fx %v; missed %v, cost ratios %.3f", r.reality.name, learningFrom, missFree,
+				learningCostBound, withinCost, r.missed, r.cost)
+		}
+	}
+	if rows[0].missedShare(0) >= 1 {
+		t.Errorf("window 1 of %s missed in every run", rows[0].reality.name)
+	}
+	if c := rows[2]; c.cost[learningFrom-1] >= c.cost[0] {
+		t.Errorf("%s: window %d cost %.3f, not below window 1's %.3f", c.reality.name, learningFrom, c.cost[learningFrom-1], c.cost[0])
 	}
 }

@@ -110,6 +110,9 @@ field defaults to 0 so that plans match the cost model as declared; set it
 where the model was measured on steadier nodes than those that will run the
 work. Changing the default would change every plan of every user, so it
 stays a documented recommendation until it has been measured on real runs.
+For a query that recurs, learning replaces the fixed margin: each query's
+margin is sized from its own measured steps (see "Learning across windows"
+below).
 
 Two run-time rules came out of this study. First, dispatch judges slack with
 the margin the plan was made with, as the planner did: with the bare model

@@ -74,10 +74,14 @@ func Write(out io.Writer) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	learned, err := learning(&b, base)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := io.WriteString(out, b.String()); err != nil {
 		return nil, err
 	}
-	return map[string][]byte{"margin.svg": margin, "variable-rates.svg": variable}, nil
+	return map[string][]byte{"learning.svg": learned, "margin.svg": margin, "variable-rates.svg": variable}, nil
 }
 
 const header = `# Experiments: laxity next to the paper

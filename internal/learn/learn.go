@@ -27,9 +27,11 @@
 //     squares of the relative error, reweighted by Tukey's biweight of the
 //     residuals (costmodel.FitWeighted), every coefficient clamped to
 //     [declared/Bound, declared×Bound]. The fit is kept only when it
-//     explains the observations better than the declared model scaled by the
-//     slowdown, which is the model otherwise: few samples on one node count,
-//     or work that hardly varies, cannot tell the coefficients apart.
+//     explains the observations clearly better (Settings.FitGain) than the
+//     declared model scaled by the slowdown, which is the model otherwise:
+//     few samples on one node count, or work that hardly varies, cannot
+//     tell the coefficients apart, and a fit of noise around the declared
+//     shape extrapolates badly to batch sizes not yet run.
 //
 // The margin is the headroom to plan with on top of the learned model: the
 // Settings.Quantile quantile of the weighted ratios observed/learned, minus
@@ -86,6 +88,12 @@ type Settings struct {
 	// before its three coefficients are fitted rather than the declared
 	// model scaled.
 	MinFitSamples int
+	// FitGain is how much better a fit of the three coefficients must
+	// explain the observations than the declared model scaled, as the
+	// largest ratio of their typical errors, to be kept: a fit that only
+	// follows noise extrapolates wildly to batch sizes and node counts
+	// that were not observed.
+	FitGain float64
 	// Quantile is the share of observed/learned ratios the margin covers.
 	Quantile float64
 	// Allowance is how many standard errors of the ratios the margin adds
@@ -111,6 +119,7 @@ var Defaults = Settings{
 	PriorWeight:   1,
 	Bound:         10,
 	MinFitSamples: 8,
+	FitGain:       0.25,
 	Quantile:      0.85,
 	Allowance:     1,
 	PriorSpread:   0.1,
@@ -222,6 +231,9 @@ func (s Settings) sane() Settings {
 	if !(s.Bound >= 1) || math.IsInf(s.Bound, 0) {
 		s.Bound = d.Bound
 	}
+	if !(s.FitGain > 0) || s.FitGain > 1 {
+		s.FitGain = d.FitGain
+	}
 	if s.MinFitSamples < 3 {
 		s.MinFitSamples = d.MinFitSamples
 	}
@@ -259,7 +271,7 @@ func (s Settings) fitKind(declared costmodel.Linear, xs []sample, prior float64)
 		return fallback
 	}
 	fit, ok := s.robustFit(declared, xs)
-	if !ok || misfit(fit, xs) >= misfit(fallback, xs) {
+	if !ok || misfit(fit, xs) > s.FitGain*misfit(fallback, xs) {
 		return fallback
 	}
 	return fit
@@ -331,18 +343,25 @@ func i3Close(a, b costmodel.Linear) bool {
 	return c(a.Overhead, b.Overhead) && c(a.Serial, b.Serial) && c(a.Parallel, b.Parallel)
 }
 
-// misfit is the weighted median absolute log ratio of observed to modelled
-// durations: how far the model is off for most samples.
+// misfit is the weighted mean absolute log ratio of observed to modelled
+// durations, each capped at 1 so that a wild sample counts no more than a
+// factor of e: how far the model is off on average. A mean, not a median:
+// observations cluster at the batch sizes that ran, and a model through the
+// median of the largest cluster would look perfect.
 func misfit(l costmodel.Linear, xs []sample) float64 {
-	vs := make([]weighted, 0, len(xs))
+	sum, total := 0.0, 0.0
 	for _, x := range xs {
 		m := l.Seconds(x.Nodes, x.Work)
 		if !(m > 0) || math.IsInf(m, 0) {
 			return math.Inf(1)
 		}
-		vs = append(vs, weighted{math.Abs(math.Log(x.Seconds / m)), x.weight})
+		sum += x.weight * min(math.Abs(math.Log(x.Seconds/m)), 1)
+		total += x.weight
 	}
-	return quantile(vs, 0.5)
+	if total == 0 {
+		return math.Inf(1)
+	}
+	return sum / total
 }
 
 // margin sizes the headroom from the spread of the ratios observed/learned.

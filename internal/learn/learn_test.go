@@ -108,13 +108,13 @@ func TestFitIsRobust(t *testing.T) {
 			check: &Observation{Kind: Batch, Work: tuples, Nodes: 20},
 		},
 		{
-			name: "ten times slower than declared, consistently, is learned",
-			obs:  concat(run(declared, Batch, 30, 2, tuples, constant(10)), run(declared, Merge, 10, 2, inputs, constant(10))),
+			name:  "ten times slower than declared, consistently, is learned",
+			obs:   concat(run(declared, Batch, 30, 2, tuples, constant(10)), run(declared, Merge, 10, 2, inputs, constant(10))),
 			batch: 10, merge: 10, tol: 0.05, maxMargin: 0.05,
 		},
 		{
-			name: "ten times faster than declared, consistently, is learned",
-			obs:  concat(run(declared, Batch, 30, 2, tuples, constant(0.1)), run(declared, Merge, 10, 2, inputs, constant(0.1))),
+			name:  "ten times faster than declared, consistently, is learned",
+			obs:   concat(run(declared, Batch, 30, 2, tuples, constant(0.1)), run(declared, Merge, 10, 2, inputs, constant(0.1))),
 			batch: 0.1, merge: 0.1, tol: 0.05, maxMargin: 0.05,
 		},
 		{
@@ -127,13 +127,13 @@ func TestFitIsRobust(t *testing.T) {
 			batch: 1.3, merge: 1.3, tol: 0.04, minMargin: 0.08, maxMargin: 0.25,
 		},
 		{
-			name: "the world changed mid-stream: recent steps win",
-			obs:  concat(run(declared, Batch, 60, 2, tuples, constant(1)), run(declared, Batch, 60, 2, tuples, constant(2))),
+			name:  "the world changed mid-stream: recent steps win",
+			obs:   concat(run(declared, Batch, 60, 2, tuples, constant(1)), run(declared, Batch, 60, 2, tuples, constant(2))),
 			batch: 2, merge: 2, tol: 0.03,
 		},
 		{
-			name: "merges and batches are learned separately",
-			obs:  concat(run(declared, Batch, 30, 2, tuples, constant(1)), run(declared, Merge, 30, 2, inputs, constant(3))),
+			name:  "merges and batches are learned separately",
+			obs:   concat(run(declared, Batch, 30, 2, tuples, constant(1)), run(declared, Merge, 30, 2, inputs, constant(3))),
 			batch: 1, merge: 3, tol: 0.05,
 		},
 		{
@@ -172,6 +172,37 @@ func TestFitIsRobust(t *testing.T) {
 				t.Errorf("nothing observed, learned %+v", got)
 			}
 		})
+	}
+}
+
+// A cluster whose start-up is three times the declared one but whose
+// per-tuple cost is as declared is not a uniform slowdown: with varied
+// work on several node counts the three coefficients are refitted, and the
+// learned model holds for a batch size not observed.
+func TestFitLearnsAShape(t *testing.T) {
+	truth := declared
+	truth.Batch.Overhead *= 3
+	var obs []Observation
+	for i, p := range [][2]float64{{2, 1e5}, {2, 4e5}, {4, 4e5}, {10, 4e5}, {10, 8e5}, {4, 1e6}, {2, 2e5}, {14, 6e5}, {20, 1e6}, {4, 5e4}, {2, 6e5}, {4, 2e5}} {
+		o := Observation{Kind: Batch, Work: p[1], Nodes: int(p[0])}
+		o.Seconds = seconds(truth, o) * (1 + 0.01*float64(i%3-1))
+		obs = append(obs, o)
+	}
+	got := Fit(declared, obs, Defaults)
+	for _, p := range []Observation{{Kind: Batch, Work: 1e4, Nodes: 2}, {Kind: Batch, Work: 4e6, Nodes: 20}} {
+		if f := seconds(got.Model, p) / seconds(truth, p); math.Abs(f-1) > 0.08 {
+			t.Errorf("at %g tuples on %d nodes the learned model is %.3f x the truth", p.Work, p.Nodes, f)
+		}
+	}
+	// Noise around the declared shape is not refitted.
+	noise := noisy(9, 0.15, 0.1)
+	for i := range obs {
+		obs[i].Seconds = seconds(declared, obs[i]) * noise(i)
+	}
+	got = Fit(declared, obs, Defaults)
+	ratio := got.Model.Batch.Overhead / declared.Batch.Overhead
+	if p := got.Model.Batch.Parallel / declared.Batch.Parallel; math.Abs(p-ratio) > 1e-9 {
+		t.Errorf("noise was fitted: overhead %.3f x, parallel %.3f x declared", ratio, p)
 	}
 }
 

@@ -18,6 +18,15 @@
 // stream's rate over the rate window and re-plans with internal/replan, the
 // operator's own re-planning, when it exceeds what the plan supports.
 //
+// The cluster may also differ from what the plan was made from: its steps
+// may follow other cost models than the plan's (Options.TrueCost) and its
+// nodes may take longer to arrive than the plan's lead time
+// (Options.TrueLead), as when the plan is made from what laxity has
+// learned (RunRecurring). With Options.Window the run keeps the operator's
+// in-window deadline rule: when the steps run so far are slower than the
+// models in force and the work left at that slowdown would make a query
+// late (dispatch.UnsafeAt), it re-plans at once with the slowdown applied.
+//
 // It reads no clock: a run is determined by its plan, workload and seed.
 package offlinerun
 
@@ -31,7 +40,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/laxity-dev/laxity/internal/costmodel"
 	"github.com/laxity-dev/laxity/internal/dispatch"
+	"github.com/laxity-dev/laxity/internal/learn"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/replan"
 	"github.com/laxity-dev/laxity/internal/source"
@@ -59,6 +70,21 @@ type Options struct {
 	// Replan, when set, re-plans as the operator does when a measured rate
 	// exceeds what the plan in force supports.
 	Replan *Replanning
+	// TrueCost holds, by query, the cost model the cluster really follows
+	// (before Noise) when it is not the workload's; TrueLead is how long a
+	// requested node really takes to arrive, the workload's lead time when
+	// zero. The plan and dispatch's estimates keep the workload's.
+	TrueCost map[string]costmodel.Model
+	TrueLead time.Duration
+	// Window, when set, keeps the in-window deadline rule.
+	Window *WindowControl
+}
+
+// WindowControl is the operator's in-window deadline rule.
+type WindowControl struct {
+	// MinSteps is the fewest finished steps of the window the slowdown is
+	// judged from: one step's noise is no trend.
+	MinSteps int
 }
 
 // Replanning is the operator's rate-driven re-planning.
@@ -89,6 +115,10 @@ type Result struct {
 	Replans []float64
 	// Plans are the plans made, the first one included.
 	Plans []*planner.Document
+	// Leads are the provisioning lead times of the nodes that arrived
+	// during the run (request to ready, seconds), in arrival order; the
+	// first plan's initial nodes, ready at the origin, are not among them.
+	Leads []float64
 }
 
 // maxAttempts is the operator's default; no step fails here, so it only
@@ -118,22 +148,29 @@ type running struct {
 	step  planner.Step
 }
 
+// node is a node asked for: when, and when it is ready.
+type node struct{ requested, ready time.Time }
+
 type sim struct {
 	w planner.Workload
 	o Options
 	// doc is the plan in force; origin is the first plan's, which every
 	// time in the result is measured from.
-	doc      *planner.Document
-	origin   time.Time
-	lead     time.Duration
+	doc    *planner.Document
+	origin time.Time
+	// lead is how long nodes really take to come; plannedLead what the
+	// plan and dispatch expect.
+	lead, plannedLead time.Duration
+	// truth is, by query, the model the cluster's steps follow.
+	truth    []costmodel.Model
 	rng      *rand.Rand
 	settings dispatch.Settings
 	queries  []dispatch.Query
 	sources  []*source.Synthetic
 	// assumed are the rates the plan in force assumed (replan.Plan).
 	assumed map[string]float64
-	// nodes are the ready times of the nodes asked for, oldest first.
-	nodes   []time.Time
+	// nodes are the nodes asked for, oldest first.
+	nodes   []node
 	running *running
 	result  Result
 }
@@ -155,8 +192,13 @@ func newSim(w planner.Workload, doc *planner.Document, o Options) (*sim, error) 
 	if o.Replan != nil && o.Replan.Window <= 0 {
 		return nil, errors.New("offlinerun: re-planning needs a positive rate window")
 	}
+	planned := time.Duration(w.Pool.ProvisioningLeadTime * float64(time.Second))
+	lead := planned
+	if o.TrueLead > 0 {
+		lead = o.TrueLead
+	}
 	s := &sim{
-		w: w, o: o, doc: doc, origin: doc.Origin, lead: time.Duration(w.Pool.ProvisioningLeadTime * float64(time.Second)),
+		w: w, o: o, doc: doc, origin: doc.Origin, lead: lead, plannedLead: planned,
 		rng:      rand.New(rand.NewPCG(o.Seed, 0x1a57)),
 		settings: dispatch.Settings{Sizes: w.Pool.Sizes, Policy: w.Planning.Policy, MaxAttempts: maxAttempts, Backoff: 30 * time.Second},
 	}
@@ -165,7 +207,17 @@ func newSim(w planner.Workload, doc *planner.Document, o Options) (*sim, error) 
 			return nil, fmt.Errorf("offlinerun: actual rates for %s, which is not in the workload", name)
 		}
 	}
+	for name := range o.TrueCost {
+		if !slices.ContainsFunc(w.Queries, func(q planner.Query) bool { return q.Name == name }) {
+			return nil, fmt.Errorf("offlinerun: a true cost model for %s, which is not in the workload", name)
+		}
+	}
 	for _, q := range w.Queries {
+		truth, ok := o.TrueCost[q.Name]
+		if !ok {
+			truth = q.Cost
+		}
+		s.truth = append(s.truth, truth)
 		rates := q.Rates
 		if actual, ok := o.Actual[q.Name]; ok {
 			rates = actual
@@ -196,7 +248,7 @@ func newSim(w planner.Workload, doc *planner.Document, o Options) (*sim, error) 
 	// The plan takes its first pool as ready at its origin (the operator
 	// asks for it a lead time ahead).
 	for range s.doc.Requests[0].Nodes {
-		s.nodes = append(s.nodes, s.origin)
+		s.nodes = append(s.nodes, node{requested: s.origin, ready: s.origin})
 	}
 	return s, nil
 }
@@ -242,7 +294,7 @@ func (s *sim) run() (Result, error) {
 		if steps > 1_000_000 {
 			return Result{}, errors.New("offlinerun: the run does not progress")
 		}
-		s.finishStep(now)
+		finished := s.finishStep(now)
 		for i := range s.queries {
 			n, err := s.sources[i].Arrived(context.Background(), now)
 			if err != nil {
@@ -252,6 +304,11 @@ func (s *sim) run() (Result, error) {
 		}
 		if err := s.replanIfStale(now); err != nil {
 			return Result{}, err
+		}
+		if finished {
+			if err := s.controlDeadlines(now); err != nil {
+				return Result{}, err
+			}
 		}
 		s.resize(now)
 		decision := dispatch.Decision{}
@@ -272,12 +329,12 @@ func (s *sim) run() (Result, error) {
 
 func (s *sim) pool(now time.Time) dispatch.Pool {
 	p := dispatch.Pool{}
-	for _, ready := range s.nodes {
-		if !ready.After(now) {
+	for _, n := range s.nodes {
+		if !n.ready.After(now) {
 			p.Ready++
 		}
 	}
-	p.Coming, p.ComingBy = dispatch.Coming(s.doc.Origin, s.doc.Requests, s.lead, now)
+	p.Coming, p.ComingBy = dispatch.Coming(s.doc.Origin, s.doc.Requests, s.plannedLead, now)
 	return p
 }
 
@@ -288,7 +345,17 @@ func (s *sim) replanIfStale(now time.Time) error {
 	if s.o.Replan == nil {
 		return nil
 	}
-	window := s.o.Replan.Window
+	observed, stale, err := s.observe(now)
+	if err != nil || !stale {
+		return err
+	}
+	return s.replanNow(now, s.w, observed)
+}
+
+// observe is what the operator knows of every query at now for a re-plan,
+// and whether a measured rate no longer matches the plan in force (rates
+// are measured only with re-planning for rates on).
+func (s *sim) observe(now time.Time) (map[string]replan.Observed, bool, error) {
 	observed := map[string]replan.Observed{}
 	stale := false
 	for i, q := range s.w.Queries {
@@ -298,10 +365,11 @@ func (s *sim) replanIfStale(now time.Time) error {
 			o.Done.Tuples, o.Done.LastFrom = dq.Batches[n-1].To, dq.Batches[n-1].From
 		}
 		start, end := at(s.origin, q.WindowStart), at(s.origin, q.WindowEnd)
-		if now.Sub(start) >= window && now.Before(end) {
+		if s.o.Replan != nil && now.Sub(start) >= s.o.Replan.Window && now.Before(end) {
+			window := s.o.Replan.Window
 			earlier, err := s.sources[i].Arrived(context.Background(), now.Add(-window))
 			if err != nil {
-				return err
+				return nil, false, err
 			}
 			o.Measured = float64(dq.Arrived-earlier) / window.Seconds()
 			o.Resolution = replan.Resolution(q.Granularity, window.Seconds())
@@ -310,16 +378,101 @@ func (s *sim) replanIfStale(now time.Time) error {
 		}
 		observed[q.Name] = o
 	}
-	if !stale {
-		return nil
+	return observed, stale, nil
+}
+
+// replanNow re-plans the rest of the windows of w (the workload as planned,
+// its origin the first plan's) from observed at now and follows the plan.
+func (s *sim) replanNow(now time.Time, w planner.Workload, observed map[string]replan.Observed) error {
+	var rates replan.Rates
+	if s.o.Replan != nil {
+		rates = s.o.Replan.Rates
 	}
 	ready, busy := s.pool(now).Ready, dispatch.FreeAt(s.queries, now).Sub(now).Seconds()
-	doc, assumed, err := replan.Plan(replan.WithOrigin(s.w, now), observed, s.o.Replan.Rates, ready, busy)
+	doc, assumed, err := replan.Plan(replan.WithOrigin(w, now), observed, rates, ready, busy)
 	if err != nil {
 		return fmt.Errorf("offlinerun: re-planning at %.0fs: %w", now.Sub(s.origin).Seconds(), err)
 	}
 	s.result.Replans = append(s.result.Replans, now.Sub(s.origin).Seconds())
 	return s.follow(&doc, assumed)
+}
+
+// controlDeadlines keeps the in-window deadline rule after a step has
+// finished: the slowdown of the window's finished steps against the models
+// in force (learn.Slowdown of each step's ratio to its query's model),
+// and, when dispatch.UnsafeAt names a query at that slowdown, a re-plan at
+// once with every model scaled by it. The models in force then include the
+// slowdown, so the same steps do not call for another re-plan; a further
+// slowdown does. The nodes the rule judges on are the most the plan in
+// force asks for from now on: the plan's scaling counts, since the pool
+// runs the work left on them at best.
+func (s *sim) controlDeadlines(now time.Time) error {
+	if s.o.Window == nil {
+		return nil
+	}
+	index := map[string]int{}
+	for i, q := range s.w.Queries {
+		index[q.Name] = i
+	}
+	var ratios []float64
+	for _, st := range s.result.Steps {
+		if r := learn.Ratio(s.queries[index[st.Query]].Cost, StepObservation(st)); r > 0 {
+			ratios = append(ratios, r)
+		}
+	}
+	if len(ratios) < max(s.o.Window.MinSteps, 1) {
+		return nil
+	}
+	factor := learn.Slowdown(ratios)
+	if len(dispatch.UnsafeAt(now, s.queries, factor, s.mostNodes(now))) == 0 {
+		return nil
+	}
+	w := s.w
+	w.Queries = append([]planner.Query(nil), s.w.Queries...)
+	for i := range w.Queries {
+		w.Queries[i].Cost = w.Queries[i].Cost.Scaled(factor)
+		s.queries[i].Cost = w.Queries[i].Planned(w.Planning)
+	}
+	s.w = w
+	observed, _, err := s.observe(now)
+	if err != nil {
+		return err
+	}
+	return s.replanNow(now, w, observed)
+}
+
+// mostNodes is the largest pool size the plan in force asks for from now
+// on, and never less than the smallest size.
+func (s *sim) mostNodes(now time.Time) int {
+	level := dispatch.RequestAt(s.doc.Origin, s.doc.Requests, now)
+	offset := now.Sub(s.doc.Origin).Seconds()
+	for _, r := range s.doc.Requests {
+		if r.At >= offset {
+			level = max(level, r.Nodes)
+		}
+	}
+	sizes := s.w.Pool.Sizes
+	if len(sizes) == 0 {
+		return max(level, 1)
+	}
+	best := sizes[0]
+	for _, size := range sizes {
+		if size <= level {
+			best = size
+		}
+	}
+	return best
+}
+
+// StepObservation is what the learner sees of a step that ran: its kind,
+// its work (the tuples of a batch, the inputs of a merge), its nodes and
+// its measured duration.
+func StepObservation(st planner.Step) learn.Observation {
+	o := learn.Observation{Kind: learn.Merge, Work: float64(st.Inputs), Nodes: st.Nodes, Seconds: st.End - st.Start}
+	if st.Kind == planner.StepBatch {
+		o.Kind, o.Work = learn.Batch, float64(st.ToTuple-st.FromTuple)
+	}
+	return o
 }
 
 // resize asks for what the operator would: the plan's executable timeline,
@@ -328,8 +481,11 @@ func (s *sim) replanIfStale(now time.Time) error {
 func (s *sim) resize(now time.Time) {
 	wanted := max(dispatch.RequestAt(s.doc.Origin, s.doc.Requests, now), dispatch.BehindSchedule(s.doc, s.queries, maxAttempts, now))
 	for len(s.nodes) < wanted {
-		s.nodes = append(s.nodes, now.Add(s.lead))
+		s.nodes = append(s.nodes, node{requested: now, ready: now.Add(s.lead)})
 	}
+	// A node released after it arrived has its lead time measured; one
+	// released on its way never arrived.
+	s.arrived(s.nodes[wanted:], now)
 	s.nodes = s.nodes[:wanted]
 	offset := now.Sub(s.origin).Seconds()
 	if n := len(s.result.Requested); n == 0 || s.result.Requested[n-1].Nodes != wanted {
@@ -346,7 +502,7 @@ func (s *sim) launch(now time.Time, l dispatch.Step) {
 		}
 	}
 	q := &s.queries[qi]
-	truth := s.w.Queries[qi].Cost
+	truth := s.truth[qi]
 	modelled := truth.MergeSeconds(l.Nodes, l.Inputs)
 	if l.Kind == planner.StepBatch {
 		modelled = truth.BatchSeconds(l.Nodes, l.ToTuple-l.FromTuple)
@@ -369,10 +525,23 @@ func (s *sim) launch(now time.Time, l dispatch.Step) {
 	s.running = &running{query: qi, kind: l.Kind, index: l.Index, end: end, step: step}
 }
 
-func (s *sim) finishStep(now time.Time) {
+// arrived records the lead times of the nodes among gone that had arrived
+// by now and were asked for during the run.
+func (s *sim) arrived(gone []node, now time.Time) {
+	for _, n := range gone {
+		// The first plan's initial nodes are ready when asked for.
+		if n.ready.After(n.requested) && !n.ready.After(now) {
+			s.result.Leads = append(s.result.Leads, n.ready.Sub(n.requested).Seconds())
+		}
+	}
+}
+
+// finishStep ends the running step if it is due, and reports whether it
+// did.
+func (s *sim) finishStep(now time.Time) bool {
 	r := s.running
 	if r == nil || r.end.After(now) {
-		return
+		return false
 	}
 	q := &s.queries[r.query]
 	switch r.kind {
@@ -385,6 +554,7 @@ func (s *sim) finishStep(now time.Time) {
 	}
 	s.result.Steps = append(s.result.Steps, r.step)
 	s.running = nil
+	return true
 }
 
 // done is when every final merge has ended and the plan asks for no more
@@ -407,9 +577,9 @@ func (s *sim) next(now time.Time, d dispatch.Decision) time.Time {
 	if s.running != nil {
 		candidates = append(candidates, s.running.end)
 	}
-	for _, ready := range s.nodes {
-		if ready.After(now) {
-			candidates = append(candidates, ready)
+	for _, n := range s.nodes {
+		if n.ready.After(now) {
+			candidates = append(candidates, n.ready)
 		}
 	}
 	if t := dispatch.NextRequestChange(s.doc.Origin, s.doc.Requests, now); !t.IsZero() {
@@ -456,6 +626,7 @@ func (s *sim) close(now time.Time) {
 	end := now.Sub(s.origin).Seconds()
 	s.result.Requested = append(s.result.Requested, planner.NodeLevel{At: end, Nodes: 0})
 	s.result.Cost = planner.Cost(s.result.Requested, s.w.Pool)
+	s.arrived(s.nodes, now)
 	for i, q := range s.queries {
 		if q.Final == nil || q.Final.State != dispatch.Succeeded || q.Final.Ended.After(q.Deadline) {
 			s.result.Missed = append(s.result.Missed, s.w.Queries[i].Name)
