@@ -95,8 +95,9 @@ func material(previous *laxityv1alpha1.LearnedModel, l learn.Learned, at []learn
 	return learn.Change(learn.Learned{Model: model, Margin: margin}, l, at) > learn.DefaultTolerance
 }
 
-// inheritedObservations are the observations of the earlier windows of the
-// query's RecurringQuery (its controller owner), none for a standalone query.
+// inheritedObservations are the observations of the windows of the query's
+// RecurringQuery (its controller owner) that started before the query's,
+// none for a standalone query.
 func (r *IntermittentQueryReconciler) inheritedObservations(ctx context.Context, q *laxityv1alpha1.IntermittentQuery) ([]laxityv1alpha1.StepObservation, error) {
 	owner := metav1.GetControllerOf(q)
 	if owner == nil || owner.Kind != "RecurringQuery" || owner.APIVersion != laxityv1alpha1.GroupVersion.String() {
@@ -114,7 +115,7 @@ func (r *IntermittentQueryReconciler) inheritedObservations(ctx context.Context,
 	}
 	var out []laxityv1alpha1.StepObservation
 	for _, o := range rq.Status.Learned.Observations {
-		if !o.WindowStart.Equal(&q.Spec.Window.Start) {
+		if o.WindowStart.Before(&q.Spec.Window.Start) {
 			out = append(out, o)
 		}
 	}

@@ -192,3 +192,13 @@ func (v *view) rates() map[string]float64 {
 	}
 	return out
 }
+
+// query is the live query named name, nil when there is none.
+func (v *view) query(name string) *laxityv1alpha1.IntermittentQuery {
+	for i := range v.queries {
+		if v.queries[i].Name == name {
+			return &v.queries[i]
+		}
+	}
+	return nil
+}

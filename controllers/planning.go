@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/costmodel"
 	"github.com/laxity-dev/laxity/internal/dispatch"
 	"github.com/laxity-dev/laxity/internal/learn"
 	"github.com/laxity-dev/laxity/internal/planner"
@@ -134,29 +136,52 @@ func learnedChange(v *view, dqs []dispatch.Query) (reason, message string) {
 	}
 	sizes := v.workload.Pool.Sizes
 	largest := sizes[len(sizes)-1]
-	for i := range v.queries {
-		q := &v.queries[i]
-		pq, ok := v.planned[q.Name]
-		m, planned := models.Queries[q.Name]
-		if !ok || !planned {
+	// The steps as the plan in force priced them, and the largest move of a
+	// query's prices since: the slowdown the rest of the window is judged at.
+	asPlanned := make([]dispatch.Query, 0, len(dqs))
+	slowest, slowestWhat := 1.0, ""
+	for _, dq := range dqs {
+		q := v.query(dq.Name)
+		pq, known := v.planned[dq.Name]
+		m, planned := models.Queries[dq.Name]
+		if q == nil || !known || !planned {
+			asPlanned = append(asPlanned, dq)
 			continue
 		}
-		change := learn.Change(learn.Learned{Model: m.model(), Margin: m.Margin}, learn.Learned{Model: pq.Cost, Margin: pq.Margin}, pricePoints(&v.stored.doc, q.Name, sizes))
-		if change <= 1e-9 {
-			continue
-		}
+		was := planner.Query{Cost: m.model(), Margin: m.Margin}
+		change := learn.Change(learn.Learned{Model: was.Cost, Margin: was.Margin}, learn.Learned{Model: pq.Cost, Margin: pq.Margin}, pricePoints(&v.stored.doc, q.Name, sizes))
 		what := fmt.Sprintf("IntermittentQuery %s: its steps, priced with what was learned from the steps that ran (%s), take %+.0f%% against the plan in force",
 			q.Name, learnedSummary(q.Status.Learned), 100*change)
 		if change > learn.DefaultTolerance {
 			return ReplanModelLearned, what + ": re-planning"
 		}
-		for _, dq := range dqs {
-			if dq.Name == q.Name && dq.SlackNow(v.now, largest) < 0 {
-				return ReplanRunningSlow, what + fmt.Sprintf(", enough to leave it %s late: re-planning the rest of the window", (-dq.SlackNow(v.now, largest)).Round(time.Second))
-			}
+		dq.Cost = was.Planned(v.workload.Planning)
+		if f := slowerBy(dq.Cost, pq.Planned(v.workload.Planning), pricePoints(&v.stored.doc, q.Name, sizes)); f > slowest {
+			slowest, slowestWhat = f, what
 		}
+		asPlanned = append(asPlanned, dq)
+	}
+	if unsafe := dispatch.UnsafeAt(v.now, asPlanned, slowest, largest); len(unsafe) > 0 {
+		return ReplanRunningSlow, fmt.Sprintf("%s; at that slowdown the work left would make %s late even on %d nodes: re-planning the rest of the window",
+			slowestWhat, strings.Join(unsafe, ", "), largest)
 	}
 	return "", ""
+}
+
+// slowerBy is the largest factor by which now prices one of the steps at
+// points above was, and 1 when it prices none higher.
+func slowerBy(was, now costmodel.Model, points []learn.Observation) float64 {
+	slowest := 1.0
+	for _, p := range points {
+		line, then := now.Batch, was.Batch
+		if p.Kind == learn.Merge {
+			line, then = now.Merge, was.Merge
+		}
+		if before := then.Seconds(p.Nodes, p.Work); before > 0 {
+			slowest = max(slowest, line.Seconds(p.Nodes, p.Work)/before)
+		}
+	}
+	return slowest
 }
 
 // learnedSummary is the learned slowdown and margin, for messages.
