@@ -260,8 +260,8 @@ func drawLearning(rows []learningRow) ([]byte, error) {
 	canvas := vgsvg.New(7*vg.Inch, 8*vg.Inch)
 	dc := draw.New(canvas)
 	top, bottom := dc, dc
-	top.Rectangle.Min.Y = dc.Rectangle.Min.Y + dc.Rectangle.Size().Y/2
-	bottom.Rectangle.Max.Y = dc.Rectangle.Min.Y + dc.Rectangle.Size().Y/2
+	top.Min.Y = dc.Min.Y + dc.Size().Y/2
+	bottom.Max.Y = dc.Min.Y + dc.Size().Y/2
 	missed.Draw(top)
 	cost.Draw(bottom)
 	var out bytes.Buffer

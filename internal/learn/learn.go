@@ -553,13 +553,13 @@ var (
 )
 
 // Change is the largest relative change of a planned step duration
-// (Learned.Planned) from old to new, over points (the work and nodes of
+// (Learned.Planned) from old to next, over points (the work and nodes of
 // observations; their durations are not used) or, when there are none,
 // over a grid of batches of 10⁴ to 10⁸ tuples and merges of 2 to 100
 // inputs on 1 to 64 nodes. Callers re-plan when it exceeds a tolerance
 // (DefaultTolerance). Points that are not usable are skipped; a duration
 // that is zero in both models is no change.
-func Change(old, new Learned, points []Observation) float64 {
+func Change(old, next Learned, points []Observation) float64 {
 	if len(points) == 0 {
 		for _, n := range gridNodes {
 			for _, w := range gridBatch {
@@ -570,7 +570,7 @@ func Change(old, new Learned, points []Observation) float64 {
 			}
 		}
 	}
-	a, b := old.Planned(), new.Planned()
+	a, b := old.Planned(), next.Planned()
 	largest := 0.0
 	for _, p := range points {
 		p.Seconds = 1 // only the work and nodes matter

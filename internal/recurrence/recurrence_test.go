@@ -114,7 +114,7 @@ func names(ws []Window) []string {
 
 func TestDecide(t *testing.T) {
 	minutes := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
-	two := time.Duration(2 * time.Minute)
+	two := 2 * time.Minute
 	for _, tc := range []struct {
 		name      string
 		in        Input

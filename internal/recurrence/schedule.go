@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
 	// The manager's image and laxity plan must know every IANA zone
 	// whether or not the machine has a zone database.
 	_ "time/tzdata"
