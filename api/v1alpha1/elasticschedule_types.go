@@ -530,6 +530,7 @@ type NodeRequest struct {
 // +kubebuilder:printcolumn:name="Requested",type=integer,JSONPath=`.status.nodesRequested`,description="Nodes currently requested from the backend"
 // +kubebuilder:printcolumn:name="Ready Nodes",type=integer,JSONPath=`.status.nodesReady`,description="Ready nodes matching the pool's nodeSelector"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Status of the Ready condition"
+// +kubebuilder:printcolumn:name="Lead time",type=string,JSONPath=`.status.leadTime.learned`,priority=1,description="Provisioning lead time measured from the nodes that arrived"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // ElasticSchedule is an elastic node pool shared by the IntermittentQueries

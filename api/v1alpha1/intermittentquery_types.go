@@ -692,6 +692,8 @@ type FinalStatus struct {
 // +kubebuilder:printcolumn:name="Arrived",type=integer,JSONPath=`.status.arrivedTuples`,description="Tuples arrived so far"
 // +kubebuilder:printcolumn:name="Slack",type=string,JSONPath=`.status.slackSeconds`,description="Current slack in seconds"
 // +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Reason of the Ready condition"
+// +kubebuilder:printcolumn:name="Learned slowdown",type=string,JSONPath=`.status.learned.slowdownPercent`,priority=1,description="How much longer than its declared cost model the query's steps ran, in percent"
+// +kubebuilder:printcolumn:name="Margin",type=string,JSONPath=`.status.learned.runtimeMarginPercent`,priority=1,description="Runtime margin sized from the steps that ran, in percent"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // IntermittentQuery is a recurring analytical query over one window of a
