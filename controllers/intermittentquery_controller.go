@@ -151,6 +151,9 @@ func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1
 			state.plannedLate = plannedLate(&stored.doc, q.Name)
 		}
 	}
+	// A finished query is left out of later plans; its conditions come from
+	// its final merge.
+	state.planned = state.planned || launched.finished()
 	setQueryConditions(q, state)
 	if q.Status.Final != nil && q.Status.Final.Outcome == laxityv1alpha1.StepSucceeded {
 		return 0, nil

@@ -47,6 +47,12 @@ type launchedSteps struct {
 	final             *observedStep
 }
 
+// finished says whether the query's final merge has succeeded: nothing of
+// it is left to plan or to run.
+func (l launchedSteps) finished() bool {
+	return l.final != nil && l.final.obs.Phase == laxityv1alpha1.StepSucceeded
+}
+
 // observeSteps reads the launched steps once: by query, for every step, its
 // latest attempt. Objects that are not laxity's are ignored.
 func observeSteps(objects []steprun.Step) map[string]launchedSteps {

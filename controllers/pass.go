@@ -193,6 +193,20 @@ func (v *view) rates() map[string]float64 {
 	return out
 }
 
+// finished is the set of queries whose final merge has succeeded.
+func (v *view) finished() map[string]bool {
+	out := map[string]bool{}
+	for i := range v.queries {
+		if name := v.queries[i].Name; v.launched[name].finished() {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+// allFinished says whether every query's final merge has succeeded.
+func (v *view) allFinished() bool { return len(v.finished()) == len(v.queries) }
+
 // query is the live query named name, nil when there is none.
 func (v *view) query(name string) *laxityv1alpha1.IntermittentQuery {
 	for i := range v.queries {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,7 +63,12 @@ type replanning struct {
 // no step has used up its attempts since it was made, and the ready nodes
 // did not fall below what the work in progress needs.
 func (r *ElasticScheduleReconciler) judge(ctx context.Context, v *view, p *passResult) (replanning, error) {
-	if reason := replanReason(v.es, v.queries, v.planned, v.stored, v.inputsHash, v.rates(), v.now); reason != "" {
+	if v.stored != nil && v.allFinished() {
+		// The plan in force stays: a plan of finished queries would plan
+		// work that is done, for deadlines that may have passed.
+		return replanning{}, nil
+	}
+	if reason := replanReason(v.es, v.queries, v.planned, v.finished(), v.stored, v.inputsHash, v.rates(), v.now); reason != "" {
 		log.FromContext(ctx).V(1).Info("re-planning", "reason", reason)
 		return replanning{reason: reason}, nil
 	}
@@ -97,7 +103,7 @@ func (r *ElasticScheduleReconciler) judge(ctx context.Context, v *view, p *passR
 // replanReason says why the plan in force no longer holds by its inputs and
 // the measured rates, or "". planned are the queries in the planner's form,
 // by name; a query missing there has a spec the plan search reports on.
-func replanReason(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, planned map[string]planner.Query, stored *storedPlan, inputs string, rates map[string]float64, now time.Time) string {
+func replanReason(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, planned map[string]planner.Query, finished map[string]bool, stored *storedPlan, inputs string, rates map[string]float64, now time.Time) string {
 	switch {
 	case stored == nil:
 		return ReplanInitial
@@ -107,7 +113,7 @@ func replanReason(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.I
 	for i := range queries {
 		q := &queries[i]
 		pq, ok := planned[q.Name]
-		if !ok {
+		if !ok || finished[q.Name] {
 			continue
 		}
 		declared := replan.RateAt(pq.Rates, now.Sub(q.Spec.Window.Start.Time).Seconds())
@@ -144,7 +150,7 @@ func learnedChange(v *view, dqs []dispatch.Query) (reason, message string) {
 		q := v.query(dq.Name)
 		pq, known := v.planned[dq.Name]
 		m, planned := models.Queries[dq.Name]
-		if q == nil || !known || !planned {
+		if q == nil || !known || !planned || v.launched[dq.Name].finished() {
 			asPlanned = append(asPlanned, dq)
 			continue
 		}
@@ -296,6 +302,9 @@ func (r *ElasticScheduleReconciler) plan(ctx context.Context, v *view) (planner.
 	}
 	busy := dispatch.FreeAt(holding, now).Sub(now).Seconds()
 	w := v.workload
+	// Finished queries are done: planning them again would re-run their
+	// last batch and merge for a deadline that may have passed.
+	w.Queries = slices.DeleteFunc(slices.Clone(w.Queries), func(pq planner.Query) bool { return v.launched[pq.Name].finished() })
 	w.Planning.MaxSteps = r.Options.MaxPlanSteps
 	// The budget is compute time, whatever r.Clock is.
 	search, cancel := context.WithTimeout(ctx, r.Options.planTimeout())

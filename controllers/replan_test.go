@@ -45,7 +45,7 @@ func TestReplanReasonComparesWithTheAssumedRate(t *testing.T) {
 		{"infeasible plan", stored(0, nil), 100000, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := replanReason(es, queries, planned, tc.stored, inputs, map[string]float64{"q1": tc.measured}, now)
+			got := replanReason(es, queries, planned, nil, tc.stored, inputs, map[string]float64{"q1": tc.measured}, now)
 			if got != tc.want {
 				t.Errorf("replanReason = %q, want %q", got, tc.want)
 			}
