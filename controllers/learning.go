@@ -38,11 +38,17 @@ func (r *IntermittentQueryReconciler) learnFrom(ctx context.Context, q *laxityv1
 		// The schedule reports the spec's errors.
 		return nil
 	}
+	own := spec.Observations(q)
+	// A finished window has learned all it will: what later windows learn
+	// is theirs, and its record stays as it was when it ended.
+	if f := q.Status.Final; f != nil && f.Outcome == laxityv1alpha1.StepSucceeded && q.Status.Learned != nil && len(q.Status.Learned.Observations) == len(own) {
+		recordLearned(q)
+		return nil
+	}
 	inherited, err := r.inheritedObservations(ctx, q)
 	if err != nil {
 		return err
 	}
-	own := spec.Observations(q)
 	all := slices.Concat(inherited, own)
 	if len(all) == 0 {
 		q.Status.Learned = nil
