@@ -41,7 +41,7 @@ func (r *IntermittentQueryReconciler) learnFrom(ctx context.Context, q *laxityv1
 	own := spec.Observations(q)
 	// A finished window has learned all it will: what later windows learn
 	// is theirs, and its record stays as it was when it ended.
-	if f := q.Status.Final; f != nil && f.Outcome == laxityv1alpha1.StepSucceeded && q.Status.Learned != nil && len(q.Status.Learned.Observations) == len(own) {
+	if f := q.Status.Final; f != nil && f.Outcome == laxityv1alpha1.StepSucceeded && q.Status.Learned != nil && len(q.Status.Learned.Observations) == min(len(own), laxityv1alpha1.MaxObservations) {
 		recordLearned(q)
 		return nil
 	}
