@@ -44,17 +44,17 @@ func TestWindowOf(t *testing.T) {
 			WindowStart: 600, WindowEnd: 900, Deadline: 1140, Finish: 930, Met: true, LearnedSlowdownPercent: ptr.To(38.5)},
 	}, {
 		name: "finished one second late, nothing learned", q: window("rq-2", 10, laxityv1alpha1.IntermittentQuerySucceededCondition),
-		eq:   executedQuery{deadline: 1140, finish: 1141, finished: true},
+		eq: executedQuery{deadline: 1140, finish: 1141, finished: true},
 		want: Window{RecurringQuery: "rq", Query: "rq-2", Outcome: laxityv1alpha1.WindowSucceeded,
 			WindowStart: 600, WindowEnd: 900, Deadline: 1140, Finish: 1141},
 	}, {
 		name: "at its deadline is in time", q: window("rq-3", 10, laxityv1alpha1.IntermittentQuerySucceededCondition),
-		eq:   executedQuery{deadline: 1140, finish: 1140, finished: true}, learned: "-2.0",
+		eq: executedQuery{deadline: 1140, finish: 1140, finished: true}, learned: "-2.0",
 		want: Window{RecurringQuery: "rq", Query: "rq-3", Outcome: laxityv1alpha1.WindowSucceeded,
 			WindowStart: 600, WindowEnd: 900, Deadline: 1140, Finish: 1140, Met: true, LearnedSlowdownPercent: ptr.To(-2.0)},
 	}, {
 		name: "no result: the run's end is its finish", q: window("rq-4", 20, laxityv1alpha1.IntermittentQueryDeadlineMissedCondition),
-		eq:   executedQuery{deadline: 1740}, learned: "not a number",
+		eq: executedQuery{deadline: 1740}, learned: "not a number",
 		want: Window{RecurringQuery: "rq", Query: "rq-4", Outcome: laxityv1alpha1.WindowMissed,
 			WindowStart: 1200, WindowEnd: 1500, Deadline: 1740, Finish: 2000},
 	}} {
