@@ -490,10 +490,7 @@ func (r *run) loop(ctx context.Context) error {
 				return err
 			}
 		}
-		finished, err := r.finished(ctx)
-		if err != nil {
-			return err
-		}
+		finished := r.finished()
 		if show.due(now.Sub(r.start), finished) {
 			snapshot, err := r.snapshot(ctx, now)
 			if err != nil {
@@ -699,16 +696,16 @@ func record(levels []level, at time.Time, nodes int) []level {
 // demo runs, every query (window) has finished, or cannot any more, and
 // every pool is back at its idle size. It reads the queries discover last
 // read.
-func (r *run) finished(context.Context) (bool, error) {
+func (r *run) finished() bool {
 	for _, s := range r.schedules {
 		for _, rq := range s.recurring {
 			if len(rq.windows) < r.windows {
-				return false, nil
+				return false
 			}
 		}
 		for _, q := range s.queries {
 			if !queryDone(q) {
-				return false, nil
+				return false
 			}
 		}
 		idle := 0
@@ -716,8 +713,8 @@ func (r *run) finished(context.Context) (bool, error) {
 			idle = int(*s.object.Spec.NodePool.IdleNodes)
 		}
 		if n := len(s.requested); n == 0 || s.requested[n-1].nodes > idle || s.ready[len(s.ready)-1].nodes != s.requested[n-1].nodes {
-			return false, nil
+			return false
 		}
 	}
-	return true, nil
+	return true
 }
