@@ -2,8 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -38,6 +36,7 @@ type demoOptions struct {
 	assets   string
 	slowdown float64
 	noise    string
+	windows  int
 }
 
 func newDemoCommand() *cobra.Command {
@@ -54,10 +53,18 @@ after the pool asks for them, and a Spark operator stand-in that runs every
 SparkApplication for its query's cost-model duration. Nothing runs Spark and
 no machine is provisioned.
 
+A RecurringQuery's windows appear as the operator creates them; once it has
+created --windows of them the demo sets its spec.suspend, deletes any window
+created beyond them before it starts, and finishes when they are done. The
+summary lists every window with the slowdown laxity had learned by its end.
+
 It shows each query's progress and the pool as it goes, and exits 0 only if
-every query met its deadline (3 if one did not).`,
+every query met its deadline (3 if one did not); of a RecurringQuery's
+windows, learning takes the first two, and only those from the third on
+must meet theirs.`,
 		Example: `  laxity demo
   laxity demo --workload config/samples/partial-aggregation.yaml --speed high --report run.json --svg run.svg
+  laxity demo --workload config/samples/recurring.yaml --slowdown 40 --windows 6
   laxity demo --keep     # then kubectl --kubeconfig <printed path> get es,iq -A -o wide`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
@@ -71,6 +78,7 @@ every query met its deadline (3 if one did not).`,
 	f.BoolVar(&o.keep, "keep", false, "print a kubeconfig and keep the control plane running after the workload, until interrupted")
 	f.Float64Var(&o.slowdown, "slowdown", 0, "every simulated step takes this many percent longer than its declared cost model says (laxity is not told; it learns it)")
 	f.StringVar(&o.noise, "noise", "", "MEAN,SD: every simulated step also takes 1+s times as long, s drawn per step from a normal distribution with this mean and standard deviation in percent (for example 15,10)")
+	f.IntVar(&o.windows, "windows", demo.DefaultWindows, fmt.Sprintf("how many windows of each RecurringQuery to run, from 1 to %d; the first two are for learning", demo.MaxWindows))
 	f.StringVar(&o.assets, "control-plane", "", "directory holding the kube-apiserver and etcd binaries (default: KUBEBUILDER_ASSETS, bin/k8s, the build cache)")
 	return cmd
 }
@@ -92,6 +100,9 @@ func (o *demoOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if err := checkWindows(o.windows); err != nil {
+		return err
+	}
 	files, err := o.files()
 	if err != nil {
 		return err
@@ -107,7 +118,7 @@ func (o *demoOptions) run(cmd *cobra.Command) error {
 	defer stop()
 	outcome, err := demo.Run(ctx, demo.Options{
 		Workload: files, Speed: speed, Assets: o.assets, Keep: o.keep, Out: out, Live: live,
-		Slowdown: o.slowdown / 100, NoiseMean: mean, NoiseStdDev: sd,
+		Slowdown: o.slowdown / 100, NoiseMean: mean, NoiseStdDev: sd, Windows: o.windows,
 	})
 	if err != nil {
 		return &exitError{code: exitInvalid, err: fmt.Errorf("demo: %w", err)}
@@ -122,9 +133,36 @@ func (o *demoOptions) run(cmd *cobra.Command) error {
 			return err
 		}
 	}
+	if err := missed(outcome); err != nil {
+		return &exitError{code: exitInfeasible, err: err}
+	}
+	return nil
+}
+
+// checkWindows checks --windows.
+func checkWindows(n int) error {
+	if n < 1 || n > demo.MaxWindows {
+		return invalid("demo: --windows: %d is not from 1 to %d", n, demo.MaxWindows)
+	}
+	return nil
+}
+
+// missed says which deadline the exit code fails on: any IntermittentQuery
+// of the workload, and any window of a RecurringQuery from the third on
+// (learning takes the first two).
+func missed(outcome *demo.Outcome) error {
 	for _, r := range outcome.Reports {
-		if len(r.Missed) > 0 {
-			return &exitError{code: exitInfeasible, err: errors.New("a deadline was missed")}
+		windows := map[string]bool{}
+		for _, w := range r.Recurring {
+			windows[w.Query] = true
+		}
+		for _, q := range r.Missed {
+			if !windows[q] {
+				return fmt.Errorf("IntermittentQuery %s/%s missed its deadline", r.Schedule.Namespace, q)
+			}
+		}
+		if _, late := demo.MissedAfterLearning(r.Recurring); len(late) > 0 {
+			return fmt.Errorf("a window from the third on missed its deadline: %s", strings.Join(late, ", "))
 		}
 	}
 	return nil
@@ -185,11 +223,11 @@ func (o *demoOptions) chosen(outcome *demo.Outcome) (demo.Report, error) {
 
 func writeReport(reportPath, svgPath string, r demo.Report) error {
 	if reportPath != "" {
-		data, err := json.MarshalIndent(r.Executed, "", "  ")
+		data, err := r.MarshalDocument()
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(reportPath, append(data, '\n'), 0o666); err != nil {
+		if err := os.WriteFile(reportPath, data, 0o666); err != nil {
 			return invalid("demo: --report: %v", err)
 		}
 	}
@@ -221,7 +259,8 @@ func writeReport(reportPath, svgPath string, r demo.Report) error {
 }
 
 // summarize prints, per schedule, the queries against their deadlines and
-// the executed cost against the planned one.
+// the executed cost against the planned one, then its RecurringQueries'
+// windows.
 func summarize(out io.Writer, outcome *demo.Outcome, took time.Duration) {
 	fmt.Fprintf(out, "\nFinished in %s (real time).\n", took.Round(time.Second))
 	for _, r := range outcome.Reports {
@@ -234,15 +273,28 @@ func summarize(out io.Writer, outcome *demo.Outcome, took time.Duration) {
 			if planned > 0 {
 				change = 100 * (doc.Chosen.ExecutableCost - planned) / planned
 			}
-			fmt.Fprintf(out, "  cost: planned %.2f, executed %.2f (%+.1f%%); %d re-plans after the first plan\n", planned, doc.Chosen.ExecutableCost, change, r.Replans)
+			if len(r.Recurring) > 0 {
+				// The first plan knew only the windows that existed then.
+				fmt.Fprintf(out, "  cost: executed %.2f (the first plan priced the windows it knew of at %.2f); %d re-plans after the first plan\n", doc.Chosen.ExecutableCost, planned, r.Replans)
+			} else {
+				fmt.Fprintf(out, "  cost: planned %.2f, executed %.2f (%+.1f%%); %d re-plans after the first plan\n", planned, doc.Chosen.ExecutableCost, change, r.Replans)
+			}
+		}
+		windows := map[string]bool{}
+		for _, w := range r.Recurring {
+			windows[w.Query] = true
 		}
 		for _, q := range doc.Queries {
+			if windows[q.Name] {
+				continue // listed with its RecurringQuery below
+			}
 			verdict := fmt.Sprintf("%s before its deadline", (time.Duration(q.Slack) * time.Second).String())
 			if q.Slack < 0 {
 				verdict = fmt.Sprintf("LATE by %s", (time.Duration(-q.Slack) * time.Second).String())
 			}
 			fmt.Fprintf(out, "  %-12s %3d batches, finished at t+%s, %s\n", q.Name, q.Batches, (time.Duration(q.Finish) * time.Second).String(), verdict)
 		}
+		demo.WriteWindows(out, r.Recurring)
 	}
 	fmt.Fprintf(out, "The manager's log: %s\n", outcome.LogFile)
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/manifest"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/pool"
+	"github.com/laxity-dev/laxity/internal/recurrence"
 	"github.com/laxity-dev/laxity/internal/spec"
 	"github.com/laxity-dev/laxity/internal/standin"
 )
@@ -63,6 +64,11 @@ type Options struct {
 	// per-step slowdown drawn from that normal distribution (fractions).
 	// laxity is not told: it learns them from the steps that ran.
 	Slowdown, NoiseMean, NoiseStdDev float64
+	// Windows is how many windows of each RecurringQuery run, from 1 to
+	// MaxWindows; 0 is DefaultWindows. Once a RecurringQuery has created
+	// them the demo sets its spec.suspend, and deletes the windows it
+	// created beyond them before they start.
+	Windows int
 }
 
 // Outcome is what ran.
@@ -87,6 +93,9 @@ type Report struct {
 	// Missed names the queries that finished after their deadline or not
 	// at all.
 	Missed []string
+	// Recurring are the windows the schedule's RecurringQueries ran, each
+	// RecurringQuery's oldest first, in the workload's order.
+	Recurring []Window
 }
 
 // The run-time settings of the demo's manager: those of `laxity manager`.
@@ -110,6 +119,12 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err := complete(set); err != nil {
 		return nil, err
 	}
+	if o.Windows == 0 {
+		o.Windows = DefaultWindows
+	}
+	if o.Windows < 1 || o.Windows > MaxWindows {
+		return nil, fmt.Errorf("the windows of each RecurringQuery must be from 1 to %d, not %d", MaxWindows, o.Windows)
+	}
 	for _, es := range set.Schedules {
 		if simulatePool(es.Object) {
 			fmt.Fprintf(o.Out, "ElasticSchedule %s/%s: the demo runs spec.nodePool.backend.emrContainers as SparkApplications on a simulated pool\n", es.Object.Namespace, es.Object.Name)
@@ -118,6 +133,11 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	for _, q := range set.Queries {
 		if simulated := simulateInput(q.Object); simulated != "" {
 			fmt.Fprintf(o.Out, "IntermittentQuery %s/%s: the demo simulates spec.input.%s with tuples at the declared rate\n", q.Object.Namespace, q.Object.Name, simulated)
+		}
+	}
+	for _, rq := range set.Recurring {
+		for _, change := range prepareRecurring(rq.Object, o.Windows) {
+			fmt.Fprintf(o.Out, "RecurringQuery %s/%s: the demo %s\n", rq.Object.Namespace, rq.Object.Name, change)
 		}
 	}
 	if o.Speed <= 0 {
@@ -191,13 +211,19 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 // complete checks that the workload can run on its own: something to run,
 // and every query's schedule in it.
 func complete(set *manifest.Set) error {
-	if len(set.Schedules) == 0 || len(set.Queries) == 0 {
-		return errors.New("the workload needs at least one ElasticSchedule and one IntermittentQuery")
+	if len(set.Schedules) == 0 || len(set.Queries)+len(set.Recurring) == 0 {
+		return errors.New("the workload needs at least one ElasticSchedule and one IntermittentQuery or RecurringQuery")
 	}
 	for _, q := range set.Queries {
 		if set.Schedule(q.Object.Namespace, q.Object.Spec.ScheduleName) == nil {
 			return fmt.Errorf("%s: IntermittentQuery %s/%s: spec.scheduleName: no ElasticSchedule %q in namespace %s in the workload",
 				q.Source, q.Object.Namespace, q.Object.Name, q.Object.Spec.ScheduleName, q.Object.Namespace)
+		}
+	}
+	for _, rq := range set.Recurring {
+		if name := rq.Object.Spec.Template.ScheduleName; set.Schedule(rq.Object.Namespace, name) == nil {
+			return fmt.Errorf("%s: RecurringQuery %s/%s: spec.template.scheduleName: no ElasticSchedule %q in namespace %s in the workload",
+				rq.Source, rq.Object.Namespace, rq.Object.Name, name, rq.Object.Namespace)
 		}
 	}
 	return nil
@@ -238,13 +264,20 @@ type schedule struct {
 	// pool is the pool as the planner models it, for billing.
 	pool        planner.Pool
 	provisioner *standin.Provisioner
-	queries     []*laxityv1alpha1.IntermittentQuery
+	// applied are the workload's IntermittentQueries, as applied; queries
+	// are those and the windows of the RecurringQueries that the demo
+	// runs, as last read from the cluster (see discover).
+	applied   []*laxityv1alpha1.IntermittentQuery
+	queries   []*laxityv1alpha1.IntermittentQuery
+	recurring []*recurring
 	// requested and ready are the pool's node counts over time, as sampled.
 	requested, ready []level
-	// firstPlan is the schedule's first plan; plans counts the plans seen.
-	firstPlan *planner.Document
-	lastPlan  string
-	plans     int
+	// firstPlan is the schedule's first plan, latestPlan its latest; plans
+	// counts the plans seen.
+	firstPlan  *planner.Document
+	latestPlan *planner.Document
+	lastPlan   string
+	plans      int
 }
 
 type level struct {
@@ -268,6 +301,11 @@ type run struct {
 	schedules   []*schedule
 	namespaces  []string
 	start       time.Time
+	// windows is Options.Windows; demoWrites counts what the demo itself
+	// wrote to the RecurringQueries and their windows, as writes does for
+	// the simulations.
+	windows    int
+	demoWrites int
 }
 
 func newRun(cfg *rest.Config, set *manifest.Set, o Options) (*run, error) {
@@ -278,21 +316,34 @@ func newRun(cfg *rest.Config, set *manifest.Set, o Options) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &run{o: o, cfg: cfg, client: c}
+	r := &run{o: o, cfg: cfg, client: c, windows: o.Windows}
 	// The clock starts a provisioning lead time before the first window
 	// opens, so that the first nodes can be there when it does.
 	first, lead := time.Time{}, time.Duration(0)
+	var recurrings []*recurring
 	for i := range set.Schedules {
 		es := set.Schedules[i].Object
 		s := &schedule{object: es}
 		for _, q := range set.QueriesFor(es.Namespace, es.Name) {
-			s.queries = append(s.queries, q.Object)
+			s.applied = append(s.applied, q.Object)
 			if start := q.Object.Spec.Window.Start.Time; first.IsZero() || start.Before(first) {
 				first = start
 			}
 		}
+		s.queries = s.applied
+		for _, rq := range set.RecurringFor(es.Namespace, es.Name) {
+			sched, err := recurrence.Validate(recurrence.Spec{
+				Schedule: rq.Object.Spec.Schedule, TimeZone: rq.Object.Spec.TimeZone, WindowLength: rq.Object.Spec.WindowLength.Duration,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("RecurringQuery %s/%s: %w", rq.Object.Namespace, rq.Object.Name, err)
+			}
+			x := &recurring{object: rq.Object, schedule: sched, dropped: map[string]bool{}, learned: map[string]string{}}
+			s.recurring = append(s.recurring, x)
+			recurrings = append(recurrings, x)
+		}
 		var queries []laxityv1alpha1.IntermittentQuery
-		for _, q := range s.queries {
+		for _, q := range s.applied {
 			queries = append(queries, *q)
 		}
 		w, err := spec.Workload(es, queries, time.Time{})
@@ -307,6 +358,11 @@ func newRun(cfg *rest.Config, set *manifest.Set, o Options) (*run, error) {
 			r.namespaces = append(r.namespaces, es.Namespace)
 		}
 	}
+	if first.IsZero() {
+		// RecurringQueries only: their windows start after the clock does.
+		r.start = clockStart(recurrings, lead)
+		return r, nil
+	}
 	r.start = first.Add(-lead - time.Minute).Truncate(time.Minute)
 	return r, nil
 }
@@ -315,7 +371,7 @@ func newRun(cfg *rest.Config, set *manifest.Set, o Options) (*run, error) {
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // apply creates the workload: namespaces, stand-ins for the scale targets,
-// the schedules, the queries.
+// the schedules, the queries, the recurring queries.
 func (r *run) apply(ctx context.Context) error {
 	for _, ns := range r.namespaces {
 		if err := r.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -335,10 +391,19 @@ func (r *run) apply(ctx context.Context) error {
 		if err := r.client.Create(ctx, s.object.DeepCopy()); err != nil {
 			return fmt.Errorf("creating ElasticSchedule %s: %w", s.key(), err)
 		}
-		for _, q := range s.queries {
+		for _, q := range s.applied {
 			if err := r.client.Create(ctx, q.DeepCopy()); err != nil {
 				return fmt.Errorf("creating IntermittentQuery %s/%s: %w", q.Namespace, q.Name, err)
 			}
+		}
+		for _, rq := range s.recurring {
+			// The object the RecurringQuery's windows are owned by: its UID
+			// tells them apart from anyone else's.
+			created := rq.object.DeepCopy()
+			if err := r.client.Create(ctx, created); err != nil {
+				return fmt.Errorf("creating RecurringQuery %s: %w", rq.key(), err)
+			}
+			rq.object = created
 		}
 	}
 	return nil
@@ -415,6 +480,9 @@ func (r *run) loop(ctx context.Context) error {
 			if err := r.step(ctx, now); err != nil {
 				return err
 			}
+			if err := r.discover(ctx); err != nil {
+				return err
+			}
 			if r.writes() == before {
 				break
 			}
@@ -422,10 +490,7 @@ func (r *run) loop(ctx context.Context) error {
 				return err
 			}
 		}
-		finished, err := r.finished(ctx)
-		if err != nil {
-			return err
-		}
+		finished := r.finished()
 		if show.due(now.Sub(r.start), finished) {
 			snapshot, err := r.snapshot(ctx, now)
 			if err != nil {
@@ -461,9 +526,9 @@ func (r *run) untilNextEvent(now time.Time) time.Duration {
 	return min(tick, max(time.Duration(float64(next.Sub(now))/r.o.Speed), 0))
 }
 
-// writes counts what the simulations have written so far.
+// writes counts what the simulations, and the demo, have written so far.
 func (r *run) writes() int {
-	n := r.spark.Writes
+	n := r.spark.Writes + r.demoWrites
 	for _, s := range r.schedules {
 		n += s.provisioner.Writes
 	}
@@ -516,13 +581,19 @@ func controllersBusy() (bool, error) {
 }
 
 // limit is when a run that has not finished is given up: the last deadline
-// plus the time to release the pool.
+// (of the last window the demo runs, for a RecurringQuery) plus the time to
+// release the pool.
 func (r *run) limit() time.Time {
 	var last time.Time
 	var release time.Duration
 	for _, s := range r.schedules {
-		for _, q := range s.queries {
+		for _, q := range s.applied {
 			if d := q.Spec.Deadline.Time; d.After(last) {
+				last = d
+			}
+		}
+		for _, rq := range s.recurring {
+			if d := rq.lastDeadline(r.start, r.windows); d.After(last) {
 				last = d
 			}
 		}
@@ -574,6 +645,7 @@ func (r *run) sample(ctx context.Context, s *schedule) error {
 		if s.firstPlan == nil {
 			s.firstPlan = plan
 		}
+		s.latestPlan = plan
 		if id := plan.Origin.String() + fmt.Sprint(plan.SearchSeconds, len(plan.Steps)); id != s.lastPlan {
 			s.lastPlan = id
 			s.plans++
@@ -620,19 +692,20 @@ func record(levels []level, at time.Time, nodes int) []level {
 	return append(levels, level{at: at, nodes: nodes})
 }
 
-// finished says whether every query has finished, or cannot any more, and
-// every pool is back at its idle size.
-func (r *run) finished(ctx context.Context) (bool, error) {
+// finished says whether every RecurringQuery has created the windows the
+// demo runs, every query (window) has finished, or cannot any more, and
+// every pool is back at its idle size. It reads the queries discover last
+// read.
+func (r *run) finished() bool {
 	for _, s := range r.schedules {
-		for _, q := range s.queries {
-			var current laxityv1alpha1.IntermittentQuery
-			if err := r.reader.Get(ctx, client.ObjectKeyFromObject(q), &current); err != nil {
-				return false, err
+		for _, rq := range s.recurring {
+			if len(rq.windows) < r.windows {
+				return false
 			}
-			done := meta.IsStatusConditionTrue(current.Status.Conditions, laxityv1alpha1.IntermittentQuerySucceededCondition) ||
-				meta.IsStatusConditionTrue(current.Status.Conditions, laxityv1alpha1.IntermittentQueryStalledCondition)
-			if !done {
-				return false, nil
+		}
+		for _, q := range s.queries {
+			if !queryDone(q) {
+				return false
 			}
 		}
 		idle := 0
@@ -640,8 +713,8 @@ func (r *run) finished(ctx context.Context) (bool, error) {
 			idle = int(*s.object.Spec.NodePool.IdleNodes)
 		}
 		if n := len(s.requested); n == 0 || s.requested[n-1].nodes > idle || s.ready[len(s.ready)-1].nodes != s.requested[n-1].nodes {
-			return false, nil
+			return false
 		}
 	}
-	return true, nil
+	return true
 }

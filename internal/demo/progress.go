@@ -64,8 +64,10 @@ func (r *run) snapshot(ctx context.Context, now time.Time) (snapshot, error) {
 					qv.batchesDone++
 				}
 			}
-			if s.firstPlan != nil {
-				for _, p := range s.firstPlan.Queries {
+			// The latest plan: the first knows nothing of the windows a
+			// RecurringQuery created since.
+			if s.latestPlan != nil {
+				for _, p := range s.latestPlan.Queries {
 					if p.Name == q.Name {
 						qv.planned = p.Batches
 					}

@@ -2,9 +2,12 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,6 +34,7 @@ func (r *run) report(ctx context.Context, s *schedule) (Report, error) {
 	origin = origin.Truncate(time.Second)
 	out := Report{Schedule: s.object, Plan: s.firstPlan, Replans: max(s.plans-1, 0), Windows: map[string][2]float64{}}
 	var queries []executedQuery
+	objects := map[string]*laxityv1alpha1.IntermittentQuery{}
 	for _, applied := range s.queries {
 		var q laxityv1alpha1.IntermittentQuery
 		if err := r.client.Get(ctx, client.ObjectKeyFromObject(applied), &q); err != nil {
@@ -55,6 +59,7 @@ func (r *run) report(ctx context.Context, s *schedule) (Report, error) {
 			return out, err
 		}
 		queries = append(queries, eq)
+		objects[q.Name] = &q
 		out.Windows[q.Name] = [2]float64{offset(origin, q.Spec.Window.Start.Time), offset(origin, q.Spec.Window.End.Time)}
 	}
 	end := offset(origin, r.clock.Now())
@@ -64,7 +69,55 @@ func (r *run) report(ctx context.Context, s *schedule) (Report, error) {
 			out.Missed = append(out.Missed, q.name)
 		}
 	}
+	for _, rq := range s.recurring {
+		for _, name := range rq.windows {
+			i := slices.IndexFunc(queries, func(q executedQuery) bool { return q.name == name })
+			out.Recurring = append(out.Recurring, windowOf(rq.object.Name, objects[name], queries[i], rq.learned[name], origin, end))
+		}
+	}
 	return out, nil
+}
+
+// Window is how one window of a RecurringQuery ran, in the report's
+// format: times in whole seconds from its origin.
+type Window struct {
+	// RecurringQuery and Query name the RecurringQuery and the window's
+	// IntermittentQuery.
+	RecurringQuery string `json:"recurringQuery"`
+	Query          string `json:"query"`
+	// Outcome is Succeeded, Failed, Missed, or, when the run ended first,
+	// Running or Pending.
+	Outcome laxityv1alpha1.WindowOutcome `json:"outcome"`
+	// WindowStart and WindowEnd bound the window; Deadline is when its
+	// result was due.
+	WindowStart float64 `json:"windowStart"`
+	WindowEnd   float64 `json:"windowEnd"`
+	Deadline    float64 `json:"deadline"`
+	// Finish is when its final merge ended, or the run's end when it did
+	// not; Met says it ended by the deadline.
+	Finish float64 `json:"finish"`
+	Met    bool    `json:"met"`
+	// LearnedSlowdownPercent is how much slower than the declared cost
+	// model laxity had learned the query runs when the window finished
+	// (status.learned.slowdownPercent); null when nothing was learned.
+	LearnedSlowdownPercent *float64 `json:"learnedSlowdownPercent"`
+}
+
+// windowOf is window q of recurring query rq as it ran; eq is q's executed
+// steps, learned the slowdown noted when it finished, end the run's end.
+func windowOf(rq string, q *laxityv1alpha1.IntermittentQuery, eq executedQuery, learned string, origin time.Time, end float64) Window {
+	w := Window{
+		RecurringQuery: rq, Query: q.Name, Outcome: windowOutcome(q),
+		WindowStart: offset(origin, q.Spec.Window.Start.Time), WindowEnd: offset(origin, q.Spec.Window.End.Time),
+		Deadline: eq.deadline, Finish: end, Met: eq.finished && eq.finish <= eq.deadline,
+	}
+	if eq.finished {
+		w.Finish = eq.finish
+	}
+	if v, err := strconv.ParseFloat(learned, 64); err == nil {
+		w.LearnedSlowdownPercent = &v
+	}
+	return w
 }
 
 // executedQuery is one query's steps as they ran.
@@ -212,4 +265,22 @@ func executedDocument(origin time.Time, plan *planner.Document, queries []execut
 	}
 	sort.SliceStable(doc.Steps, func(a, b int) bool { return doc.Steps[a].Start < doc.Steps[b].Start })
 	return doc
+}
+
+// MarshalDocument is the report as --report writes it: what ran in the
+// plan document's format, with the windows the schedule's RecurringQueries
+// ran (an empty list when it has none, as every list of the document is).
+func (r Report) MarshalDocument() ([]byte, error) {
+	doc := struct {
+		planner.Document
+		Windows []Window `json:"windows"`
+	}{r.Executed, r.Recurring}
+	if doc.Windows == nil {
+		doc.Windows = []Window{}
+	}
+	data, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
 }

@@ -58,6 +58,50 @@ var _ = Describe("laxity demo", func() {
 		}
 	})
 
+	// Pending: once the last of the three windows has finished, the
+	// schedule keeps re-planning (ModelLearned) over its finished windows,
+	// each plan infeasible on 8 nodes, so the pool is never released and
+	// the run does not end. Run it again once that is fixed.
+	PIt("runs three windows of a RecurringQuery 40% slower than declared, and meets the third's deadline with what it learned", func(ctx SpecContext) {
+		report := filepath.Join(GinkgoT().TempDir(), "r.json")
+		demo := exec.CommandContext(ctx, binary, "demo", "--workload", filepath.Join("..", "..", "config", "samples", "recurring.yaml"),
+			"--speed", "high", "--slowdown", "40", "--windows", "3", "--report", report)
+		out, err := demo.CombinedOutput()
+		AddReportEntry("demo output", string(out))
+		Expect(err).NotTo(HaveOccurred(), "a recurring run exits 0 when every window from the third on met its deadline:\n%s", out)
+		Expect(string(out)).To(ContainSubstring("every deadline from the third window on was met (1 of 1 windows)"))
+
+		data, err := os.ReadFile(report)
+		Expect(err).NotTo(HaveOccurred())
+		var doc struct {
+			planner.Document
+			Windows []struct {
+				RecurringQuery, Query                    string
+				WindowStart, WindowEnd, Deadline, Finish float64
+				Met                                      bool
+				LearnedSlowdownPercent                   *float64
+			} `json:"windows"`
+		}
+		Expect(json.Unmarshal(data, &doc)).To(Succeed())
+		// Exactly the three windows ran, ten minutes apart, and nothing else.
+		Expect(doc.Windows).To(HaveLen(3))
+		Expect(doc.Queries).To(HaveLen(3))
+		for i, w := range doc.Windows {
+			Expect(w.RecurringQuery).To(Equal("orders-by-region"))
+			Expect(doc.Queries[i].Name).To(Equal(w.Query))
+			Expect(w.WindowEnd - w.WindowStart).To(Equal(300.0))
+			Expect(w.Deadline - w.WindowEnd).To(Equal(240.0))
+			if i > 0 {
+				Expect(w.WindowStart - doc.Windows[i-1].WindowStart).To(Equal(600.0))
+			}
+		}
+		third := doc.Windows[2]
+		Expect(third.Met).To(BeTrue())
+		Expect(third.Finish).To(BeNumerically("<=", third.Deadline))
+		Expect(third.LearnedSlowdownPercent).NotTo(BeNil())
+		Expect(*third.LearnedSlowdownPercent).To(BeNumerically(">", 10), "the 40%% slowdown was not learned")
+	})
+
 	It("says in one line what to do when the control plane is not built", func(ctx SpecContext) {
 		demo := exec.CommandContext(ctx, binary, "demo", "--control-plane", GinkgoT().TempDir())
 		out, err := demo.CombinedOutput()
