@@ -58,11 +58,7 @@ var _ = Describe("laxity demo", func() {
 		}
 	})
 
-	// Pending: once the last of the three windows has finished, the
-	// schedule keeps re-planning (ModelLearned) over its finished windows,
-	// each plan infeasible on 8 nodes, so the pool is never released and
-	// the run does not end. Run it again once that is fixed.
-	PIt("runs three windows of a RecurringQuery 40% slower than declared, and meets the third's deadline with what it learned", func(ctx SpecContext) {
+	It("runs three windows of a RecurringQuery 40% slower than declared, and meets the third's deadline with what it learned", func(ctx SpecContext) {
 		report := filepath.Join(GinkgoT().TempDir(), "r.json")
 		demo := exec.CommandContext(ctx, binary, "demo", "--workload", filepath.Join("..", "..", "config", "samples", "recurring.yaml"),
 			"--speed", "high", "--slowdown", "40", "--windows", "3", "--report", report)
