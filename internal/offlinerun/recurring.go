@@ -44,11 +44,15 @@ type WindowResult struct {
 	// planned with; LeadTime the provisioning lead time it planned with.
 	Learned  []learn.Learned
 	LeadTime float64
-	// Missed, Cost, MaxNodes and Replans are the window's run (Result).
+	// Missed, Cost, MaxNodes, Replans and Steps are the window's run
+	// (Result); Plan is the plan it started with. Steps and Plan say why a
+	// deadline was missed.
 	Missed   []string
 	Cost     float64
 	MaxNodes int
 	Replans  []float64
+	Steps    []planner.Step
+	Plan     *planner.Document
 }
 
 // RecurringResult is a recurring run, window by window.
@@ -127,7 +131,7 @@ func RunRecurring(w planner.Workload, o RecurringOptions) (RecurringResult, erro
 		}
 		out.Windows = append(out.Windows, WindowResult{
 			Planned: doc.Chosen, Learned: append([]learn.Learned(nil), learned...), LeadTime: lead,
-			Missed: r.Missed, Cost: r.Cost, MaxNodes: r.MaxNodes, Replans: r.Replans,
+			Missed: r.Missed, Cost: r.Cost, MaxNodes: r.MaxNodes, Replans: r.Replans, Steps: r.Steps, Plan: &doc,
 		})
 		if !o.Learning {
 			continue
