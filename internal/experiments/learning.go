@@ -81,7 +81,7 @@ type lateRun struct {
 	// deviations of the noise that is above the mean; slowdown and margin
 	// what the window planned the query with.
 	plannedBatch, ranBatch, draw, sigmas float64
-	slowdown, margin                    float64
+	slowdown, margin                     float64
 	// idle is how long the pool stood idle before the window closed;
 	// earliest whether the query's deadline is the workload's earliest.
 	idle     float64
