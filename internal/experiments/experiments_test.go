@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/laxity-dev/laxity/internal/baseline"
+	"github.com/laxity-dev/laxity/internal/offlinerun"
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
@@ -254,12 +255,13 @@ func TestTheVariableRateClaimsHold(t *testing.T) {
 
 // The learning study's goals and prose, on the first 20 seeds: from window
 // 3 on no run misses a deadline and no window costs more than 1.10x the
-// plan that knew the truth, in every reality (the report's 200 seeds say
-// where a rare run still misses, and its prose follows the numbers); window 1 of the noisy reality misses in fewer
-// runs than without the in-window rule (every run); the pessimistic model
-// is learned (window 3 costs less than window 1). The 30% cut the study
-// hoped for in (c) is out of the sample's reach (its pool floor), which
-// the report says; this checks the cut it reports is real.
+// plan that knew the truth, in every reality (the report's 200 seeds find
+// a rare run of (a) that still misses; TestTheNoisyRealitysLateRun checks
+// what the report says of it); window 1 of the noisy reality misses in
+// fewer runs than without the in-window rule (every run); the pessimistic
+// model is learned (window 3 costs less than window 1) but the cut falls
+// short of the 30% hoped for, as the report says; late nodes make window 1
+// miss in every run and no window after it.
 func TestTheLearningStudysClaimsHold(t *testing.T) {
 	defer func(all int) { runs = all }(runs)
 	runs = 20
@@ -281,7 +283,49 @@ func TestTheLearningStudysClaimsHold(t *testing.T) {
 	if rows[0].missedShare(0) >= 1 {
 		t.Errorf("window 1 of %s missed in every run", rows[0].reality.name)
 	}
-	if c := rows[2]; c.cost[learningFrom-1] >= c.cost[0] {
-		t.Errorf("%s: window %d cost %.3f, not below window 1's %.3f", c.reality.name, learningFrom, c.cost[learningFrom-1], c.cost[0])
+	c := rows[2]
+	if cut := 1 - c.cost[learningFrom-1]/c.cost[0]; !(cut > 0 && cut < 0.3) {
+		t.Errorf("%s: window %d costs %.1f%% less than window 1; the report says less, but not the 30%% hoped for", c.reality.name, learningFrom, 100*cut)
+	}
+	d := rows[3]
+	if d.missed[0] != runs {
+		t.Errorf("%s: window 1 missed in %d of %d runs; the report says every run", d.reality.name, d.missed[0], runs)
+	}
+	for k := 1; k < learningWindows; k++ {
+		if d.missed[k] > 0 {
+			t.Errorf("%s: window %d missed in %d runs; the report says none after window 1", d.reality.name, k+1, d.missed[k])
+		}
+	}
+}
+
+// The run of (a) that the report's 200 seeds find missing a deadline after
+// window 2 is what the report says: one long draw of the last batch of the
+// query with the earliest deadline, on a plan that did not re-plan, with
+// no miss in the windows before it from window 3 on.
+func TestTheNoisyRealitysLateRun(t *testing.T) {
+	const seed, window = 75, 6
+	base, err := Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := realities[0]
+	r, err := offlinerun.RunRecurring(base, offlinerun.RecurringOptions{
+		Windows: window, Seed: seed, Noise: re.noise, Slowdown: re.slowdown, LeadFactor: re.leadFactor,
+		Learning: true, Window: &offlinerun.WindowControl{MinSteps: minWindowSteps},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := learningFrom - 1; k < window-1; k++ {
+		if missed := r.Windows[k].Missed; len(missed) > 0 {
+			t.Errorf("seed %d, window %d missed %v", seed, k+1, missed)
+		}
+	}
+	w := r.Windows[window-1]
+	if len(w.Missed) == 0 {
+		t.Fatalf("seed %d, window %d missed no deadline; revise the report's account of (a)", seed, window)
+	}
+	if l := explainLate(base, re, seed, window-1, w); !l.longTail() {
+		t.Errorf("seed %d, window %d: %+v is not one long draw of the earliest deadline's last batch", seed, window, l)
 	}
 }

@@ -60,6 +60,90 @@ type learningRow struct {
 	cost    []float64
 	replans []float64
 	margin  []float64
+	// late are the runs that missed a deadline from window learningFrom
+	// on, in seed order.
+	late []lateRun
+}
+
+// lateRun is why one window of one run missed a deadline: the first query
+// it missed, how its tail (its last batch and final merge) was planned,
+// and how the last batch ran.
+type lateRun struct {
+	seed   uint64
+	window int
+	query  string
+	// over is how long after its deadline the final merge ended; slack how
+	// long before it the plan's final merge ended.
+	over, slack float64
+	replans     int
+	// plannedBatch and ranBatch are the last batch's seconds; draw its
+	// duration over the true mean model's, sigmas how many standard
+	// deviations of the noise that is above the mean; slowdown and margin
+	// what the window planned the query with.
+	plannedBatch, ranBatch, draw, sigmas float64
+	slowdown, margin                     float64
+	// idle is how long the pool stood idle before the window closed;
+	// earliest whether the query's deadline is the workload's earliest.
+	idle     float64
+	earliest bool
+}
+
+// longTail reports whether l is one long draw of the last batch on a plan
+// that did not re-plan: what the report's explanation of (a) says.
+func (l lateRun) longTail() bool {
+	return l.replans == 0 && l.earliest && l.sigmas >= 2.5 && l.ranBatch > l.plannedBatch
+}
+
+// explainLate is why window k (from 0) of a run seeded seed missed.
+func explainLate(base planner.Workload, re reality, seed uint64, k int, w offlinerun.WindowResult) lateRun {
+	out := lateRun{seed: seed, window: k + 1, query: w.Missed[0], replans: len(w.Replans)}
+	qi := 0
+	for i, q := range base.Queries {
+		if q.Name == out.query {
+			qi = i
+		}
+	}
+	q := base.Queries[qi]
+	out.slowdown, out.margin = w.Learned[qi].Slowdown, w.Learned[qi].Margin
+	last := func(steps []planner.Step, kind planner.StepKind) (planner.Step, bool) {
+		var found planner.Step
+		ok := false
+		for _, st := range steps {
+			if st.Query == q.Name && st.Kind == kind && (!ok || st.Index > found.Index) {
+				found, ok = st, true
+			}
+		}
+		return found, ok
+	}
+	if final, ok := last(w.Steps, planner.StepFinal); ok {
+		out.over = final.End - q.Deadline
+	}
+	if final, ok := last(w.Plan.Steps, planner.StepFinal); ok {
+		out.slack = q.Deadline - final.End
+	}
+	if batch, ok := last(w.Plan.Steps, planner.StepBatch); ok {
+		out.plannedBatch = batch.End - batch.Start
+	}
+	if batch, ok := last(w.Steps, planner.StepBatch); ok {
+		out.ranBatch = batch.End - batch.Start
+		mean := q.Cost.Scaled(re.slowdown).BatchSeconds(batch.Nodes, batch.ToTuple-batch.FromTuple)
+		out.draw = out.ranBatch / mean
+		if re.noise.StdDev > 0 {
+			out.sigmas = (out.draw - 1 - re.noise.Mean) / re.noise.StdDev
+		}
+	}
+	busy := 0.0
+	for _, st := range w.Steps {
+		if st.End <= q.WindowEnd {
+			busy = max(busy, st.End)
+		}
+	}
+	out.idle = q.WindowEnd - busy
+	out.earliest = true
+	for _, other := range base.Queries {
+		out.earliest = out.earliest && other.Deadline >= q.Deadline
+	}
+	return out
 }
 
 func (r learningRow) missedShare(k int) float64 { return float64(r.missed[k]) / float64(runs) }
@@ -98,6 +182,9 @@ func learningStudy(base planner.Workload) ([]learningRow, error) {
 			for k, w := range r.Windows {
 				if len(w.Missed) > 0 {
 					row.missed[k]++
+					if k >= learningFrom-1 {
+						row.late = append(row.late, explainLate(base, re, seed, k, w))
+					}
 				}
 				row.cost[k] += w.Cost / float64(runs)
 				row.replans[k] += float64(len(w.Replans)) / float64(runs)
@@ -208,16 +295,76 @@ declared model, so faster steps leave those nodes idle more often rather
 than release any. Where the declared model needs a larger pool, the same
 learning releases nodes.
 
-Late nodes (d) cost this sample nothing: at the declared model its plan
-stays on its initial 2 nodes, which the offline run, like the first plan of
-the operator, takes as ready at the window start, so no node is ever asked
-for and no lead time is measured. The learner's part there is to change
-nothing, which it does; that it learns a late lead time where the pool does
-grow is checked by the offline run's tests (steps 15%% slower make the plan
-ask for nodes, and the window after plans with the measured 12 minutes).
-
 `, verdict, noisy.costRatio(learningWindows-1), learningWindows, 100*noisy.missedShare(0), 100*learnQuantile(), 100*cut, learningFrom)
+	writeLate(b, noisy)
+	writeLateNodes(b, rows[3], base.Pool.ProvisioningLeadTime)
 	return drawLearning(rows)
+}
+
+// writeLate says why the runs of the noisy reality that missed a deadline
+// from window learningFrom on missed.
+func writeLate(b *strings.Builder, noisy learningRow) {
+	windows := runs * (learningWindows - learningFrom + 1)
+	if len(noisy.late) == 0 {
+		fmt.Fprintf(b, "In (a) none of the %d runs of windows %d to %d missed a deadline.\n\n", windows, learningFrom, learningWindows)
+		return
+	}
+	fmt.Fprintf(b, "In (a), %d of the %d runs of windows %d to %d missed a deadline:\n\n", len(noisy.late), windows, learningFrom, learningWindows)
+	all := true
+	for _, l := range noisy.late {
+		all = all && l.longTail()
+		replanned := "no re-plan"
+		if l.replans > 0 {
+			replanned = fmt.Sprintf("%d re-plans", l.replans)
+		}
+		fmt.Fprintf(b, "- seed %d, window %d: %s's final merge ended %.1f s after its deadline, with %s. The plan gave its tail, the last batch (the rest of the window, launched when the window closed) and the final merge, %.0f s to spare, priced with its learned slowdown %.2f and margin %.1f%%. The last batch drew a slowdown of %.2f, %.1f standard deviations above the mean, and took %.0f s, not the %.0f s planned.\n",
+			l.seed, l.window, l.query, l.over, replanned, l.slack, l.slowdown, 100*l.margin, l.draw, l.sigmas, l.ranBatch, l.plannedBatch)
+	}
+	if !all {
+		b.WriteString("\n")
+		return
+	}
+	l := noisy.late[0]
+	fmt.Fprintf(b, `
+Every such miss is one long step after the window closed, of the query
+with the earliest deadline, and neither the learner nor the in-window rule
+can prevent it soundly. It is not a trend: the window's earlier steps ran
+as priced, so the in-window rule, which re-plans for a slowdown of the
+steps so far, has nothing to act on, and once the window has closed no
+node could come in time. The margin prices every step alike; covering a
+draw like that one (%.0f%% above the learned model) on every step would
+take the margins, %.1f%% on average in that window, to that much, where
+they already bring the cost to %.2fx the plan that knew. The margin is
+sized for the sum of the steps after the close, but the earliest
+deadline's tail is one batch and one merge. What would cover it is
+headroom sized for how few steps that tail has, in the planner, or a
+smaller last batch: the pool stood idle for %.0f s before that window
+closed, time in which an early batch of the same query would have
+shortened its tail.
+
+`, 100*(l.draw/l.slowdown-1), 100*noisy.margin[l.window-1], noisy.costRatio(l.window-1), l.idle)
+}
+
+// writeLateNodes describes the late-nodes reality.
+func writeLateNodes(b *strings.Builder, late learningRow, declaredLead float64) {
+	after := 0
+	for k := 1; k < learningWindows; k++ {
+		after += late.missed[k]
+	}
+	fmt.Fprintf(b, `Late nodes (d): the operator plans a window before it starts (its windows
+exist a few starts ahead) and asks for the window's first nodes the planned
+lead time before its first step, so that they are ready when needed; the
+offline run does the same. With a true lead time twice the declared one,
+window 1's nodes come %.0f minutes late. Its first steps wait for them, and
+nothing catches up: the steps run as priced, so the in-window rule does
+not re-plan, and the pool keeps the size the plan gave the lagging steps
+rather than grow to catch up. Window 1 misses a deadline in %.0f%% of the
+runs, at %.3fx the cost of the plan that knew. It measures the lead time
+of those nodes, and from window 2 on the plan is made with the learned
+lead time, asks for the first nodes that much earlier, and %s. Without
+noise every run of (d) is the same.
+
+`, (late.reality.leadFactor-1)*declaredLead/60, 100*late.missedShare(0), late.costRatio(0), map[bool]string{true: "no run misses a deadline", false: "still misses in some run"}[after == 0])
 }
 
 // drawLearning plots, per reality, the share of runs with a missed

@@ -78,6 +78,14 @@ type Options struct {
 	TrueLead time.Duration
 	// Window, when set, keeps the in-window deadline rule.
 	Window *WindowControl
+	// AskAhead models how the operator gets a window's first nodes: it
+	// plans a window before it starts, and asks for the plan's initial
+	// nodes the plan's lead time before its first step needs them; they
+	// arrive the true lead time after that request (TrueLead), late when
+	// that is longer, and their lead times are measured. Otherwise the
+	// initial nodes are ready at the origin and not measured. Either way
+	// the pool is billed from the origin, as the plan prices it.
+	AskAhead bool
 }
 
 // WindowControl is the operator's in-window deadline rule.
@@ -117,7 +125,8 @@ type Result struct {
 	Plans []*planner.Document
 	// Leads are the provisioning lead times of the nodes that arrived
 	// during the run (request to ready, seconds), in arrival order; the
-	// first plan's initial nodes, ready at the origin, are not among them.
+	// first plan's initial nodes are among them only with
+	// Options.AskAhead.
 	Leads []float64
 }
 
@@ -245,12 +254,31 @@ func newSim(w planner.Workload, doc *planner.Document, o Options) (*sim, error) 
 	if err := s.follow(doc, nil); err != nil {
 		return nil, err
 	}
-	// The plan takes its first pool as ready at its origin (the operator
-	// asks for it a lead time ahead).
+	// The plan takes its first pool as ready by its first step: the
+	// operator asks for it a planned lead time ahead.
+	first := s.initialRequest()
 	for range s.doc.Requests[0].Nodes {
-		s.nodes = append(s.nodes, node{requested: s.origin, ready: s.origin})
+		s.nodes = append(s.nodes, node{requested: first, ready: first.Add(s.lead)})
+	}
+	if !o.AskAhead {
+		for i := range s.nodes {
+			s.nodes[i] = node{requested: s.origin, ready: s.origin}
+		}
 	}
 	return s, nil
+}
+
+// initialRequest is when the operator asked for the first plan's initial
+// nodes: the plan's lead time before its first step (AskAhead).
+func (s *sim) initialRequest() time.Time {
+	if len(s.doc.Steps) == 0 {
+		return s.origin.Add(-s.plannedLead)
+	}
+	first := s.doc.Steps[0].Start
+	for _, st := range s.doc.Steps {
+		first = min(first, st.Start)
+	}
+	return at(s.origin, first).Add(-s.plannedLead)
 }
 
 // follow makes doc the plan in force, as the operator's dispatch view of
@@ -529,7 +557,8 @@ func (s *sim) launch(now time.Time, l dispatch.Step) {
 // by now and were asked for during the run.
 func (s *sim) arrived(gone []node, now time.Time) {
 	for _, n := range gone {
-		// The first plan's initial nodes are ready when asked for.
+		// Without AskAhead the first plan's initial nodes are ready when
+		// asked for, which measures nothing.
 		if n.ready.After(n.requested) && !n.ready.After(now) {
 			s.result.Leads = append(s.result.Leads, n.ready.Sub(n.requested).Seconds())
 		}

@@ -44,11 +44,15 @@ type WindowResult struct {
 	// planned with; LeadTime the provisioning lead time it planned with.
 	Learned  []learn.Learned
 	LeadTime float64
-	// Missed, Cost, MaxNodes and Replans are the window's run (Result).
+	// Missed, Cost, MaxNodes, Replans and Steps are the window's run
+	// (Result); Plan is the plan it started with. Steps and Plan say why a
+	// deadline was missed.
 	Missed   []string
 	Cost     float64
 	MaxNodes int
 	Replans  []float64
+	Steps    []planner.Step
+	Plan     *planner.Document
 }
 
 // RecurringResult is a recurring run, window by window.
@@ -70,8 +74,12 @@ const maxObservations = 256
 // one times o.LeadFactor), which the operator is not told. Every step that
 // finished is an observation of its query, every node that arrived one of
 // the lead time; with o.Learning the next window is planned from them. Each
-// window is a fresh copy of w at the same origin, its first plan's initial
-// nodes ready there, and its own seed.
+// window is a fresh copy of w at the same origin with its own seed. As the
+// operator plans a window before it starts (its windows exist a few starts
+// ahead), each window's initial nodes are asked for the planned lead time
+// before its first step and arrive the true lead time after that
+// (Options.AskAhead): late, and measured, when the true lead time is
+// longer.
 func RunRecurring(w planner.Workload, o RecurringOptions) (RecurringResult, error) {
 	if o.Windows < 1 {
 		return RecurringResult{}, errors.New("offlinerun: a recurring run needs at least one window")
@@ -116,14 +124,14 @@ func RunRecurring(w planner.Workload, o RecurringOptions) (RecurringResult, erro
 		}
 		r, err := Run(planned, &doc, Options{
 			Noise: o.Noise, Seed: windowSeed(o.Seed, k), Replan: o.Replan,
-			TrueCost: truth, TrueLead: trueLead, Window: o.Window,
+			TrueCost: truth, TrueLead: trueLead, Window: o.Window, AskAhead: true,
 		})
 		if err != nil {
 			return RecurringResult{}, fmt.Errorf("offlinerun: window %d: %w", k+1, err)
 		}
 		out.Windows = append(out.Windows, WindowResult{
 			Planned: doc.Chosen, Learned: append([]learn.Learned(nil), learned...), LeadTime: lead,
-			Missed: r.Missed, Cost: r.Cost, MaxNodes: r.MaxNodes, Replans: r.Replans,
+			Missed: r.Missed, Cost: r.Cost, MaxNodes: r.MaxNodes, Replans: r.Replans, Steps: r.Steps, Plan: &doc,
 		})
 		if !o.Learning {
 			continue

@@ -132,6 +132,77 @@ func TestRecurringLearnsALeadTime(t *testing.T) {
 	}
 }
 
+// The initial nodes of a window planned ahead are asked for the planned
+// lead time before its first step: on time when they take that long, so
+// the plan runs as without asking ahead, and measured; late by the
+// difference when they take twice as long, which holds the first step back
+// by as much.
+func TestAskAheadAsksALeadTimeBeforeTheFirstStep(t *testing.T) {
+	w, doc := samplePlan(t, 0)
+	planned := time.Duration(w.Pool.ProvisioningLeadTime * float64(time.Second))
+	first := doc.Steps[0].Start
+	for _, st := range doc.Steps {
+		first = math.Min(first, st.Start)
+	}
+	ready, err := offlinerun.Run(w, &doc, offlinerun.Options{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		lead  time.Duration
+		delay float64
+	}{
+		{name: "on time", lead: planned, delay: 0},
+		{name: "twice the lead time", lead: 2 * planned, delay: planned.Seconds()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := offlinerun.Run(w, &doc, offlinerun.Options{Seed: 1, TrueLead: tc.lead, AskAhead: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if start := got.Steps[0].Start; math.Abs(start-(first+tc.delay)) > 1e-6 {
+				t.Errorf("the first step started at %.3f s, want %.3f s", start, first+tc.delay)
+			}
+			initial := doc.Requests[0].Nodes
+			if len(got.Leads) < initial {
+				t.Fatalf("measured %d lead times, want the %d initial nodes' at least", len(got.Leads), initial)
+			}
+			for _, l := range got.Leads[:initial] {
+				if math.Abs(l-tc.lead.Seconds()) > 1e-6 {
+					t.Errorf("an initial node took %.1f s, the true lead time is %.1f s", l, tc.lead.Seconds())
+				}
+			}
+			if tc.delay == 0 && (len(got.Missed) != len(ready.Missed) || math.Abs(got.Cost-ready.Cost) > 1e-9 || len(got.Steps) != len(ready.Steps)) {
+				t.Errorf("on time, the run differs from one with the nodes ready at the origin: missed %v, cost %.4f; want %v, %.4f",
+					got.Missed, got.Cost, ready.Missed, ready.Cost)
+			}
+		})
+	}
+}
+
+// Nodes twice as slow to come as declared make the first window, whose
+// initial nodes are asked for the declared lead time ahead, start late and
+// miss deadlines; the window after plans with the measured lead time, asks
+// that much earlier, and misses none.
+func TestRecurringAsksEarlierOnceNodesCameLate(t *testing.T) {
+	w, err := experiments.Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := offlinerun.RunRecurring(w, offlinerun.RecurringOptions{Windows: 2, LeadFactor: 2, Learning: true, Window: &offlinerun.WindowControl{MinSteps: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := got.Windows[0], got.Windows[1]
+	if len(first.Missed) == 0 {
+		t.Error("window 1, its nodes late, missed no deadline")
+	}
+	if second.LeadTime != 2*w.Pool.ProvisioningLeadTime || len(second.Missed) > 0 {
+		t.Errorf("window 2 planned with a lead time of %v s and missed %v; want %v s and none", second.LeadTime, second.Missed, 2*w.Pool.ProvisioningLeadTime)
+	}
+}
+
 // BenchmarkRecurringWindow is one window of the sample at 4x its rate,
 // learning from the one before.
 func BenchmarkRecurringWindow(b *testing.B) {
