@@ -225,10 +225,13 @@ operator refits each query's cost model (`+"`internal/learn`"+`: a robust,
 recency-weighted fit with the declared model as its prior, see
 [the design](design.md#learning)), sizes each query's margin from how far its
 steps spread around the learned model, learns the lead time, and plans the
-window with them. Within a window, the in-window deadline rule re-plans at
-once when the steps so far (at least %d) run slower than the models in force
-and the work left at that slowdown would make a query late
-(`+"`dispatch.UnsafeAt`"+`).
+window with them. Within a window, the run keeps a pooled form of the
+operator's in-window deadline rule: it re-plans at once when the window's
+steps so far (at least %d, of all queries) run slower than the models in
+force and the work left at that slowdown would make a query late
+(`+"`dispatch.UnsafeAt`"+`). The operator corrects each query's model from
+its own steps and judges the same rule at the largest move since the plan
+(see [the design](design.md#learning-from-what-ran)).
 
 The study runs %d consecutive windows of the sample (1D, baseline rate) %d
 times (seeds 0 to %d) with learning on and `+"`runtimeMarginPercent`"+` 0 in
