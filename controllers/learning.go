@@ -27,33 +27,48 @@ import (
 // slower than it: a cluster that runs as its model says is planned as
 // before.
 func (r *IntermittentQueryReconciler) learnFrom(ctx context.Context, q *laxityv1alpha1.IntermittentQuery, es *laxityv1alpha1.ElasticSchedule, now metav1.Time) error {
-	mode := spec.Learning(es)
-	if mode == laxityv1alpha1.LearningOff {
-		q.Status.Learned = nil
-		recordLearned(q)
+	defer recordLearned(q)
+	// A finished window has learned all it will: what later windows learn
+	// is theirs, and its record stays as it was when it ended.
+	if f, l := q.Status.Final, q.Status.Learned; f != nil && f.Outcome == laxityv1alpha1.StepSucceeded && l != nil &&
+		spec.Learning(es) != laxityv1alpha1.LearningOff && len(l.Observations) == min(len(spec.Observations(q)), laxityv1alpha1.MaxObservations) {
 		return nil
+	}
+	inherited, err := inheritedObservations(ctx, r.Client, q)
+	if err != nil {
+		return err
+	}
+	next, changed := learnedModel(q, es, inherited, now)
+	if changed && spec.Learning(es) == laxityv1alpha1.LearningObserve && r.Recorder != nil {
+		r.Recorder.Eventf(q, nil, corev1.EventTypeNormal, laxityv1alpha1.ModelLearnedReason, "Learn",
+			"Learned from the steps that ran (%s); not applied, since spec.planning.learning of ElasticSchedule %s is Observe",
+			learnedSummary(next), es.Name)
+	}
+	q.Status.Learned = next
+	return nil
+}
+
+// learnedModel is what q has learned, from its own window's finished steps
+// and the inherited observations of its RecurringQuery's earlier windows,
+// nil when nothing; changed says whether it differs materially from what
+// q's status holds. The schedule prices a new window with it before the
+// window's own controller has written it, so that the window's first plan
+// already knows what the earlier ones learned.
+func learnedModel(q *laxityv1alpha1.IntermittentQuery, es *laxityv1alpha1.ElasticSchedule, inherited []laxityv1alpha1.StepObservation, now metav1.Time) (next *laxityv1alpha1.LearnedModel, changed bool) {
+	mode := spec.Learning(es)
+	previous := q.Status.Learned
+	if mode == laxityv1alpha1.LearningOff {
+		return nil, previous != nil
 	}
 	declared, err := spec.CostModel(q)
 	if err != nil {
 		// The schedule reports the spec's errors.
-		return nil
+		return previous, false
 	}
 	own := spec.Observations(q)
-	// A finished window has learned all it will: what later windows learn
-	// is theirs, and its record stays as it was when it ended.
-	if f := q.Status.Final; f != nil && f.Outcome == laxityv1alpha1.StepSucceeded && q.Status.Learned != nil && len(q.Status.Learned.Observations) == min(len(own), laxityv1alpha1.MaxObservations) {
-		recordLearned(q)
-		return nil
-	}
-	inherited, err := r.inheritedObservations(ctx, q)
-	if err != nil {
-		return err
-	}
 	all := slices.Concat(inherited, own)
 	if len(all) == 0 {
-		q.Status.Learned = nil
-		recordLearned(q)
-		return nil
+		return nil, previous != nil
 	}
 	observations := spec.ToLearn(all)
 	l := learn.Fit(declared, observations, learn.Defaults)
@@ -69,22 +84,14 @@ func (r *IntermittentQueryReconciler) learnFrom(ctx context.Context, q *laxityv1
 	evidence := slower || len(observations) >= minEvidence || math.Abs(l.Slowdown-1) > learn.DefaultTolerance
 	applied := mode == laxityv1alpha1.LearningApply && evidence &&
 		learn.Change(learn.Learned{Model: declared}, l, observations) > learn.DefaultTolerance
-	previous := q.Status.Learned
-	next := spec.LearnedStatus(l, own, applied)
+	next = spec.LearnedStatus(l, own, applied)
 	if previous != nil {
 		next.LastChange = previous.LastChange
 	}
-	if material(previous, l, observations) {
+	if changed = material(previous, l, observations); changed {
 		next.LastChange = &now
-		if mode == laxityv1alpha1.LearningObserve && r.Recorder != nil {
-			r.Recorder.Eventf(q, nil, corev1.EventTypeNormal, laxityv1alpha1.ModelLearnedReason, "Learn",
-				"Learned from the steps that ran (%s); not applied, since spec.planning.learning of ElasticSchedule %s is Observe",
-				learnedSummary(next), es.Name)
-		}
 	}
-	q.Status.Learned = next
-	recordLearned(q)
-	return nil
+	return next, changed
 }
 
 // minEvidence is the fewest observations whose spread alone (with a
@@ -104,13 +111,13 @@ func material(previous *laxityv1alpha1.LearnedModel, l learn.Learned, at []learn
 // inheritedObservations are the observations of the windows of the query's
 // RecurringQuery (its controller owner) that started before the query's,
 // none for a standalone query.
-func (r *IntermittentQueryReconciler) inheritedObservations(ctx context.Context, q *laxityv1alpha1.IntermittentQuery) ([]laxityv1alpha1.StepObservation, error) {
+func inheritedObservations(ctx context.Context, c client.Reader, q *laxityv1alpha1.IntermittentQuery) ([]laxityv1alpha1.StepObservation, error) {
 	owner := metav1.GetControllerOf(q)
 	if owner == nil || owner.Kind != "RecurringQuery" || owner.APIVersion != laxityv1alpha1.GroupVersion.String() {
 		return nil, nil
 	}
 	var rq laxityv1alpha1.RecurringQuery
-	if err := r.Get(ctx, client.ObjectKey{Namespace: q.Namespace, Name: owner.Name}, &rq); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: q.Namespace, Name: owner.Name}, &rq); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}

@@ -120,7 +120,8 @@ var (
 		Buckets: prometheus.ExponentialBuckets(5, 2, 10), // 5 s … ~43 min
 	}, []string{labelNamespace, labelSchedule})
 
-	// plannedLeadTimeMetric is the lead time plans use (declared or learned).
+	// plannedLeadTimeMetric is the lead time plans use (declared or
+	// learned), once a lead time has been measured.
 	plannedLeadTimeMetric = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: metricsNamespace, Name: "pool_planned_lead_time_seconds",
 		Help: "Provisioning lead time the schedule's plans assume, in seconds: the declared one, or the measured one when it is materially longer and learning is applied.",
@@ -185,7 +186,11 @@ func recordScheduleStatus(es *laxityv1alpha1.ElasticSchedule) {
 	setOrDelete(planCostMetric, executable, ns, name, TimelineExecutable)
 	setOrDelete(nodesRequestedMetric, int32Float(es.Status.NodesRequested), ns, name)
 	setOrDelete(nodesReadyMetric, int32Float(es.Status.NodesReady), ns, name)
-	plannedLeadTimeMetric.WithLabelValues(ns, name).Set(spec.LeadTime(es).Seconds())
+	if es.Status.LeadTime == nil {
+		plannedLeadTimeMetric.DeleteLabelValues(ns, name)
+	} else {
+		plannedLeadTimeMetric.WithLabelValues(ns, name).Set(spec.LeadTime(es).Seconds())
+	}
 }
 
 // recordLeadTime observes a measured provisioning lead time.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -107,6 +108,9 @@ func (r *ElasticScheduleReconciler) observe(ctx context.Context, es *laxityv1alp
 		return v, nil
 	}
 	v.launched = observeSteps(steps)
+	if err := r.priceNewWindows(ctx, es, queries, v.now); err != nil {
+		return nil, err
+	}
 	v.workload, v.workloadErr = spec.Workload(es, queries, v.now)
 	v.planned = make(map[string]planner.Query, len(v.workload.Queries))
 	for _, pq := range v.workload.Queries {
@@ -127,6 +131,31 @@ func (r *ElasticScheduleReconciler) observe(ctx context.Context, es *laxityv1alp
 	v.previousReady = ptr.Deref(es.Status.NodesReady, v.ready)
 	v.inputsHash = inputsHash(es, queries)
 	return v, nil
+}
+
+// priceNewWindows gives each window of a RecurringQuery that has learned
+// nothing yet (its controller has not reconciled it) what the earlier
+// windows learned, in this pass's copy: a new window is then planned with
+// it from its first plan, rather than planned with the declared model and
+// re-planned a moment later.
+func (r *ElasticScheduleReconciler) priceNewWindows(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, now time.Time) error {
+	if spec.Learning(es) == laxityv1alpha1.LearningOff {
+		return nil
+	}
+	for i := range queries {
+		q := &queries[i]
+		if q.Status.Learned != nil || metav1.GetControllerOf(q) == nil {
+			continue
+		}
+		inherited, err := inheritedObservations(ctx, r.Client, q)
+		if err != nil {
+			return err
+		}
+		if len(inherited) > 0 {
+			q.Status.Learned, _ = learnedModel(q, es, inherited, metav1.Time{Time: now})
+		}
+	}
+	return nil
 }
 
 // readInput reads one query's input and, once its window has been open a

@@ -56,13 +56,13 @@ var _ = Describe("A schedule whose Spark runs 40% slower than its queries' cost 
 	var seen []string
 	BeforeAll(func(ctx SpecContext) {
 		learning = slowWorld(ctx, "learn-apply", lead, 0.4, laxityv1alpha1.LearningApply)
-		learning.run(ctx, 40*time.Minute, 5*time.Second)
+		learning.run(ctx, 40*time.Minute, 10*time.Second)
 		learning.report(ctx)
 		seen = fsEvents(learning, nil)
 		blind = slowWorld(ctx, "learn-off", lead, 0.4, laxityv1alpha1.LearningOff)
 		// Long enough for steps to finish and be learned from, were
 		// learning on.
-		blind.run(ctx, 12*time.Minute, 5*time.Second)
+		blind.run(ctx, 12*time.Minute, 10*time.Second)
 	})
 
 	It("learns the slowdown from the steps that ran and plans with it", func(ctx SpecContext) {
@@ -113,8 +113,8 @@ var _ = Describe("A schedule whose Spark runs 40% slower than its queries' cost 
 		Expect(es.Status.LeadTime.Observations).NotTo(BeEmpty())
 		for _, o := range es.Status.LeadTime.Observations {
 			// The stand-in makes nodes Ready a lead time after they are
-			// asked for; passes every 5 s see it that much later at most.
-			Expect(o.Duration).To(BeNumerically("~", lead, 10*time.Second))
+			// asked for; passes every 10 s see it up to that much later.
+			Expect(o.Duration).To(BeNumerically("~", lead, 15*time.Second))
 		}
 		Expect(spec.LeadTime(es)).To(Equal(lead), "a pool that delivers as declared is planned as declared")
 	})
@@ -124,7 +124,7 @@ var _ = Describe("A schedule that only observes what it learns", Ordered, func()
 	var w *world
 	BeforeAll(func(ctx SpecContext) {
 		w = slowWorld(ctx, "learn-observe", 2*time.Minute, 0.4, laxityv1alpha1.LearningObserve)
-		w.run(ctx, 12*time.Minute, 5*time.Second)
+		w.run(ctx, 12*time.Minute, 10*time.Second)
 	})
 
 	It("reports the learned model without changing any plan", func(ctx SpecContext) {

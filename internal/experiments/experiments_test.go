@@ -81,6 +81,9 @@ func TestTheReportsClaimsHold(t *testing.T) {
 func TestTheReportIsReproducible(t *testing.T) {
 	defer func(all, windows int, starts []float64) { runs, learningWindows, sweepStarts = all, windows, starts }(runs, learningWindows, sweepStarts)
 	runs, learningWindows, sweepStarts = 10, 4, sweepStarts[:1]
+	if raceEnabled {
+		runs, learningWindows = 3, 3
+	}
 	times := regexp.MustCompile(`[0-9.]+ (ms|s) \|`)
 	var first, second bytes.Buffer
 	figures, err := Write(&first)
@@ -265,6 +268,9 @@ func TestTheVariableRateClaimsHold(t *testing.T) {
 func TestTheLearningStudysClaimsHold(t *testing.T) {
 	defer func(all int) { runs = all }(runs)
 	runs = 20
+	if raceEnabled {
+		runs = 5
+	}
 	base, err := Sample()
 	if err != nil {
 		t.Fatal(err)

@@ -75,6 +75,7 @@ var _ = Describe("Defaults", func() {
 			RateModel:            laxityv1alpha1.RateModelPessimistic,
 			RateWindow:           duration(3 * time.Minute),
 			RateTolerancePercent: ptr.To[int32](2),
+			Learning:             laxityv1alpha1.LearningApply,
 		}
 		// idleNodes and releaseAfterIdle default to values derived from other
 		// fields, so the API server leaves them unset.
