@@ -383,11 +383,12 @@ func clockDriven(fields writeCounts) int {
 }
 
 // poolDriven counts the status patches of a schedule that set only what
-// follows the pool: requested and ready nodes, the upcoming requests.
+// follows the pool: requested and ready nodes, the upcoming requests, the
+// lead time being measured.
 func poolDriven(fields writeCounts) int {
 	n := 0
 	for k, v := range fields {
-		if fieldsWithin(k, "ElasticSchedule", "conditions", "nodesReady", "nodesRequested", "nodeRequests") {
+		if fieldsWithin(k, "ElasticSchedule", "conditions", "nodesReady", "nodesRequested", "nodeRequests", "leadTime") {
 			n += v
 		}
 	}

@@ -56,7 +56,7 @@ var _ = Describe("A schedule whose Spark runs 40% slower than its queries' cost 
 	var seen []string
 	BeforeAll(func(ctx SpecContext) {
 		learning = slowWorld(ctx, "learn-apply", lead, 0.4, laxityv1alpha1.LearningApply)
-		learning.run(ctx, 40*time.Minute, 10*time.Second)
+		learning.run(ctx, 40*time.Minute, 5*time.Second)
 		learning.report(ctx)
 		seen = fsEvents(learning, nil)
 		blind = slowWorld(ctx, "learn-off", lead, 0.4, laxityv1alpha1.LearningOff)
