@@ -75,33 +75,19 @@ type plannedModels struct {
 	Queries         map[string]plannedModel `json:"queries"`
 }
 
-// plannedModel is one query's cost model as [overhead, serial, parallel]
-// for batches and merges, and its own margin.
+// plannedModel is one query's cost model and its own margin.
 type plannedModel struct {
-	Batch  [3]float64 `json:"batch"`
-	Merge  [3]float64 `json:"merge"`
-	Margin float64    `json:"margin,omitempty"`
+	Cost   costmodel.Model `json:"cost"`
+	Margin float64         `json:"margin,omitempty"`
 }
 
 // modelsOf records what the workload prices its steps with.
 func modelsOf(w planner.Workload) *plannedModels {
 	m := &plannedModels{LeadTimeSeconds: w.Pool.ProvisioningLeadTime, Queries: make(map[string]plannedModel, len(w.Queries))}
 	for _, q := range w.Queries {
-		m.Queries[q.Name] = plannedModel{
-			Batch:  [3]float64{q.Cost.Batch.Overhead, q.Cost.Batch.Serial, q.Cost.Batch.Parallel},
-			Merge:  [3]float64{q.Cost.Merge.Overhead, q.Cost.Merge.Serial, q.Cost.Merge.Parallel},
-			Margin: q.Margin,
-		}
+		m.Queries[q.Name] = plannedModel{Cost: q.Cost, Margin: q.Margin}
 	}
 	return m
-}
-
-// model is the cost model the plan priced the query's steps with.
-func (m plannedModel) model() costmodel.Model {
-	return costmodel.Model{
-		Batch: costmodel.Linear{Overhead: m.Batch[0], Serial: m.Batch[1], Parallel: m.Batch[2]},
-		Merge: costmodel.Linear{Overhead: m.Merge[0], Serial: m.Merge[1], Parallel: m.Merge[2]},
-	}
 }
 
 // inputsHash identifies the specs a plan depends on: the schedule's and

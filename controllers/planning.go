@@ -142,36 +142,48 @@ func learnedChange(v *view, dqs []dispatch.Query) (reason, message string) {
 	}
 	sizes := v.workload.Pool.Sizes
 	largest := sizes[len(sizes)-1]
+	plans := make(map[string]*planner.QueryPlan, len(v.stored.doc.Queries))
+	for i := range v.stored.doc.Queries {
+		plans[v.stored.doc.Queries[i].Name] = &v.stored.doc.Queries[i]
+	}
 	// The steps as the plan in force priced them, and the largest move of a
 	// query's prices since: the slowdown the rest of the window is judged at.
 	asPlanned := make([]dispatch.Query, 0, len(dqs))
-	slowest, slowestWhat := 1.0, ""
+	slowest, slowestQuery, slowestChange := 1.0, "", 0.0
 	for _, dq := range dqs {
-		q := v.query(dq.Name)
 		pq, known := v.planned[dq.Name]
-		m, planned := models.Queries[dq.Name]
-		if q == nil || !known || !planned || v.launched[dq.Name].finished() {
+		was, planned := models.Queries[dq.Name]
+		if !known || !planned || v.launched[dq.Name].finished() {
 			asPlanned = append(asPlanned, dq)
 			continue
 		}
-		was := planner.Query{Cost: m.model(), Margin: m.Margin}
-		change := learn.Change(learn.Learned{Model: was.Cost, Margin: was.Margin}, learn.Learned{Model: pq.Cost, Margin: pq.Margin}, pricePoints(&v.stored.doc, q.Name, sizes))
-		what := fmt.Sprintf("IntermittentQuery %s: its steps, priced with what was learned from the steps that ran (%s), take %+.0f%% against the plan in force",
-			q.Name, learnedSummary(q.Status.Learned), 100*change)
+		points := pricePoints(plans[dq.Name], sizes)
+		change := learn.Change(learn.Learned{Model: was.Cost, Margin: was.Margin}, learn.Learned{Model: pq.Cost, Margin: pq.Margin}, points)
 		if change > learn.DefaultTolerance {
-			return ReplanModelLearned, what + ": re-planning"
+			return ReplanModelLearned, changeMessage(v, dq.Name, change) + ": re-planning"
 		}
-		dq.Cost = was.Planned(v.workload.Planning)
-		if f := slowerBy(dq.Cost, pq.Planned(v.workload.Planning), pricePoints(&v.stored.doc, q.Name, sizes)); f > slowest {
-			slowest, slowestWhat = f, what
+		dq.Cost = planner.Query{Cost: was.Cost, Margin: was.Margin}.Planned(v.workload.Planning)
+		if f := slowerBy(dq.Cost, pq.Planned(v.workload.Planning), points); f > slowest {
+			slowest, slowestQuery, slowestChange = f, dq.Name, change
 		}
 		asPlanned = append(asPlanned, dq)
 	}
 	if unsafe := dispatch.UnsafeAt(v.now, asPlanned, slowest, largest); len(unsafe) > 0 {
 		return ReplanRunningSlow, fmt.Sprintf("%s; at that slowdown the work left would make %s late even on %d nodes: re-planning the rest of the window",
-			slowestWhat, strings.Join(unsafe, ", "), largest)
+			changeMessage(v, slowestQuery, slowestChange), strings.Join(unsafe, ", "), largest)
 	}
 	return "", ""
+}
+
+// changeMessage says how much what the query learned moved its prices, for
+// the ModelLearned event.
+func changeMessage(v *view, query string, change float64) string {
+	var learned *laxityv1alpha1.LearnedModel
+	if q := v.query(query); q != nil {
+		learned = q.Status.Learned
+	}
+	return fmt.Sprintf("IntermittentQuery %s: its steps, priced with what was learned from the steps that ran (%s), take %+.0f%% against the plan in force",
+		query, learnedSummary(learned), 100*change)
 }
 
 // slowerBy is the largest factor by which now prices one of the steps at
@@ -209,18 +221,16 @@ func plural(n int, one, many string) string {
 
 // pricePoints are the steps a change of a query's cost model is measured
 // on: a batch of the planned size and a final merge of the planned batches,
-// on every pool size.
-func pricePoints(doc *planner.Document, query string, sizes []int) []learn.Observation {
-	var out []learn.Observation
-	for _, qp := range doc.Queries {
-		if qp.Name != query {
-			continue
-		}
-		for _, n := range sizes {
-			out = append(out,
-				learn.Observation{Kind: learn.Batch, Work: float64(qp.BatchSize), Nodes: n},
-				learn.Observation{Kind: learn.Merge, Work: float64(max(qp.Batches, 1)), Nodes: n})
-		}
+// on every pool size; none when the plan does not cover the query.
+func pricePoints(plan *planner.QueryPlan, sizes []int) []learn.Observation {
+	if plan == nil {
+		return nil
+	}
+	out := make([]learn.Observation, 0, 2*len(sizes))
+	for _, n := range sizes {
+		out = append(out,
+			learn.Observation{Kind: learn.Batch, Work: float64(plan.BatchSize), Nodes: n},
+			learn.Observation{Kind: learn.Merge, Work: float64(max(plan.Batches, 1)), Nodes: n})
 	}
 	return out
 }

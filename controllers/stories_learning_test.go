@@ -91,7 +91,7 @@ var _ = Describe("A schedule whose Spark runs 40% slower than its queries' cost 
 		Expect(stored.models).NotTo(BeNil())
 		declared, err := spec.CostModel(fsQuery(ctx, learning, "alpha"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(stored.models.Queries["alpha"].model().Batch.Overhead).To(BeNumerically(">", declared.Batch.Overhead), "the last plan priced alpha's batches with the learned, slower model")
+		Expect(stored.models.Queries["alpha"].Cost.Batch.Overhead).To(BeNumerically(">", declared.Batch.Overhead), "the last plan priced alpha's batches with the learned, slower model")
 	})
 
 	It("meets every deadline", func(ctx SpecContext) {
