@@ -320,9 +320,20 @@ func (r *ElasticScheduleReconciler) plan(ctx context.Context, v *view) (planner.
 	search, cancel := context.WithTimeout(ctx, r.Options.planTimeout())
 	defer cancel()
 	started := r.Clock.Now()
-	doc, assumed, err := replan.PlanContext(search, w, observed, spec.RateRules(es), int(v.ready), busy)
+	doc, assumed, err := replan.PlanContext(search, w, observed, spec.RateRules(es), v.nodesNow(w), busy)
 	doc.SearchSeconds = r.Clock.Since(started).Seconds()
 	return doc, assumed, err
+}
+
+// nodesNow is the pool as it is now, for a plan made now: the ready nodes,
+// and those the plan in force has asked for and expects.
+func (v *view) nodesNow(w planner.Workload) planner.PoolNow {
+	requested, by := int(v.ready), 0.0
+	if v.stored != nil {
+		coming, comingBy := dispatch.Coming(v.stored.doc.Origin, v.stored.doc.Requests, v.lead, v.now)
+		requested, by = max(coming, requested), comingBy.Sub(v.now).Seconds()
+	}
+	return replan.NodesNow(w, int(v.ready), requested, by)
 }
 
 // progressOf is how far the query's launched steps have got.

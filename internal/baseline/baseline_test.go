@@ -60,8 +60,11 @@ func curvesOf(w planner.Workload) []arrivalCurve {
 	return curves
 }
 
+// mustPlan plans w on the grid alone: the baselines cut batches of one size,
+// the plan's, and these tests hold them to the plan step for step.
 func mustPlan(t *testing.T, w planner.Workload) planner.Document {
 	t.Helper()
+	w.Planning.GridOnly = true
 	plan, err := planner.Plan(w)
 	if err != nil {
 		t.Fatalf("planning: %v", err)

@@ -94,6 +94,10 @@ type Query struct {
 	BatchSize     int64
 	PartialEvery  int
 	ExpectedTotal int64
+	// BatchEnds are the plan's batch ends by batch index
+	// (planner.Document.BatchEnds): batch i ends at BatchEnds[i] when the
+	// plan holds it, and BatchSize tuples after its start otherwise.
+	BatchEnds []int64
 	// Arrived is the tuples arrived so far.
 	Arrived int64
 	// ArrivalOf says when the arrivals will reach a count, for a source
@@ -291,8 +295,8 @@ func blockedBy(now time.Time, sizes []int, pool Pool, queries []Query, q *Query,
 // one, when the window closes.
 func (q *Query) nextBatch(now time.Time) (Step, time.Time, bool) {
 	from := q.processed()
-	step := Step{Query: q.Name, Kind: planner.StepBatch, Index: len(q.Batches), FromTuple: from, ToTuple: from + q.BatchSize}
-	if full, ok := q.ArrivalOf(from + q.BatchSize); ok && full.Before(q.Closed) {
+	step := Step{Query: q.Name, Kind: planner.StepBatch, Index: len(q.Batches), FromTuple: from, ToTuple: q.nextEnd()}
+	if full, ok := q.ArrivalOf(step.ToTuple); ok && full.Before(q.Closed) {
 		return step, full, true
 	}
 	if q.ExpectedTotal <= from || !now.Before(q.Closed) {
@@ -438,7 +442,7 @@ func (q *Query) next(now time.Time, s Settings) (*Step, time.Time, bool) {
 	if !closed {
 		recheck = q.Closed
 		if q.ArrivalOf != nil {
-			if full, ok := q.ArrivalOf(q.processed() + q.BatchSize); ok && full.After(now) {
+			if full, ok := q.ArrivalOf(q.nextEnd()); ok && full.After(now) {
 				recheck = Earliest(recheck, full)
 			}
 		}
@@ -452,10 +456,14 @@ func (q *Query) next(now time.Time, s Settings) (*Step, time.Time, bool) {
 			return &step, time.Time{}, false
 		}
 	}
-	from := q.processed()
+	from, end := q.processed(), q.nextEnd()
 	switch {
-	case q.Arrived-from >= q.BatchSize:
-		return &Step{Query: q.Name, Kind: planner.StepBatch, Index: len(q.Batches), FromTuple: from, ToTuple: from + q.BatchSize}, time.Time{}, false
+	case closed && q.lastPlanned() && q.Arrived > from:
+		// The plan's last batch takes what the window brought, more or
+		// fewer tuples than the plan expected.
+		return &Step{Query: q.Name, Kind: planner.StepBatch, Index: len(q.Batches), FromTuple: from, ToTuple: q.Arrived}, time.Time{}, false
+	case q.Arrived >= end:
+		return &Step{Query: q.Name, Kind: planner.StepBatch, Index: len(q.Batches), FromTuple: from, ToTuple: end}, time.Time{}, false
 	case closed && q.Arrived > from:
 		return &Step{Query: q.Name, Kind: planner.StepBatch, Index: len(q.Batches), FromTuple: from, ToTuple: q.Arrived}, time.Time{}, false
 	case closed && done == len(q.Batches) && len(q.Batches) > 0:
@@ -495,6 +503,22 @@ func (q *Query) finalStep() Step {
 	}
 }
 
+// nextEnd is where the next batch ends once its tuples have arrived: where
+// the plan cuts it, or a batch size after its start.
+func (q *Query) nextEnd() int64 {
+	from := q.processed()
+	if i := len(q.Batches); i < len(q.BatchEnds) && q.BatchEnds[i] > from {
+		return q.BatchEnds[i]
+	}
+	return from + q.BatchSize
+}
+
+// lastPlanned reports whether the next batch is the plan's last one.
+func (q *Query) lastPlanned() bool {
+	i := len(q.Batches)
+	return i == len(q.BatchEnds)-1 && q.BatchEnds[i] > q.processed()
+}
+
 // processed is where the next batch starts: the end of the last launched
 // batch.
 func (q *Query) processed() int64 {
@@ -531,7 +555,7 @@ func (q *Query) progress(now time.Time, step Step) planner.Progress {
 		total = q.Arrived
 	}
 	p := planner.Progress{
-		Total: total, From: q.processed(), BatchSize: q.BatchSize, PartialEvery: q.PartialEvery,
+		Total: total, From: q.processed(), BatchSize: q.BatchSize, Ends: q.BatchEnds, PartialEvery: q.PartialEvery,
 		Batches: len(q.Batches), Partials: len(q.Partials),
 	}
 	if step.Kind == planner.StepBatch {

@@ -297,6 +297,7 @@ func (s *sim) follow(doc *planner.Document, assumed map[string]float64) error {
 		}
 		dq := &s.queries[i]
 		dq.BatchSize, dq.ExpectedTotal = planned.BatchSize, doc.PlannedTotal(q.Name)
+		dq.BatchEnds = doc.BatchEnds(q.Name)
 		if q.PartialEvery > 0 {
 			dq.PartialEvery = max(int(math.Ceil(q.PartialEvery*float64(planned.Batches)-1e-9)), 1)
 		}
@@ -416,8 +417,10 @@ func (s *sim) replanNow(now time.Time, w planner.Workload, observed map[string]r
 	if s.o.Replan != nil {
 		rates = s.o.Replan.Rates
 	}
-	ready, busy := s.pool(now).Ready, dispatch.FreeAt(s.queries, now).Sub(now).Seconds()
-	doc, assumed, err := replan.Plan(replan.WithOrigin(w, now), observed, rates, ready, busy)
+	pool, busy := s.pool(now), dispatch.FreeAt(s.queries, now).Sub(now).Seconds()
+	at := replan.WithOrigin(w, now)
+	nodes := replan.NodesNow(at, pool.Ready, pool.Coming, pool.ComingBy.Sub(now).Seconds())
+	doc, assumed, err := replan.Plan(at, observed, rates, nodes, busy)
 	if err != nil {
 		return fmt.Errorf("offlinerun: re-planning at %.0fs: %w", now.Sub(s.origin).Seconds(), err)
 	}

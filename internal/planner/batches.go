@@ -104,7 +104,7 @@ func (l *layout) remaining(next, size int) float64 {
 
 // progress is where the query stands before batch next.
 func (l *layout) progress(next int) Progress {
-	p := Progress{Total: l.total, From: l.from(next), BatchSize: l.size, PartialEvery: l.partialEvery, Batches: next}
+	p := Progress{Total: l.total, From: l.from(next), BatchSize: l.size, Ends: l.to, PartialEvery: l.partialEvery, Batches: next}
 	if l.partialEvery > 0 {
 		p.Partials = next / l.partialEvery
 	}
@@ -194,15 +194,46 @@ func batchSize(unitSize, limit int64, factor int) int64 {
 // newLayout cuts query qi into batches of min(factor*X, cap) tuples.
 func newLayout(qi int, q Query, arr arrivals, cost costModel, unitSize, limit int64, factor int) layout {
 	size := batchSize(unitSize, limit, factor)
-	l := layout{query: qi, name: q.Name, deadline: q.Deadline, cost: cost, total: arr.total(), size: size}
-	for from := int64(0); from < l.total; from += size {
-		to := min(from+size, l.total)
-		l.to = append(l.to, to)
-		l.ready = append(l.ready, arr.readyAt(to))
+	total := arr.total()
+	ends := make([]int64, 0, ceilDiv(total, size))
+	for from := int64(0); from < total; from += size {
+		ends = append(ends, min(from+size, total))
+	}
+	l := layoutOf(qi, q, arr, cost, ends)
+	// The nominal size, which a window that fits one batch does not fill:
+	// dispatch cuts batches of it when the stream runs ahead of the plan.
+	l.size = size
+	return l
+}
+
+// layoutOf is query qi cut into batches that end at the given tuples,
+// ascending, the last one the window's total; ends is kept, not copied. Its
+// batch size is the largest batch, in whole units.
+func layoutOf(qi int, q Query, arr arrivals, cost costModel, ends []int64) layout {
+	l := layout{query: qi, name: q.Name, deadline: q.Deadline, cost: cost, total: arr.total(), to: ends}
+	unit := max(q.Granularity, 1)
+	l.ready = make([]float64, len(ends))
+	from := int64(0)
+	for i, to := range ends {
+		l.ready[i] = arr.readyAt(to)
+		l.size = max(l.size, ceilDiv(to-from, unit)*unit)
+		from = to
 	}
 	if q.PartialEvery > 0 {
 		l.partialEvery = int(math.Ceil(q.PartialEvery*float64(len(l.to)) - 1e-9))
 		l.partialEvery = max(l.partialEvery, 1)
 	}
 	return l
+}
+
+// uniform reports whether every batch but the last has the layout's batch
+// size: whether the layout is a cell of the grid rather than a shape the
+// improvement found.
+func (l *layout) uniform() bool {
+	for i := 0; i+1 < len(l.to); i++ {
+		if l.to[i]-l.from(i) != l.size {
+			return false
+		}
+	}
+	return true
 }

@@ -20,6 +20,9 @@ const checkEvery = 4096
 type budget struct {
 	ctx   context.Context
 	ticks int
+	// events counts every simulated event of the search: what the
+	// improvement phase measures its share of the work by.
+	events int
 }
 
 // abort unwinds a search whose context ended; PlanContext recovers it.
@@ -42,6 +45,7 @@ func (b *budget) tick() {
 		return
 	}
 	b.ticks++
+	b.events++
 	if b.ticks >= checkEvery {
 		b.ticks = 0
 		b.check()

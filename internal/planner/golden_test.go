@@ -10,10 +10,11 @@ import (
 	"testing"
 )
 
-// update rewrites the golden plans of the generated workloads. The plans of
-// config/samples were produced once, through the API translation the
-// operator uses, and are never rewritten by this flag.
-var update = flag.Bool("update", false, "rewrite testdata/golden for the generated workloads")
+// update rewrites the golden workloads and plans of the generated
+// workloads, and the plans of the samples. The samples' workloads were
+// produced through the API translation the operator uses, which
+// internal/spec's tests hold them to, and are never rewritten by this flag.
+var update = flag.Bool("update", false, "rewrite testdata/golden: the generated workloads and every plan")
 
 // generatedGolden are the in-package workloads pinned next to the samples:
 // larger than any sample, so that a change to the search's selection order
@@ -92,6 +93,12 @@ func TestGoldenPlans(t *testing.T) {
 			doc, err := Plan(w)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if *update {
+				if err := os.WriteFile(filepath.Join(dir, name+".plan.json"), encodePlan(t, doc), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
 			}
 			if got := encodePlan(t, doc); !bytes.Equal(got, want) {
 				t.Errorf("plan of %s differs from %s.plan.json", name, name)

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/laxity-dev/laxity/internal/costmodel"
 )
 
@@ -236,11 +238,11 @@ func checkQueries(v *violations, w Workload, d Document) {
 		if qp == nil {
 			continue
 		}
-		checkQuery(v, w, q, *qp, byQuery[q.Name])
+		checkQuery(v, w, q, *qp, byQuery[q.Name], d.Chosen.Improved)
 	}
 }
 
-func checkQuery(v *violations, w Workload, q Query, qp QueryPlan, steps []Step) {
+func checkQuery(v *violations, w Workload, q Query, qp QueryPlan, steps []Step, improved bool) {
 	name := q.Name
 	arr := newArrivalCurve(q)
 	nLo, nHi := arr.totals()
@@ -283,6 +285,7 @@ func checkQuery(v *violations, w Workload, q Query, qp QueryPlan, steps []Step) 
 	}
 	next := int64(0)
 	lastReady := q.WindowEnd + q.AllowedLateness
+	largest := int64(0)
 	for i, b := range batches {
 		if b.Index != i {
 			v.add("query %s: batch %d in start order has index %d", name, i, b.Index)
@@ -294,10 +297,15 @@ func checkQuery(v *violations, w Workload, q Query, qp QueryPlan, steps []Step) 
 			v.add("query %s: batch %d covers [%d, %d), want it to start at tuple %d", name, i, b.FromTuple, b.ToTuple, next)
 		}
 		size := b.ToTuple - b.FromTuple
-		if i < k-1 && size != qp.BatchSize {
+		largest = max(largest, size)
+		switch {
+		case improved && i < k-1 && (size <= 0 || size > qp.BatchSize || size%max(q.Granularity, 1) != 0):
+			// A reshaped plan's batches differ in size: whole units, none
+			// larger than the summary's batch size.
+			v.add("query %s: batch %d of %d has %d tuples, want whole units of %d up to the batch size %d", name, i, k, size, q.Granularity, qp.BatchSize)
+		case !improved && i < k-1 && size != qp.BatchSize:
 			v.add("query %s: batch %d of %d has %d tuples, want the batch size %d", name, i, k, size, qp.BatchSize)
-		}
-		if i == k-1 && (size <= 0 || size > qp.BatchSize) {
+		case i == k-1 && (size <= 0 || size > qp.BatchSize):
 			v.add("query %s: last batch %d has %d tuples, want 1..%d", name, i, size, qp.BatchSize)
 		}
 		next = b.ToTuple
@@ -310,6 +318,10 @@ func checkQuery(v *violations, w Workload, q Query, qp QueryPlan, steps []Step) 
 		if want := q.Cost.BatchSeconds(b.Nodes, size); !near(b.End-b.Start, want) {
 			v.add("query %s: batch %d of %d tuples on %d nodes takes %g s, cost model says %g s", name, i, size, b.Nodes, b.End-b.Start, want)
 		}
+	}
+
+	if unit := max(q.Granularity, 1); improved && (largest > qp.BatchSize || qp.BatchSize-largest >= unit) {
+		v.add("query %s: the summary's batch size %d of a reshaped plan is not its largest batch, %d tuples, in whole units of %d", name, qp.BatchSize, largest, unit)
 	}
 
 	// Merges.
@@ -517,6 +529,11 @@ func checkNodeTimeline(v *violations, w Workload, d Document, horizon float64) {
 		// step too short to tell its edges apart (a merge of negligible
 		// cost) may take its nodes from either side of its instant.
 		edge := tol(s.Start, s.End)
+		if s.End-s.Start <= 2*edge && levelAt(d.Nodes, s.Start) == w.Pool.IdleNodes {
+			// A step that takes no time (a cost model of zeros) holds no
+			// node for any time: the timeline may stay idle through it.
+			continue
+		}
 		low := minLevel(d.Nodes, s.Start+edge, s.End-edge)
 		if s.End-s.Start <= 2*edge {
 			// Either side of its instant, or the level the timeline takes
@@ -632,6 +649,14 @@ func nearCost(a, b float64) bool { return math.Abs(a-b) <= 1e-6+1e-6*math.Abs(b)
 
 func checkCosts(v *violations, w Workload, d Document, horizon float64) {
 	price, minimum := w.Pool.PricePerNodeHour, w.Pool.BillingMinimum
+	// The timelines are those of the steps: anyone can price a plan's steps
+	// as the planner does.
+	if diff := cmp.Diff(NodeTimeline(d.Steps, w.Pool), d.Nodes); diff != "" {
+		v.add("nodes timeline is not NodeTimeline of the steps (-steps +nodes):\n%s", diff)
+	}
+	if diff := cmp.Diff(RequestTimeline(d.Nodes, w.Pool), d.Requests); diff != "" {
+		v.add("requests timeline is not RequestTimeline of the nodes (-want +requests):\n%s", diff)
+	}
 	if want := timelineCost(d.Nodes, horizon, price, minimum); !nearCost(d.Chosen.Cost, want) {
 		v.add("chosen.cost %.9g, the nodes timeline bills %.9g", d.Chosen.Cost, want)
 	}
@@ -658,30 +683,45 @@ func checkGridShape(v *violations, w Workload, d Document) {
 	}
 }
 
+// objectiveCosts are the cost a plan is ranked by under w's objective and
+// the other one, which breaks ties.
+func objectiveCosts(w Workload, instant, executable float64) (first, second float64) {
+	if w.Planning.Objective == Instant {
+		return instant, executable
+	}
+	return executable, instant
+}
+
 func checkGrid(v *violations, w Workload, d Document) {
 	checkGridShape(v, w, d)
 	ch := d.Chosen
+	chFirst, chSecond := objectiveCosts(w, ch.Cost, ch.ExecutableCost)
 	found := false
 	for _, c := range d.Candidates {
-		if c.InitialNodes == ch.InitialNodes && c.BatchSizeFactor == ch.BatchSizeFactor {
+		if !ch.Improved && c.InitialNodes == ch.InitialNodes && c.BatchSizeFactor == ch.BatchSizeFactor {
 			found = true
-			if !c.Feasible || !nearCost(c.Cost, ch.Cost) || c.MaxNodes != ch.MaxNodes {
-				v.add("chosen (%d nodes, %dX, cost %g, max %d) differs from its candidate %+v", ch.InitialNodes, ch.BatchSizeFactor, ch.Cost, ch.MaxNodes, c)
+			if !c.Feasible || !nearCost(c.Cost, ch.Cost) || !nearCost(c.ExecutableCost, ch.ExecutableCost) || c.MaxNodes != ch.MaxNodes {
+				v.add("chosen (%d nodes, %dX, cost %g, executable %g, max %d) differs from its candidate %+v", ch.InitialNodes, ch.BatchSizeFactor, ch.Cost, ch.ExecutableCost, ch.MaxNodes, c)
 			}
 		}
 		if !c.Feasible {
 			continue
 		}
-		if c.Cost < ch.Cost-1e-9-1e-12*math.Abs(ch.Cost) {
-			v.add("candidate %+v is feasible and cheaper than the chosen cost %g", c, ch.Cost)
+		first, second := objectiveCosts(w, c.Cost, c.ExecutableCost)
+		if first < chFirst-1e-9-1e-12*math.Abs(chFirst) {
+			v.add("candidate %+v is feasible and cheaper by the objective %s than the chosen (%g)", c, w.Planning.Objective, chFirst)
 		}
-		// Ties go to fewer max nodes, then the smaller factor.
-		if c.Cost == ch.Cost && (c.MaxNodes < ch.MaxNodes || c.MaxNodes == ch.MaxNodes && c.BatchSizeFactor < ch.BatchSizeFactor) {
+		// Ties go to the other cost, then fewer max nodes, then the smaller
+		// factor.
+		if !ch.Improved && first == chFirst && (second < chSecond || second == chSecond && (c.MaxNodes < ch.MaxNodes || c.MaxNodes == ch.MaxNodes && c.BatchSizeFactor < ch.BatchSizeFactor)) {
 			v.add("candidate %+v ties with the chosen (%d nodes, %dX, max %d) and wins the tie-break", c, ch.InitialNodes, ch.BatchSizeFactor, ch.MaxNodes)
 		}
 	}
-	if !found {
+	if !found && !ch.Improved {
 		v.add("chosen (%d nodes, %dX) is not among the candidates", ch.InitialNodes, ch.BatchSizeFactor)
+	}
+	if ch.Improved && w.Planning.GridOnly {
+		v.add("chosen is reshaped beyond the grid although the planning is grid only")
 	}
 }
 

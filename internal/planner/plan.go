@@ -59,11 +59,30 @@ func (d *Document) PlannedTotal(query string) int64 {
 	return 0
 }
 
+// BatchEnds is where the plan cuts query's batches: element i is the
+// exclusive end tuple of batch index i, 0 for an index the plan does not
+// hold (a batch launched before a re-plan). Batches of a reshaped plan
+// differ in size, so dispatch cuts them here rather than by the batch size.
+func (d *Document) BatchEnds(query string) []int64 {
+	var ends []int64
+	for _, s := range d.Steps {
+		if s.Query != query || s.Kind != StepBatch || s.Index < 0 {
+			continue
+		}
+		for len(ends) <= s.Index {
+			ends = append(ends, 0)
+		}
+		ends[s.Index] = s.ToTuple
+	}
+	return ends
+}
+
 // Candidate is one cell of the initialNodes × batchSizeFactor grid.
 type Candidate struct {
 	InitialNodes    int     `json:"initialNodes"`
 	BatchSizeFactor int     `json:"batchSizeFactor"`
 	Cost            float64 `json:"cost"`
+	ExecutableCost  float64 `json:"executableCost"`
 	MaxNodes        int     `json:"maxNodes"`
 	Feasible        bool    `json:"feasible"`
 }
@@ -76,6 +95,10 @@ type Chosen struct {
 	ExecutableCost  float64 `json:"executableCost"`
 	MaxNodes        int     `json:"maxNodes"`
 	Feasible        bool    `json:"feasible"`
+	// Improved says the plan was reshaped beyond its grid cell (the initial
+	// size and batch-size factor above): some query's batches differ in
+	// size, or its batch count is not the factor's.
+	Improved bool `json:"improved"`
 	// Failure names the query that misses its deadline first when no
 	// candidate is feasible; absent for a feasible plan.
 	Failure *Failure `json:"failure,omitempty"`

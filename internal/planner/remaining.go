@@ -14,6 +14,11 @@ type Progress struct {
 	// BatchSize cuts the tuples from From to Total into batches, the last
 	// one possibly short.
 	BatchSize int64
+	// Ends, when set, are the plan's batch ends by batch index (0 where the
+	// plan holds none, Document.BatchEnds): the tuples from From to Total
+	// are cut at those of them from batch Batches on, and only what is left
+	// after the last cut by BatchSize.
+	Ends []int64
 	// PartialEvery is c: a partial merge of c batch results follows every
 	// c-th batch but the last; 0 for no partial merges.
 	PartialEvery int
@@ -31,13 +36,23 @@ type Progress struct {
 // as the plan did.
 func RemainingSeconds(cost costmodel.OnNodes, p Progress) float64 {
 	rest := max(p.Total-p.From, 0)
-	left := int64(0)
+	left, tail := int64(0), rest
+	if rest > 0 && p.Batches < len(p.Ends) {
+		last := p.From
+		for _, end := range p.Ends[p.Batches:] {
+			if end > last && end < p.Total {
+				left++
+				last = end
+			}
+		}
+		tail = p.Total - last
+	}
 	switch {
 	case p.BatchSize > 0:
-		left = (rest + p.BatchSize - 1) / p.BatchSize
-	case rest > 0:
+		left += (tail + p.BatchSize - 1) / p.BatchSize
+	case tail > 0:
 		// No batch size to cut the rest by: it is one batch.
-		left = 1
+		left++
 	}
 	batches := p.Batches + int(left)
 	partials, partialMerges := p.Partials, 0

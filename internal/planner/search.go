@@ -24,6 +24,8 @@ type prepared struct {
 // outcome is one simulated candidate.
 type outcome struct {
 	Candidate
+	// Improved is set on a plan the improvement phase reshaped.
+	Improved bool
 	sim      *sim
 	nodes    []NodeLevel
 	requests []NodeLevel
@@ -66,17 +68,36 @@ func (p *prepared) plan() (Document, error) {
 			p.budget.check()
 			o := p.candidate(size, f)
 			doc.Candidates = append(doc.Candidates, o.Candidate)
-			if o.Feasible && (best == nil || o.better(best)) {
+			if o.Feasible && (best == nil || o.better(best, w.Planning.Objective)) {
 				best = o
 			}
 		}
 	}
 	var failure *Failure
+	start, initial := best, 0
 	if best == nil {
 		best, failure = p.closest(factors)
+		start = best
+	} else {
+		initial = sizeIndex(w.Pool.Sizes, best.InitialNodes)
+	}
+	if start != nil && !w.Planning.GridOnly {
+		if o := p.improve(start, initial); o != nil {
+			best, failure = o, nil
+		}
 	}
 	p.fill(&doc, best, failure)
 	return doc, nil
+}
+
+// sizeIndex is the index of nodes in sizes (0 when absent).
+func sizeIndex(sizes []int, nodes int) int {
+	for i, s := range sizes {
+		if s == nodes {
+			return i
+		}
+	}
+	return 0
 }
 
 // newSim is a simulation of layouts on the workload's pool under the
@@ -84,16 +105,32 @@ func (p *prepared) plan() (Document, error) {
 func (p *prepared) newSim(ls []layout) *sim {
 	s := newSim(ls, p.w.Pool.Sizes, p.w.Planning.Policy)
 	s.budget = p.budget
+	if p.w.Pool.Now != nil {
+		s.readyAt = make([]float64, len(p.w.Pool.Sizes))
+		for i, n := range p.w.Pool.Sizes {
+			s.readyAt[i] = p.w.Pool.readyAt(n)
+		}
+	}
 	return s
 }
 
-// better orders feasible candidates.
-func (o *outcome) better(than *outcome) bool {
+// better orders feasible candidates by the objective's cost, then the other
+// cost.
+func (o *outcome) better(than *outcome, objective Objective) bool {
 	const tolerance = 1e-9
+	first, second := o.ExecutableCost, o.Cost
+	thanFirst, thanSecond := than.ExecutableCost, than.Cost
+	if objective == Instant {
+		first, second, thanFirst, thanSecond = second, first, thanSecond, thanFirst
+	}
 	switch {
-	case o.Cost < than.Cost-tolerance:
+	case first < thanFirst-tolerance:
 		return true
-	case o.Cost > than.Cost+tolerance:
+	case first > thanFirst+tolerance:
+		return false
+	case second < thanSecond-tolerance:
+		return true
+	case second > thanSecond+tolerance:
 		return false
 	case o.MaxNodes != than.MaxNodes:
 		return o.MaxNodes < than.MaxNodes
@@ -154,9 +191,10 @@ func (p *prepared) candidate(initial int, f factorLayouts) *outcome {
 // price builds a simulated schedule's timelines and costs.
 func (p *prepared) price(o *outcome, initial int) {
 	pool := p.w.Pool
-	o.nodes = o.sim.timeline(initial, pool.IdleNodes, pool.BillingMinimum, o.sim.busyIntervals(p.windowStart))
-	o.requests = requests(o.nodes, pool.ProvisioningLeadTime, pool.ReleaseAfterIdle)
+	o.nodes = o.sim.timeline(pool.IdleNodes, pool.BillingMinimum)
+	o.requests = RequestTimeline(o.nodes, pool)
 	o.Cost = Cost(o.nodes, pool)
+	o.ExecutableCost = Cost(o.requests, pool)
 	for _, e := range o.sim.entries {
 		o.MaxNodes = max(o.MaxNodes, pool.Sizes[e.nodes])
 	}
@@ -222,8 +260,8 @@ func (s *sim) firstLate() *Failure {
 func (p *prepared) fill(doc *Document, o *outcome, failure *Failure) {
 	doc.Chosen = Chosen{
 		InitialNodes: o.InitialNodes, BatchSizeFactor: o.BatchSizeFactor,
-		Cost: o.Cost, ExecutableCost: Cost(o.requests, p.w.Pool),
-		MaxNodes: o.MaxNodes, Feasible: failure == nil, Failure: failure,
+		Cost: o.Cost, ExecutableCost: o.ExecutableCost,
+		MaxNodes: o.MaxNodes, Feasible: failure == nil, Improved: o.Improved, Failure: failure,
 	}
 	finish := o.sim.finishes()
 	for q, l := range o.sim.layouts {
@@ -302,7 +340,7 @@ func (p *prepared) replay(o *outcome, initial int, rho float64) bool {
 	for i, q := range p.w.Queries {
 		planned := &o.sim.layouts[i]
 		arr := arrs[i]
-		ls[i] = newLayout(i, q, arr, p.costs[i], planned.size, planned.size, 1)
+		ls[i] = layoutOf(i, q, arr, p.costs[i], recut(planned, arr.total()))
 		if planned.partialEvery > 0 {
 			ls[i].partialEvery = planned.partialEvery
 		}
@@ -322,6 +360,29 @@ func (p *prepared) replay(o *outcome, initial int, rho float64) bool {
 	}
 	s := p.newSim(ls)
 	return s.run(nodePolicy{at: nodesAt}, stopWhenLate) == nil
+}
+
+// recut is a planned layout's batches over a different total: its cut
+// points below the total as planned, and the tuples after the last of them
+// cut into batches of the layout's batch size, as dispatch cuts them when
+// more tuples come than the plan expected.
+func recut(planned *layout, total int64) []int64 {
+	ends := make([]int64, 0, len(planned.to))
+	for _, to := range planned.to[:len(planned.to)-1] {
+		if to >= total {
+			break
+		}
+		ends = append(ends, to)
+	}
+	from := int64(0)
+	if n := len(ends); n > 0 {
+		from = ends[n-1]
+	}
+	for from < total {
+		from = min(from+planned.size, total)
+		ends = append(ends, from)
+	}
+	return ends
 }
 
 // searchLevels is the index of the timeline point in force at t.
@@ -476,6 +537,14 @@ func validatePool(w Workload) error {
 			return err
 		}
 	}
+	if now := pool.Now; now != nil {
+		switch {
+		case now.Ready < 0 || now.Ready > MaxNodes || now.Requested < 0 || now.Requested > MaxNodes:
+			return fmt.Errorf("the pool's current nodes: %d ready and %d requested, want 0 to %d", now.Ready, now.Requested, MaxNodes)
+		case !finiteIn(now.RequestedBy, 0, MaxDuration) || !finiteIn(now.MoreBy, 0, MaxDuration):
+			return fmt.Errorf("the pool's nodes are expected %s (requested) and %s (more) after the plan's origin, want 0s to %s", human(now.RequestedBy), human(now.MoreBy), human(MaxDuration))
+		}
+	}
 	switch {
 	case pool.IdleNodes < 0 || pool.IdleNodes > MaxNodes:
 		return fmt.Errorf("spec.nodePool.idleNodes: must be between 0 and %d, got %d", MaxNodes, pool.IdleNodes)
@@ -493,6 +562,8 @@ func validatePool(w Workload) error {
 		return fmt.Errorf("spec.planning.maxBatchDuration: must be positive and at most %s, got %s", human(MaxDuration), human(planning.MaxBatchDuration))
 	case planning.Policy != LeastLaxity && planning.Policy != EarliestDeadline:
 		return fmt.Errorf("spec.planning.policy: must be %s or %s, got %q", LeastLaxity, EarliestDeadline, planning.Policy)
+	case planning.Objective != "" && planning.Objective != Executable && planning.Objective != Instant:
+		return fmt.Errorf("spec.planning.objective: must be %s or %s, got %q", Executable, Instant, planning.Objective)
 	}
 	for _, f := range planning.BatchSizeFactors {
 		if f < 1 {

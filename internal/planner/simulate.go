@@ -38,6 +38,9 @@ type sim struct {
 	layouts []layout
 	sizes   []int
 	policy  Policy
+	// readyAt is, by pool size index, when the pool can first have that
+	// many nodes (Pool.Now); nil when any size can be there at once.
+	readyAt []float64
 	// byFirstReady orders queries by the readiness of their first batch, so
 	// queries that cannot be chosen yet are skipped without being looked at.
 	byFirstReady []int
@@ -205,7 +208,11 @@ func (s *sim) candidate(q int, now float64, nodes nodePolicy) candidateKey {
 	n := s.next[q]
 	brt := l.ready[n]
 	start := max(now, brt)
-	slack := l.deadline - start - l.remaining(n, nodes.size(start))
+	size := nodes.size(start)
+	if s.readyAt != nil {
+		start = max(start, s.readyAt[size])
+	}
+	slack := l.deadline - start - l.remaining(n, size)
 	key := candidateKey{ready: brt <= now+eps, nextBRT: brt, priority: slack, query: q, start: start, slack: slack}
 	if s.policy == EarliestDeadline {
 		key.priority = l.deadline

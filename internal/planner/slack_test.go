@@ -48,6 +48,7 @@ func TestDispatchSlackIsThePlans(t *testing.T) {
 			for _, qp := range d.Queries {
 				if qp.Name == q.Name {
 					dq.BatchSize = qp.BatchSize
+					dq.BatchEnds = d.BatchEnds(q.Name)
 					if q.PartialEvery > 0 {
 						// As the operator derives it from the plan.
 						dq.PartialEvery = max(int(math.Ceil(q.PartialEvery*float64(qp.Batches)-1e-9)), 1)

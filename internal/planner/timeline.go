@@ -39,43 +39,48 @@ func (s *sim) steps() []Step {
 	return steps
 }
 
-// interval is a half-open time interval [from, to).
-type interval struct{ from, to float64 }
-
-// busyIntervals are the times some query has a window open or tuples
-// waiting to be processed: from its window start until its last batch
-// starts. Outside them the pool can shrink to IdleNodes (section 3.2).
-func (s *sim) busyIntervals(windowStart []float64) []interval {
-	lastStart := make([]float64, len(s.layouts))
-	for _, e := range s.entries {
-		if e.batch+1 == s.layouts[e.query].batches() {
-			lastStart[e.query] = e.start
-		}
-	}
-	spans := make([]interval, 0, len(s.layouts))
-	for q := range s.layouts {
-		spans = append(spans, interval{windowStart[s.layouts[q].query], lastStart[q]})
-	}
-	sort.Slice(spans, func(a, b int) bool { return spans[a].from < spans[b].from })
-	var merged []interval
-	for _, sp := range spans {
-		if n := len(merged); n > 0 && sp.from <= merged[n-1].to {
-			merged[n-1].to = math.Max(merged[n-1].to, sp.to)
-			continue
-		}
-		merged = append(merged, sp)
-	}
-	return merged
+// span is the pool held at one size over [start, end]: a batch with the
+// merges that follow it on the same nodes, or one step of a plan.
+type span struct {
+	start, end float64
+	nodes      int
 }
 
-// timeline is the instantaneous node timeline of the schedule (nodes come
-// and go the moment they are needed or free): each entry holds its nodes
-// while it runs; between entries the pool holds the initial size while a
-// window is open or tuples are pending and idleNodes otherwise. A gap
-// shorter than the billing minimum keeps the nodes both neighbours use,
-// since releasing and re-acquiring them would be billed at least as much.
-func (s *sim) timeline(initial, idle int, billingMinimum float64, busy []interval) []NodeLevel {
-	var levels []NodeLevel
+// timeline is the instantaneous node timeline of the schedule (see
+// instantTimeline).
+func (s *sim) timeline(idle int, billingMinimum float64) []NodeLevel {
+	spans := make([]span, len(s.entries))
+	for i, e := range s.entries {
+		spans[i] = span{start: e.start, end: e.end, nodes: s.sizes[e.nodes]}
+	}
+	return instantTimeline(spans, idle, billingMinimum)
+}
+
+// NodeTimeline is the instantaneous node timeline of a plan's steps (in
+// start order) on pool: the timeline a plan document's Nodes holds.
+func NodeTimeline(steps []Step, pool Pool) []NodeLevel {
+	spans := make([]span, len(steps))
+	for i, st := range steps {
+		spans[i] = span{start: st.Start, end: st.End, nodes: st.Nodes}
+	}
+	return instantTimeline(spans, pool.IdleNodes, pool.BillingMinimum)
+}
+
+// RequestTimeline is the executable timeline the operator asks pool for to
+// carry out the instantaneous timeline nodes: a plan document's Requests.
+func RequestTimeline(nodes []NodeLevel, pool Pool) []NodeLevel {
+	return requests(nodes, pool.ProvisioningLeadTime, pool.ReleaseAfterIdle)
+}
+
+// instantTimeline is the node timeline of spans, which run one after
+// another, if nodes came and went the moment they are needed or free: each
+// span holds its nodes while it runs, and between spans the pool shrinks to
+// idle — inside a window as well as between windows, since a node held idle
+// is billed all the same. A gap shorter than the billing minimum keeps the
+// nodes both neighbours use, since releasing and re-acquiring them would be
+// billed at least as much.
+func instantTimeline(spans []span, idle int, billingMinimum float64) []NodeLevel {
+	levels := make([]NodeLevel, 0, 2*len(spans)+2)
 	add := func(at float64, nodes int) {
 		if n := len(levels); n > 0 {
 			if levels[n-1].Nodes == nodes {
@@ -91,40 +96,25 @@ func (s *sim) timeline(initial, idle int, billingMinimum float64, busy []interva
 		}
 		levels = append(levels, NodeLevel{At: at, Nodes: nodes})
 	}
-	base := s.sizes[initial]
-	gap := func(from, to float64, hold int) {
-		t := from
-		for _, b := range busy {
-			if b.to <= t || b.from >= to {
-				continue
-			}
-			if b.from > t {
-				add(t, max(idle, hold))
-				t = b.from
-			}
-			add(t, max(base, hold))
-			t = math.Min(b.to, to)
-		}
-		if t < to {
-			add(t, max(idle, hold))
-		}
-	}
 	t := 0.0
-	for i, e := range s.entries {
-		if e.start > t {
-			hold := 0
-			if i > 0 && e.start-t < billingMinimum {
-				hold = min(s.sizes[s.entries[i-1].nodes], s.sizes[e.nodes])
+	for i, sp := range spans {
+		if sp.start > t {
+			level := idle
+			if i > 0 && sp.start-t < billingMinimum {
+				level = max(idle, min(spans[i-1].nodes, sp.nodes))
 			}
-			gap(t, e.start, hold)
+			add(t, level)
 		}
-		add(e.start, s.sizes[e.nodes])
-		t = e.end
+		add(sp.start, sp.nodes)
+		t = max(t, sp.end)
 	}
 	if len(levels) == 0 || levels[0].At > 0 {
 		levels = append([]NodeLevel{{At: 0, Nodes: idle}}, levels...)
 	}
-	levels = append(levels, NodeLevel{At: t, Nodes: idle})
+	add(t, idle)
+	if last := levels[len(levels)-1]; last.At < t {
+		levels = append(levels, NodeLevel{At: t, Nodes: idle})
+	}
 	return levels
 }
 

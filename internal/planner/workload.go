@@ -26,6 +26,21 @@ const (
 	EarliestDeadline Policy = "EarliestDeadline"
 )
 
+// Objective is the bill the planner minimises.
+type Objective string
+
+const (
+	// Executable ranks plans by the cost of the timeline the operator
+	// really asks the pool for: nodes requested a provisioning lead time
+	// ahead, kept through idle periods shorter than the keep-alive, billed
+	// with the billing minimum. The default.
+	Executable Objective = "Executable"
+	// Instant ranks plans by the cost of nodes that come and go the moment
+	// they are needed, as the published method does; it reproduces the
+	// published tables.
+	Instant Objective = "Instant"
+)
+
 // Workload is everything the planner needs about one ElasticSchedule and the
 // queries that reference it. Times are seconds from Origin.
 type Workload struct {
@@ -55,6 +70,39 @@ type Pool struct {
 	// ReleaseAfterIdle is the least idle time for which releasing nodes is
 	// worth it.
 	ReleaseAfterIdle float64
+	// Now is the pool as it is at the origin. Nil means any size can be
+	// there at the origin: the plan is made at least a lead time before it
+	// needs nodes, and its requests ask for them in time.
+	Now *PoolNow
+}
+
+// PoolNow is the pool at the plan's origin: the nodes ready, and the nodes
+// asked for that are still on their way. A step can run on a pool size only
+// once that many nodes can be there: the ready ones at once, the requested
+// ones when they are expected, more when nodes asked for now arrive.
+type PoolNow struct {
+	// Ready is the nodes ready at the origin.
+	Ready int
+	// Requested is the nodes asked for, the ready ones included.
+	Requested int
+	// RequestedBy is when, in seconds after the origin, the requested nodes
+	// are expected ready.
+	RequestedBy float64
+	// MoreBy is when more nodes can be there, in seconds after the origin:
+	// the provisioning lead time after they are asked for, now.
+	MoreBy float64
+}
+
+// readyAt is when nodes nodes can be there, in seconds after the origin.
+func (p Pool) readyAt(nodes int) float64 {
+	now := p.Now
+	switch {
+	case now == nil || nodes <= now.Ready:
+		return 0
+	case nodes <= now.Requested:
+		return min(now.RequestedBy, now.MoreBy)
+	}
+	return now.MoreBy
 }
 
 // Planning holds the search parameters.
@@ -69,6 +117,13 @@ type Planning struct {
 	MaxBatchDuration float64
 	// Policy chooses among ready batches.
 	Policy Policy
+	// Objective is the cost plans are ranked by; empty means Executable.
+	Objective Objective
+	// GridOnly plans as the published method does: the best cell of the
+	// initial size × batch-size factor grid, without the improvement phase
+	// that reshapes its batches. The experiments that reproduce the
+	// published tables set it.
+	GridOnly bool
 	// RuntimeMargin is the fraction added to every modelled batch and merge
 	// duration, as headroom for nodes slower than the cost model.
 	RuntimeMargin float64

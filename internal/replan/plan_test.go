@@ -50,7 +50,7 @@ func TestPlanContinuesFromTheObservedProgress(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, observed := midWindow()
-			doc, assumed, err := replan.Plan(w, observed, tc.rates, 8, 0)
+			doc, assumed, err := replan.Plan(w, observed, tc.rates, replan.NodesNow(w, 8, 8, 0), 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,19 +81,34 @@ func TestPlanContinuesFromTheObservedProgress(t *testing.T) {
 	}
 }
 
-// Without ready nodes the plan cannot start now: it is made from the instant
-// the nodes it asks for now can be there, the lead time later.
+// Without ready nodes no step can start before nodes asked for now arrive,
+// the lead time later; nodes already on their way can be used when they
+// come. The plan's origin stays now.
 func TestPlanWaitsForNodesThatAreNotReady(t *testing.T) {
 	w, observed := midWindow()
-	doc, _, err := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, 0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := w.Origin.Add(120 * time.Second); !doc.Origin.Equal(want) {
-		t.Errorf("origin %v, want the lead time later, %v", doc.Origin, want)
-	}
-	if first := doc.Steps[0]; first.Kind != planner.StepBatch || first.FromTuple != 30000 {
-		t.Errorf("first step %+v, want the batch after the launched ones", first)
+	for _, tc := range []struct {
+		name              string
+		ready, requested  int
+		requestedBy, want float64
+	}{
+		{"none ready or coming", 0, 0, 0, 120},
+		{"coming in 30 s", 0, 8, 30, 30},
+		{"ready", 8, 8, 0, 0},
+	} {
+		doc, _, err := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, replan.NodesNow(w, tc.ready, tc.requested, tc.requestedBy), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !doc.Origin.Equal(w.Origin) {
+			t.Errorf("%s: origin %v, want now, %v", tc.name, doc.Origin, w.Origin)
+		}
+		first := doc.Steps[0]
+		if first.Kind != planner.StepBatch || first.FromTuple != 30000 {
+			t.Errorf("%s: first step %+v, want the batch after the launched ones", tc.name, first)
+		}
+		if first.Start < tc.want-1e-9 {
+			t.Errorf("%s: first step starts at %gs on %d nodes, before its nodes can be there at %gs", tc.name, first.Start, first.Nodes, tc.want)
+		}
 	}
 }
 
@@ -107,15 +122,18 @@ func TestPlanStartsWhenThePoolIsFree(t *testing.T) {
 		want  float64
 	}{
 		{"ready nodes, busy pool", 8, 50, 50},
-		{"too few ready nodes: the lead time", 0, 50, 120},
+		{"too few ready nodes", 0, 50, 50},
 		{"busier than the lead time", 0, 200, 200},
 	} {
-		doc, _, err := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, tc.ready, tc.busy)
+		doc, _, err := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, replan.NodesNow(w, tc.ready, tc.ready, 0), tc.busy)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := doc.Origin.Sub(w.Origin).Seconds(); got != tc.want {
 			t.Errorf("%s: origin now+%gs, want now+%gs", tc.name, got, tc.want)
+		}
+		if first := doc.Steps[0]; tc.ready == 0 && first.Start+tc.busy < 120-1e-9 {
+			t.Errorf("%s: first step at now+%gs, before nodes asked for now arrive at now+120s", tc.name, first.Start+tc.busy)
 		}
 	}
 }
@@ -167,7 +185,7 @@ func TestPlanTakesARateWithinTheResolutionAsDeclared(t *testing.T) {
 	o := observed["q"]
 	o.Measured, o.Resolution = 102, 5 // declared 100/s
 	observed["q"] = o
-	doc, assumed, err := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, 8, 0)
+	doc, assumed, err := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, replan.NodesNow(w, 8, 8, 0), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +197,7 @@ func TestPlanTakesARateWithinTheResolutionAsDeclared(t *testing.T) {
 	}
 	o.Resolution = 1 // now 102/s is faster than the measurement can blur
 	observed["q"] = o
-	if _, assumed, _ := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, 8, 0); assumed["q"] != 102 {
+	if _, assumed, _ := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, replan.NodesNow(w, 8, 8, 0), 0); assumed["q"] != 102 {
 		t.Errorf("assumed %v, want 102/s", assumed)
 	}
 }

@@ -124,29 +124,33 @@ func Compare(o Observed, declared, assumed, factor float64, r Rates) Verdict {
 // supported rate is relative to (see Compare). w.Planning.RuntimeMargin and
 // the rest of the workload are taken as they are.
 //
-// The planner takes the pool as free and its initial nodes as there at its
-// origin. So the plan starts when the step that holds the pool is expected
-// to end, busy seconds from now (0 when the pool is free), and when it
-// needs, within the provisioning lead time, more nodes than the ready ones
-// (see Executable), it is made again from the instant the nodes it requests
-// now can be there, now + lead time. Every tuple that arrives until the
-// plan's origin is taken as waiting there. That is pessimistic: the ready
-// nodes may run batches meanwhile.
+// The plan starts when the step that holds the pool is expected to end, busy
+// seconds from now (0 when the pool is free), on the pool as it is (pool,
+// from now; see planner.PoolNow): a step runs on a size only once that many
+// nodes can be there, so the plan is executable as made. Every tuple that
+// arrives until the plan's origin is taken as waiting there.
 //
 // The document's SearchSeconds is left for the caller, who has a clock.
-func Plan(w planner.Workload, observed map[string]Observed, r Rates, ready int, busy float64) (planner.Document, map[string]float64, error) {
-	return PlanContext(context.Background(), w, observed, r, ready, busy)
+func Plan(w planner.Workload, observed map[string]Observed, r Rates, pool planner.PoolNow, busy float64) (planner.Document, map[string]float64, error) {
+	return PlanContext(context.Background(), w, observed, r, pool, busy)
 }
 
 // PlanContext is Plan within ctx, as planner.PlanContext: when ctx ends
 // before the search does, the error wraps planner.ErrSearchBudget.
-func PlanContext(ctx context.Context, w planner.Workload, observed map[string]Observed, r Rates, ready int, busy float64) (planner.Document, map[string]float64, error) {
-	ahead, lead := max(busy, 0), w.Pool.ProvisioningLeadTime
-	doc, assumed, err := planFrom(ctx, w, observed, r, ahead)
-	if err != nil || ahead >= lead || Executable(&doc, ready, lead-ahead) {
-		return doc, assumed, err
-	}
-	return planFrom(ctx, w, observed, r, lead)
+func PlanContext(ctx context.Context, w planner.Workload, observed map[string]Observed, r Rates, pool planner.PoolNow, busy float64) (planner.Document, map[string]float64, error) {
+	ahead := max(busy, 0)
+	pool.RequestedBy = max(pool.RequestedBy-ahead, 0)
+	pool.MoreBy = max(pool.MoreBy-ahead, 0)
+	w.Pool.Now = &pool
+	return planFrom(ctx, w, observed, r, ahead)
+}
+
+// NodesNow is the pool as it is now for a plan made now: ready nodes ready,
+// requested of them (ready included) expected ready requestedBy seconds from
+// now, and more a provisioning lead time from now.
+func NodesNow(w planner.Workload, ready, requested int, requestedBy float64) planner.PoolNow {
+	lead := w.Pool.ProvisioningLeadTime
+	return planner.PoolNow{Ready: ready, Requested: max(requested, ready), RequestedBy: min(max(requestedBy, 0), lead), MoreBy: lead}
 }
 
 // planFrom plans with the origin ahead seconds after w's origin (now), from
@@ -341,21 +345,4 @@ func NumberOn(doc *planner.Document, query string, done Progress, partialAggrega
 			doc.Queries[i].Batches += done.Batches
 		}
 	}
-}
-
-// Executable reports whether the plan's steps can have the nodes it gives
-// them: a step that starts within the provisioning lead time of the origin
-// (lead, in seconds) can only have the nodes that are ready now. The planner
-// takes its initial pool size as there at the origin, which holds for a plan
-// made before the windows open but not for one made while they run: a
-// re-plan for a faster stream that starts on more nodes than are ready
-// would count on them for a lead time they are not there, fall behind, and
-// miss the deadline it promised to meet.
-func Executable(doc *planner.Document, ready int, lead float64) bool {
-	for _, s := range doc.Steps {
-		if s.Start < lead && s.Nodes > ready {
-			return false
-		}
-	}
-	return true
 }

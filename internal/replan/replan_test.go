@@ -105,23 +105,22 @@ func TestNumberOnContinuesTheLaunchedSteps(t *testing.T) {
 	}
 }
 
-func TestExecutableNeedsReadyNodesWithinTheLeadTime(t *testing.T) {
-	doc := planner.Document{Steps: []planner.Step{
-		{Query: "q", Kind: planner.StepBatch, Start: 0, Nodes: 2},
-		{Query: "q", Kind: planner.StepBatch, Start: 150, Nodes: 4},
-	}}
+func TestNodesNowKeepsRequestsWithinTheLeadTime(t *testing.T) {
+	w := planner.Workload{Pool: planner.Pool{ProvisioningLeadTime: 120}}
 	for _, tc := range []struct {
-		ready int
-		lead  float64
-		want  bool
+		name             string
+		ready, requested int
+		requestedBy      float64
+		want             planner.PoolNow
 	}{
-		{ready: 2, lead: 120, want: true},
-		{ready: 2, lead: 180, want: false},
-		{ready: 4, lead: 180, want: true},
-		{ready: 0, lead: 120, want: false},
+		{"ready", 2, 2, 0, planner.PoolNow{Ready: 2, Requested: 2, MoreBy: 120}},
+		{"coming", 2, 4, 50, planner.PoolNow{Ready: 2, Requested: 4, RequestedBy: 50, MoreBy: 120}},
+		{"overdue", 2, 4, -30, planner.PoolNow{Ready: 2, Requested: 4, MoreBy: 120}},
+		{"expected after new ones", 2, 4, 500, planner.PoolNow{Ready: 2, Requested: 4, RequestedBy: 120, MoreBy: 120}},
+		{"fewer requested than ready", 4, 2, 0, planner.PoolNow{Ready: 4, Requested: 4, MoreBy: 120}},
 	} {
-		if got := Executable(&doc, tc.ready, tc.lead); got != tc.want {
-			t.Errorf("Executable(ready %d, lead %gs) = %v, want %v", tc.ready, tc.lead, got, tc.want)
+		if got := NodesNow(w, tc.ready, tc.requested, tc.requestedBy); got != tc.want {
+			t.Errorf("%s: NodesNow = %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
 }

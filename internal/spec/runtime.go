@@ -74,6 +74,7 @@ func DispatchQuery(q *laxityv1alpha1.IntermittentQuery, pq planner.Query, doc *p
 		Closed:        q.Spec.Window.End.Add(AllowedLateness(q)),
 		Cost:          pq.Cost,
 		BatchSize:     planned.BatchSize,
+		BatchEnds:     doc.BatchEnds(q.Name),
 		ExpectedTotal: doc.PlannedTotal(q.Name),
 		Arrived:       arrived,
 	}
