@@ -123,7 +123,7 @@ func section96(b *strings.Builder, base planner.Workload) ([]byte, error) {
 	}
 	b.WriteString(`## Section 9.6 (Table 8): variable input rates
 
-The sample is planned at 2FR (1D, factors 2X-32X, as in Table 5) and carried
+The sample is planned at 2FR (1D, factors 2X-32X as in Table 5, K = 1) and carried
 out by ` + "`internal/offlinerun`" + ` while the tuples arrive at another rate. Streams that
 depart from their declaration are read by polling (every 15 s, the
 operator's default), as a real source is; the run measures each stream over

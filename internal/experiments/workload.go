@@ -53,17 +53,14 @@ func sampleFile(name string) (planner.Workload, error) {
 // variant is one experiment's change to the sample.
 type variant struct {
 	// deadline scales each query's time from window end to deadline (the
-	// paper's xD); rate scales the arrival rates (its xFR).
+	// paper's xD); rate scales the arrival rates over the same window (its
+	// xFR: x times the tuples).
 	deadline, rate float64
 	factors        []int
 	// backtrack is the planner's backtrack step; partialEvery the fraction
 	// of batches a partial merge combines (0: off).
 	backtrack    int
 	partialEvery float64
-	// sameTotal keeps the window's tuples when the rate rises, so the
-	// window ends sooner (the paper's Yahoo runs: 3,750 files at 1 to 6 a
-	// second); otherwise a higher rate brings more tuples.
-	sameTotal bool
 }
 
 func (v variant) apply(base planner.Workload) planner.Workload {
@@ -72,18 +69,10 @@ func (v variant) apply(base planner.Workload) planner.Workload {
 	w.Planning.BacktrackStep = max(v.backtrack, 1)
 	w.Queries = make([]planner.Query, len(base.Queries))
 	for i, q := range base.Queries {
-		after := q.Deadline - q.WindowEnd
-		if v.sameTotal {
-			q.WindowEnd = q.WindowStart + (q.WindowEnd-q.WindowStart)/v.rate
-		}
-		q.Deadline = q.WindowEnd + v.deadline*after
+		q.Deadline = q.WindowEnd + v.deadline*(q.Deadline-q.WindowEnd)
 		rates := make([]planner.RateSegment, len(q.Rates))
 		for j, r := range q.Rates {
-			offset := r.Offset
-			if v.sameTotal {
-				offset /= v.rate
-			}
-			rates[j] = planner.RateSegment{Offset: offset, TuplesPerSecond: r.TuplesPerSecond * v.rate}
+			rates[j] = planner.RateSegment{Offset: r.Offset, TuplesPerSecond: r.TuplesPerSecond * v.rate}
 		}
 		q.Rates = rates
 		q.PartialEvery = v.partialEvery

@@ -371,13 +371,17 @@ func (s *sim) schedule(q int, start float64, nodes int) float64 {
 
 // genSchedule is GenSchedule (Algorithm 1) for the schedule from entry floor
 // on; entries before floor are fixed. On failure it moves the restart index
-// back by the backtrack step K, giving the batches from there on the next
-// larger size; when the index passes floor or an idle gap (more nodes earlier
-// cannot help past a gap), it restarts from the last scheduled batch with the
-// next larger size, and — once that size is more than one step above the
-// initial one — resets the batches before the restart index to the initial
-// size, reusing the first pass's entries for them. It reports whether a
-// schedule was found; on failure the schedule is left as the last attempt.
+// back and simulates the batches from there on the next larger size, as
+// eq. 8 does: back by the backtrack step K while that stays at or after
+// floor without crossing an idle gap (more nodes earlier cannot help past a
+// gap), otherwise back by one under the same conditions, so a large K skips
+// restart points far from floor and a gap but still tries those near them.
+// When not even one step back is possible, it restarts from the last
+// scheduled batch with the next larger size, and — once that size is more
+// than one step above the initial one — resets the batches before the
+// restart index to the initial size, reusing the first pass's entries for
+// them. It reports whether a schedule was found; on failure the schedule is
+// left as the last attempt.
 func (s *sim) genSchedule(floor, initial, step int) bool {
 	size := initial
 	restart := floor
@@ -392,9 +396,8 @@ func (s *sim) genSchedule(floor, initial, step int) bool {
 		if firstPass == nil {
 			firstPass = append([]entry{}, s.entries[floor:]...)
 		}
-		previous := restart
-		restart -= step
-		if restart >= floor && !s.gapBetween(restart, previous, fail.start) {
+		if back, ok := s.backtrack(restart, floor, step, fail.start); ok {
+			restart = back
 			continue
 		}
 		size++
@@ -407,6 +410,20 @@ func (s *sim) genSchedule(floor, initial, step int) bool {
 			s.replace(floor, firstPass[:restart-floor])
 		}
 	}
+}
+
+// backtrack is eq. 8: the restart index after a failed run that restarted
+// at index restart, moved back by step when that is possible and by one
+// otherwise. A move is possible when it stays at or after floor and crosses
+// no idle gap; ok is false when neither move is.
+func (s *sim) backtrack(restart, floor, step int, failStart float64) (index int, ok bool) {
+	if to := restart - step; step > 1 && to >= floor && !s.gapBetween(to, restart, failStart) {
+		return to, true
+	}
+	if to := restart - 1; to >= floor && !s.gapBetween(to, restart, failStart) {
+		return to, true
+	}
+	return 0, false
 }
 
 // gapBetween reports an idle gap before any entry in (from, to]; entry

@@ -1,0 +1,98 @@
+package planner
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// chainOfFour is chain with a fourth query: q1-q4 all ready at 10 s, 40 s a
+// batch on 2 nodes, 20 s on 4, 10 s on 8, each with a 1 s final merge. On 2
+// nodes q3 ends exactly at its deadline (133 s) and q4 cannot start before
+// 133 s; restarting q3 and q4 on 4 nodes still ends q4 at 134 s, half a
+// second late, so the restart index has to move back past q3.
+func chainOfFour() Workload {
+	return Workload{Name: "chain-of-four", Pool: pool(2, 4, 8), Planning: planning(1), Queries: []Query{
+		single("q1", 0, 10, 60, 0.8),
+		single("q2", 0, 10, 95, 0.8),
+		single("q3", 0, 10, 133, 0.8),
+		single("q4", 0, 10, 133.5, 0.8),
+	}}
+}
+
+// TestLargeBacktrackStepFallsBackToOne is eq. 8's second branch: where the
+// restart index cannot move back by K without passing the first batch, it
+// moves back by one, so a large K meets, on the same pool sizes and at the
+// same cost, what K = 1 meets. Each case says what moving straight to the
+// next size (the old rule) gave instead.
+func TestLargeBacktrackStepFallsBackToOne(t *testing.T) {
+	chainOnTwoSizes := chain(92, 92.5)
+	chainOnTwoSizes.Pool = pool(2, 4)
+	cases := []struct {
+		name string
+		w    Workload
+		k    int
+	}{
+		// Restarting q2 and q3 on 4 nodes ends q3 at 93 s; the index
+		// then has to reach q1. The old rule found no plan from 2 nodes
+		// (there is no size above 4) and chose 4 nodes throughout, 0.292.
+		{"two sizes, K=10: INN 2 used to be infeasible", chainOnTwoSizes, 10},
+		{"two sizes, K=100: INN 2 used to be infeasible", chainOnTwoSizes, 100},
+		// The old rule put q2 and q3 on 8 nodes: 0.278 against 0.272.
+		{"three sizes, K=10: used to take 8 nodes", chain(92, 92.5), 10},
+		// The old rule put q3 and q4 on 8 nodes: 0.360 against 0.354.
+		{"four queries, K=3: used to take 8 nodes", chainOfFour(), 3},
+		{"four queries, K=100: used to take 8 nodes", chainOfFour(), 100},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			one := c.w
+			one.Planning.BacktrackStep = 1
+			want := mustPlan(t, one)
+			large := c.w
+			large.Planning.BacktrackStep = c.k
+			got := mustPlan(t, large)
+			if !got.Chosen.Feasible || got.Chosen.InitialNodes != 2 {
+				t.Fatalf("K=%d chose %+v, want a plan from 2 nodes", c.k, got.Chosen)
+			}
+			if diff := cmp.Diff(want.Chosen, got.Chosen, approx); diff != "" {
+				t.Errorf("K=%d chosen differs from K=1 (-K=1 +K=%d):\n%s", c.k, c.k, diff)
+			}
+			if diff := cmp.Diff(summarise(want.Steps), summarise(got.Steps), approx); diff != "" {
+				t.Errorf("K=%d steps differ from K=1 (-K=1 +K=%d):\n%s", c.k, c.k, diff)
+			}
+		})
+	}
+}
+
+func TestBacktrackStepSkipsRestartPointsWhereItCan(t *testing.T) {
+	// With K = 1 the index moves from q3 back to q2: q1 stays on 2 nodes,
+	// q2-q4 run on 4.
+	w := chainOfFour()
+	d := mustPlan(t, w)
+	want := []stepSummary{
+		{"q1", StepBatch, 0, 10, 50, 2}, {"q1", StepFinal, 0, 50, 51, 2},
+		{"q2", StepBatch, 0, 51, 71, 4}, {"q2", StepFinal, 0, 71, 72, 4},
+		{"q3", StepBatch, 0, 72, 92, 4}, {"q3", StepFinal, 0, 92, 93, 4},
+		{"q4", StepBatch, 0, 93, 113, 4}, {"q4", StepFinal, 0, 113, 114, 4},
+	}
+	if diff := cmp.Diff(want, summarise(d.Steps), approx); diff != "" {
+		t.Errorf("K=1 steps (-want +got):\n%s", diff)
+	}
+	// With K = 2 the move back by two is possible, from q3 to q1, and
+	// skips q2: everything runs on 4 nodes, 2 node-seconds dearer.
+	w.Planning.BacktrackStep = 2
+	d = mustPlan(t, w)
+	want = []stepSummary{
+		{"q1", StepBatch, 0, 10, 30, 4}, {"q1", StepFinal, 0, 30, 31, 4},
+		{"q2", StepBatch, 0, 31, 51, 4}, {"q2", StepFinal, 0, 51, 52, 4},
+		{"q3", StepBatch, 0, 52, 72, 4}, {"q3", StepFinal, 0, 72, 73, 4},
+		{"q4", StepBatch, 0, 73, 93, 4}, {"q4", StepFinal, 0, 93, 94, 4},
+	}
+	if diff := cmp.Diff(want, summarise(d.Steps), approx); diff != "" {
+		t.Errorf("K=2 steps (-want +got):\n%s", diff)
+	}
+	if !approxEqual(d.Chosen.Cost, 0.356) {
+		t.Errorf("K=2 cost = %v, want 0.356", d.Chosen.Cost)
+	}
+}
