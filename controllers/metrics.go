@@ -247,6 +247,22 @@ type countedQuery struct {
 	uid    types.UID
 	steps  map[stepKey]int32
 	missed bool
+	// announced are the keys of the events emitted for the query; see
+	// announceQueryEvents.
+	announced map[string]bool
+}
+
+// countedFor is the process's memory of the query, new when the query is
+// (a query deleted and created again under its name has another UID). The
+// caller holds counted's lock.
+func countedFor(q *laxityv1alpha1.IntermittentQuery) *countedQuery {
+	key := q.Namespace + "/" + q.Name
+	mem := counted.queries[key]
+	if mem == nil || mem.uid != q.UID {
+		mem = &countedQuery{uid: q.UID, steps: map[stepKey]int32{}, announced: map[string]bool{}}
+		counted.queries[key] = mem
+	}
+	return mem
 }
 
 // counted is the process's memory of what it counted, by namespace/name;
@@ -279,12 +295,7 @@ var counted = struct {
 func recordQueryTransitions(q *laxityv1alpha1.IntermittentQuery, before, after *laxityv1alpha1.IntermittentQueryStatus) {
 	counted.Lock()
 	defer counted.Unlock()
-	key := q.Namespace + "/" + q.Name
-	mem := counted.queries[key]
-	if mem == nil || mem.uid != q.UID {
-		mem = &countedQuery{uid: q.UID, steps: map[stepKey]int32{}}
-		counted.queries[key] = mem
-	}
+	mem := countedFor(q)
 	countFinishedSteps(before, after, mem.steps, func(kind planner.StepKind, outcome laxityv1alpha1.StepOutcome) {
 		stepsFinishedMetric.WithLabelValues(q.Namespace, q.Spec.ScheduleName, string(kind), string(outcome)).Inc()
 	})

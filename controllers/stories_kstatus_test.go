@@ -10,7 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
@@ -65,6 +67,26 @@ var _ = Describe("GitOps health: kstatus of schedules and queries", Ordered, fun
 		Expect(kstatusOf(ctx, w.schedule)).To(Equal(status.CurrentStatus))
 		Expect(kstatusOf(ctx, query)).To(Equal(status.CurrentStatus))
 		Expect(query.Status.Final).NotTo(BeNil())
+
+		// The query's own events: each step launched once, the result once,
+		// and a reconcile run again announces nothing more.
+		var evs []string
+		for drained := false; !drained; {
+			select {
+			case e := <-w.iq.Recorder.(*events.FakeRecorder).Events:
+				evs = append(evs, e)
+			default:
+				drained = true
+			}
+		}
+		steps := len(query.Status.Batches) + len(query.Status.Partials) + 1
+		Expect(fsCount(evs, "Normal Launched", "launched as")).To(Equal(steps), "%v", evs)
+		Expect(fsCount(evs, "Normal Succeeded", query.Status.Final.SparkApplication)).To(Equal(1), "%v", evs)
+		Expect(evs).To(HaveLen(steps+1), "nothing else happened to the query: %v", evs)
+		Expect(evs).To(ContainElement(ContainSubstring("Batch 0 launched as")))
+		_, err := w.iq.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(query)})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(w.iq.Recorder.(*events.FakeRecorder).Events).To(BeEmpty())
 	})
 
 	It("shows a schedule whose nodes are late in progress, naming them overdue, and current once they come", func(ctx SpecContext) {
