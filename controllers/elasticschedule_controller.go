@@ -141,6 +141,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	if err != nil {
 		return ctrl.Result{}, p.notes, err
 	}
+	recordSpend(es, v.ready, v.now)
 	if len(v.queries) == 0 {
 		return r.idle(ctx, es, p)
 	}
