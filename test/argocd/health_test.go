@@ -167,8 +167,7 @@ func toLua(l *lua.LState, v any) lua.LValue {
 		return lua.LNumber(v)
 	case int64:
 		return lua.LNumber(v)
-	case nil:
-		return lua.LNil
 	}
-	panic(fmt.Sprintf("unexpected %T in a decoded object", v))
+	// nil, and nothing else: YAML decoded as JSON holds no other type.
+	return lua.LNil
 }
