@@ -73,18 +73,10 @@ func queryEvents(q *laxityv1alpha1.IntermittentQuery, before, after *laxityv1alp
 			add(key, corev1.EventTypeNormal, ReasonLaunched, "Launch", fmt.Sprintf("%s launched as %s on %d nodes%s", s.title(), s.app, s.nodes, s.tuples()))
 		}
 	}
-	stalledBy := func(s *laxityv1alpha1.IntermittentQueryStatus, reason string) *stalledCondition {
-		if s == nil {
-			return nil
+	if message, out := failedOutMessage(after); out {
+		if _, was := failedOutMessage(before); !was {
+			add(ReasonFailedOut, corev1.EventTypeWarning, ReasonFailedOut, "Launch", message)
 		}
-		c := meta.FindStatusCondition(s.Conditions, laxityv1alpha1.IntermittentQueryStalledCondition)
-		if c == nil || c.Reason != reason {
-			return nil
-		}
-		return &stalledCondition{message: c.Message}
-	}
-	if c := stalledBy(after, laxityv1alpha1.StepFailedReason); c != nil && stalledBy(before, laxityv1alpha1.StepFailedReason) == nil {
-		add(ReasonFailedOut, corev1.EventTypeWarning, ReasonFailedOut, "Launch", c.message)
 	}
 	if risk, message := atRisk(after); risk && !wasAtRisk(before) {
 		add(ReasonAtRisk, corev1.EventTypeWarning, ReasonAtRisk, "Track", message)
@@ -104,7 +96,19 @@ func queryEvents(q *laxityv1alpha1.IntermittentQuery, before, after *laxityv1alp
 	return evs, recovered
 }
 
-type stalledCondition struct{ message string }
+// failedOutMessage says whether the status shows a step failed on its last
+// attempt (Stalled with reason StepFailed), and the condition's message,
+// which names the step.
+func failedOutMessage(s *laxityv1alpha1.IntermittentQueryStatus) (string, bool) {
+	if s == nil {
+		return "", false
+	}
+	c := meta.FindStatusCondition(s.Conditions, laxityv1alpha1.IntermittentQueryStalledCondition)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != laxityv1alpha1.StepFailedReason {
+		return "", false
+	}
+	return c.Message, true
+}
 
 // atRisk says whether the status shows the query expected late before its
 // deadline, with no step failed out (which FailedOut announces), and why.
