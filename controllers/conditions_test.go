@@ -78,7 +78,7 @@ func TestQueryConditions(t *testing.T) {
 			name:  "on track",
 			state: queryState{now: origin, planned: true, slack: slack(125 * time.Second)},
 			want: conditionSummary{
-				"Ready": "True/OnTrack", "OnTrack": "True/SlackPositive", "AtRisk": "False/SlackPositive",
+				"Ready": "True/OnTrack", "OnTrack": "True/SlackPositive",
 				"DeadlineMissed": "False/SlackPositive", "Succeeded": "False/InProgress",
 			},
 			message: "Slack 2m5s",
@@ -88,7 +88,7 @@ func TestQueryConditions(t *testing.T) {
 			name:  "negative slack is at risk but not stalled",
 			state: queryState{now: origin, planned: true, slack: slack(-30 * time.Second)},
 			want: conditionSummary{
-				"Ready": "False/AtRisk", "OnTrack": "False/SlackNegative", "AtRisk": "True/SlackNegative",
+				"Ready": "False/AtRisk", "OnTrack": "False/SlackNegative",
 				"DeadlineMissed": "False/SlackPositive", "Succeeded": "False/InProgress",
 			},
 			message: "Slack -30s: the query would finish late even on the plan's largest pool",
@@ -98,7 +98,7 @@ func TestQueryConditions(t *testing.T) {
 			name:  "no feasible plan",
 			state: queryState{now: origin, planned: true, slack: slack(time.Minute), plannedLate: 90 * time.Second},
 			want: conditionSummary{
-				"Ready": "False/NoFeasiblePlan", "OnTrack": "False/NoFeasiblePlan", "AtRisk": "True/NoFeasiblePlan",
+				"Ready": "False/NoFeasiblePlan", "OnTrack": "False/NoFeasiblePlan",
 				"Stalled": "True/NoFeasiblePlan", "DeadlineMissed": "False/SlackPositive", "Succeeded": "False/InProgress",
 			},
 			message: "No plan meets the deadline: the least late one finishes the query 90s after it",
@@ -108,7 +108,7 @@ func TestQueryConditions(t *testing.T) {
 			name:  "a step failed on every attempt",
 			state: queryState{now: origin, planned: true, slack: slack(time.Minute), failedOut: "Batch 2 failed on all 3 attempts"},
 			want: conditionSummary{
-				"Ready": "False/StepFailed", "OnTrack": "False/StepFailed", "AtRisk": "True/StepFailed",
+				"Ready": "False/StepFailed", "OnTrack": "False/StepFailed",
 				"Stalled": "True/StepFailed", "DeadlineMissed": "False/SlackPositive", "Succeeded": "False/InProgress",
 			},
 			message: "Batch 2 failed on all 3 attempts",
@@ -118,7 +118,7 @@ func TestQueryConditions(t *testing.T) {
 			name:  "deadline passed",
 			state: queryState{now: deadline.Add(time.Second), planned: true, slack: slack(-time.Minute)},
 			want: conditionSummary{
-				"Ready": "False/AtRisk", "OnTrack": "False/SlackNegative", "AtRisk": "True/SlackNegative",
+				"Ready": "False/AtRisk", "OnTrack": "False/SlackNegative",
 				"Stalled": "True/DeadlinePassed", "DeadlineMissed": "True/DeadlinePassed", "Succeeded": "False/InProgress",
 			},
 			message: "The deadline has passed",
@@ -246,13 +246,39 @@ func TestScheduleConditions(t *testing.T) {
 			kstatus: status.CurrentStatus,
 		},
 		{
-			name:  "planned, nodes on their way",
-			state: scheduleState{doc: feasible, requested: 10, ready: 2},
+			name:  "planned, nodes on their way within their lead time: ready, as GitOps should see a routine scale-up",
+			state: scheduleState{doc: feasible, requested: 10, ready: 2, due: 2, lead: 2 * time.Minute},
 			want: conditionSummary{
-				"Planned": "True/PlanFound", "Feasible": "True/DeadlinesMet", "PoolReady": "False/WaitingForNodes", "Ready": "False/WaitingForNodes",
+				"Planned": "True/PlanFound", "Feasible": "True/DeadlinesMet", "PoolReady": "False/WaitingForNodes", "Ready": "True/ScalingUp",
 			},
-			message: "2 of 10 requested nodes ready",
+			message: "Scaling up as planned: 2 of 10 requested nodes ready, the rest requested less than the 2m0s lead time ago",
+			kstatus: status.CurrentStatus,
+		},
+		{
+			name:  "nodes overdue: asked for more than a lead time ago and not ready",
+			state: scheduleState{doc: feasible, requested: 10, ready: 2, due: 6, lead: 2 * time.Minute},
+			want: conditionSummary{
+				"Planned": "True/PlanFound", "Feasible": "True/DeadlinesMet", "PoolReady": "False/NodesOverdue", "Ready": "False/NodesOverdue",
+			},
+			message: "2 of 10 requested nodes ready; 6 were asked for more than the 2m0s lead time ago",
 			kstatus: status.InProgressStatus,
+		},
+		{
+			name:  "nodes lost: not ready, though within the lead time of their new request",
+			state: scheduleState{doc: feasible, requested: 4, ready: 1, due: 0, lead: 2 * time.Minute, nodesLost: "Ready nodes fell from 4 to 1"},
+			want: conditionSummary{
+				"Planned": "True/PlanFound", "Feasible": "True/DeadlinesMet", "PoolReady": "False/NodesLost", "Ready": "False/NodesLost",
+			},
+			message: "Ready nodes fell from 4 to 1; 1 of 4 requested nodes ready",
+			kstatus: status.InProgressStatus,
+		},
+		{
+			name:  "more due than now requested (the plan scaled down): only what is requested can be overdue",
+			state: scheduleState{doc: feasible, requested: 3, ready: 3, due: 8, lead: 2 * time.Minute},
+			want: conditionSummary{
+				"Planned": "True/PlanFound", "Feasible": "True/DeadlinesMet", "PoolReady": "True/NodesReady", "Ready": "True/DeadlinesMet",
+			},
+			kstatus: status.CurrentStatus,
 		},
 		{
 			name:  "the backend fails: AWS's message, and kstatus keeps waiting, as a retry may help",
@@ -353,5 +379,29 @@ func TestDampedSlack(t *testing.T) {
 		if got := dampedSlack(tc.previous, tc.slack); got != tc.want {
 			t.Errorf("dampedSlack(%q, %v) = %q, want %q", tc.previous, tc.slack, got, tc.want)
 		}
+	}
+}
+
+func TestNodesDue(t *testing.T) {
+	const lead = 2 * time.Minute
+	// The plan starts with 2 nodes, asks for 6 at 300 s and for 1 at 900 s.
+	requests := []planner.NodeLevel{{At: 0, Nodes: 2}, {At: 300, Nodes: 6}, {At: 900, Nodes: 1}}
+	for _, tc := range []struct {
+		name string
+		now  time.Duration // after origin
+		want int32
+	}{
+		{"a fresh plan: nothing is due for a lead time and the grace", lead + overdueGrace - time.Second, 0},
+		{"the initial nodes are due a lead time and the grace after the plan", lead + overdueGrace, 2},
+		{"the nodes asked for at 300 s are not due yet", 300*time.Second + lead, 2},
+		{"and are due a lead time and the grace after", 300*time.Second + lead + overdueGrace, 6},
+		{"a scale-down a lead time ago lowers what is due", 900*time.Second + lead + overdueGrace, 1},
+	} {
+		if got := nodesDue(origin, requests, lead, origin.Add(tc.now)); got != tc.want {
+			t.Errorf("%s: nodesDue at +%s = %d, want %d", tc.name, tc.now, got, tc.want)
+		}
+	}
+	if got := nodesDue(origin, nil, lead, origin.Add(time.Hour)); got != 0 {
+		t.Errorf("no requests: nodesDue = %d, want 0", got)
 	}
 }

@@ -141,6 +141,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	if err != nil {
 		return ctrl.Result{}, p.notes, err
 	}
+	recordSpend(es, v.ready, v.now)
 	if len(v.queries) == 0 {
 		return r.idle(ctx, es, p)
 	}
@@ -175,7 +176,8 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	backendErr := joinBackendErrors(p.backendErrs)
 	// A retry created in this pass ends its stuck step's handling.
 	stuck := stuckHandling(v.launched, r.Options.MaxAttempts, created)
-	setScheduleConditions(es, scheduleState{doc: doc, requested: int32(wanted), ready: v.ready, backendErr: backendErr, stuck: stuck, nodesLost: judged.nodesLost})
+	setScheduleConditions(es, scheduleState{doc: doc, requested: int32(wanted), ready: v.ready, backendErr: backendErr, stuck: stuck, nodesLost: judged.nodesLost,
+		due: nodesDue(doc.Origin, doc.Requests, v.lead, v.now), lead: v.lead})
 	if backendErr != nil {
 		return ctrl.Result{}, p.notes, backendErr
 	}

@@ -67,8 +67,14 @@ func (r *IntermittentQueryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		if err := r.Status().Patch(ctx, &q, client.MergeFrom(before)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("writing the status: %w", err)
 		}
-		// Counted only once the write has succeeded; see recordQueryTransitions.
+		// Counted and announced only once the write has succeeded; see
+		// recordQueryTransitions.
 		recordQueryTransitions(&q, &before.Status, after)
+		for _, n := range announceQueryEvents(&q, &before.Status, after) {
+			if r.Recorder != nil {
+				r.Recorder.Eventf(&q, nil, n.kind, n.reason, n.action, "%s", n.message)
+			}
+		}
 	}
 	return ctrl.Result{RequeueAfter: r.Options.realDelay(requeue)}, nil
 }

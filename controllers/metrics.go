@@ -7,12 +7,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/spec"
+	"github.com/laxity-dev/laxity/internal/version"
 )
 
 // Prometheus metrics of laxity's reconcilers, registered on
@@ -22,7 +24,8 @@ import (
 // Labels are bounded by the objects in the cluster and fixed enumerations:
 // namespace, schedule and query names, the step kind (batch, partial,
 // final), the outcome (Succeeded, Failed), the re-plan reason and the
-// timeline (simulated, executable). No series is labelled with a step or
+// timeline (simulated, executable); laxity_build_info's version labels have
+// one series per process. No series is labelled with a step or
 // SparkApplication name, so a query's series count does not grow with its
 // batches.
 //
@@ -42,6 +45,9 @@ const (
 	labelKind      = "kind"
 	labelOutcome   = "outcome"
 	labelTimeline  = "timeline"
+	labelVersion   = "version"
+	labelRevision  = "revision"
+	labelGoVersion = "goversion"
 )
 
 // Values of the timeline label of laxity_plan_cost.
@@ -127,6 +133,28 @@ var (
 		Help: "Provisioning lead time the schedule's plans assume, in seconds: the declared one, or the measured one when it is materially longer and learning is applied.",
 	}, []string{labelNamespace, labelSchedule})
 
+	// poolSpendMetric is the money the schedule's pool actually cost, as
+	// observed: see spendMeter.
+	poolSpendMetric = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metricsNamespace, Name: "pool_spend_dollars_total",
+		Help: "Money the schedule's pool cost, in the currency of pricePerNodeHour: the node-seconds its Ready nodes were seen ready, each node billed at least billingMinimum, times pricePerNodeHour / 3600.",
+	}, []string{labelNamespace, labelSchedule})
+
+	// stepDurationMetric is how long each finished step attempt ran, from
+	// its start to its end as its status records them.
+	stepDurationMetric = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: metricsNamespace, Name: "step_duration_seconds",
+		Help:    "Seconds a finished step attempt ran, from its start to its end, by query, kind (batch, partial, final) and outcome (Succeeded, Failed).",
+		Buckets: prometheus.ExponentialBuckets(5, 2, 12), // 5 s … ~2.8 h
+	}, []string{labelNamespace, labelSchedule, labelQuery, labelKind, labelOutcome})
+
+	// buildInfoMetric says which build is running, as Prometheus's own
+	// build_info metrics do.
+	buildInfoMetric = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: metricsNamespace, Name: "build_info",
+		Help: "Always 1, labelled with the running build's version, source revision and Go version.",
+	}, []string{labelVersion, labelRevision, labelGoVersion})
+
 	// querySlowdownMetric and queryMarginMetric are what a query learned.
 	querySlowdownMetric = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: metricsNamespace, Name: "query_learned_slowdown_ratio",
@@ -145,14 +173,18 @@ func init() {
 		stepsLaunchedMetric, stepsFinishedMetric,
 		querySlackMetric, deadlineMissesMetric,
 		leadTimeMetric, plannedLeadTimeMetric, querySlowdownMetric, queryMarginMetric,
+		poolSpendMetric, stepDurationMetric, buildInfoMetric,
 	)
+	build := version.Get()
+	buildInfoMetric.WithLabelValues(build.Version, build.Revision, build.GoVersion).Set(1)
 }
 
 // scheduleVecs are the vectors with namespace and schedule labels, whose
 // series go with the schedule.
 var scheduleVecs = []interface {
 	DeletePartialMatch(prometheus.Labels) int
-}{planCostMetric, replansMetric, nodesRequestedMetric, nodesReadyMetric, stepsLaunchedMetric, stepsFinishedMetric, deadlineMissesMetric, leadTimeMetric, plannedLeadTimeMetric}
+}{planCostMetric, replansMetric, nodesRequestedMetric, nodesReadyMetric, stepsLaunchedMetric, stepsFinishedMetric, deadlineMissesMetric, leadTimeMetric, plannedLeadTimeMetric,
+	poolSpendMetric, stepDurationMetric}
 
 // recordReplan counts a plan made and stored, and how long its search took
 // by the wall clock.
@@ -220,6 +252,7 @@ func forgetSchedule(namespace, name string) {
 	for _, v := range scheduleVecs {
 		v.DeletePartialMatch(prometheus.Labels{labelNamespace: namespace, labelSchedule: name})
 	}
+	forgetSpend(namespace, name)
 }
 
 // recordQuerySlack sets the query's slack gauge to the slack just computed.
@@ -236,6 +269,7 @@ func forgetQuery(namespace, name string) {
 	querySlackMetric.DeleteLabelValues(namespace, name)
 	querySlowdownMetric.DeleteLabelValues(namespace, name)
 	queryMarginMetric.DeleteLabelValues(namespace, name)
+	stepDurationMetric.DeletePartialMatch(prometheus.Labels{labelNamespace: namespace, labelQuery: name})
 	counted.Lock()
 	delete(counted.queries, namespace+"/"+name)
 	counted.Unlock()
@@ -247,6 +281,22 @@ type countedQuery struct {
 	uid    types.UID
 	steps  map[stepKey]int32
 	missed bool
+	// announced are the keys of the events emitted for the query; see
+	// announceQueryEvents.
+	announced map[string]bool
+}
+
+// countedFor is the process's memory of the query, new when the query is
+// (a query deleted and created again under its name has another UID). The
+// caller holds counted's lock.
+func countedFor(q *laxityv1alpha1.IntermittentQuery) *countedQuery {
+	key := q.Namespace + "/" + q.Name
+	mem := counted.queries[key]
+	if mem == nil || mem.uid != q.UID {
+		mem = &countedQuery{uid: q.UID, steps: map[stepKey]int32{}, announced: map[string]bool{}}
+		counted.queries[key] = mem
+	}
+	return mem
 }
 
 // counted is the process's memory of what it counted, by namespace/name;
@@ -279,14 +329,12 @@ var counted = struct {
 func recordQueryTransitions(q *laxityv1alpha1.IntermittentQuery, before, after *laxityv1alpha1.IntermittentQueryStatus) {
 	counted.Lock()
 	defer counted.Unlock()
-	key := q.Namespace + "/" + q.Name
-	mem := counted.queries[key]
-	if mem == nil || mem.uid != q.UID {
-		mem = &countedQuery{uid: q.UID, steps: map[stepKey]int32{}}
-		counted.queries[key] = mem
-	}
-	countFinishedSteps(before, after, mem.steps, func(kind planner.StepKind, outcome laxityv1alpha1.StepOutcome) {
+	mem := countedFor(q)
+	countFinishedSteps(before, after, mem.steps, func(kind planner.StepKind, outcome laxityv1alpha1.StepOutcome, ran *time.Duration) {
 		stepsFinishedMetric.WithLabelValues(q.Namespace, q.Spec.ScheduleName, string(kind), string(outcome)).Inc()
+		if ran != nil {
+			stepDurationMetric.WithLabelValues(q.Namespace, q.Spec.ScheduleName, q.Name, string(kind), string(outcome)).Observe(ran.Seconds())
+		}
 	})
 	if !mem.missed && !deadlineMissDecided(q, before) && deadlineMissDecided(q, after) {
 		deadlineMissesMetric.WithLabelValues(q.Namespace, q.Spec.ScheduleName).Inc()
@@ -296,8 +344,19 @@ func recordQueryTransitions(q *laxityv1alpha1.IntermittentQuery, before, after *
 
 // stepRecord is a step's latest attempt as the status records it.
 type stepRecord struct {
-	attempt int32
-	outcome laxityv1alpha1.StepOutcome
+	attempt    int32
+	outcome    laxityv1alpha1.StepOutcome
+	start, end *metav1.Time
+}
+
+// ran is how long the attempt ran, nil when the status does not record
+// both its start and its end.
+func (r stepRecord) ran() *time.Duration {
+	if r.start == nil || r.end == nil || r.end.Before(r.start) {
+		return nil
+	}
+	d := r.end.Sub(r.start.Time)
+	return &d
 }
 
 type stepKey struct {
@@ -311,13 +370,13 @@ func stepRecords(s *laxityv1alpha1.IntermittentQueryStatus) map[stepKey]stepReco
 		return out
 	}
 	for _, b := range s.Batches {
-		out[stepKey{planner.StepBatch, b.Index}] = stepRecord{b.Attempt, b.Outcome}
+		out[stepKey{planner.StepBatch, b.Index}] = stepRecord{b.Attempt, b.Outcome, b.Start, b.End}
 	}
 	for _, p := range s.Partials {
-		out[stepKey{planner.StepPartial, p.Index}] = stepRecord{p.Attempt, p.Outcome}
+		out[stepKey{planner.StepPartial, p.Index}] = stepRecord{p.Attempt, p.Outcome, p.Start, p.End}
 	}
 	if f := s.Final; f != nil {
-		out[stepKey{planner.StepFinal, 0}] = stepRecord{f.Attempt, f.Outcome}
+		out[stepKey{planner.StepFinal, 0}] = stepRecord{f.Attempt, f.Outcome, f.Start, f.End}
 	}
 	return out
 }
@@ -328,12 +387,13 @@ func terminal(o laxityv1alpha1.StepOutcome) bool {
 
 // countFinishedSteps calls finished for every step attempt that after
 // records as finished and neither before nor done (the first attempt of
-// each step not counted yet, updated here; nil to ignore) does. The status
-// holds only each step's latest attempt, and a step is retried only after
-// its attempt failed, so an attempt that after shows superseded by a later
-// one, and that was not counted yet, failed: it is counted as Failed even
-// if no reconcile saw it terminal.
-func countFinishedSteps(before, after *laxityv1alpha1.IntermittentQueryStatus, done map[stepKey]int32, finished func(planner.StepKind, laxityv1alpha1.StepOutcome)) {
+// each step not counted yet, updated here; nil to ignore) does, with how
+// long it ran when the status records that. The status holds only each
+// step's latest attempt, and a step is retried only after its attempt
+// failed, so an attempt that after shows superseded by a later one, and
+// that was not counted yet, failed: it is counted as Failed even if no
+// reconcile saw it terminal, without a duration.
+func countFinishedSteps(before, after *laxityv1alpha1.IntermittentQueryStatus, done map[stepKey]int32, finished func(planner.StepKind, laxityv1alpha1.StepOutcome, *time.Duration)) {
 	old := stepRecords(before)
 	now := stepRecords(after)
 	// Deterministic order, for tests.
@@ -348,14 +408,14 @@ func countFinishedSteps(before, after *laxityv1alpha1.IntermittentQueryStatus, d
 				first = max(first, next)
 			}
 			for a := first; a < rec.attempt; a++ {
-				finished(kind, laxityv1alpha1.StepFailed)
+				finished(kind, laxityv1alpha1.StepFailed, nil)
 			}
 			next := rec.attempt
 			if terminal(rec.outcome) {
 				next++
 			}
 			if terminal(rec.outcome) && rec.attempt >= first {
-				finished(kind, rec.outcome)
+				finished(kind, rec.outcome, rec.ran())
 			}
 			if done != nil && next > first {
 				done[key] = next

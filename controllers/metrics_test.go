@@ -3,11 +3,13 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -32,6 +34,9 @@ var laxityMetricNames = []string{
 	"laxity_pool_nodes_requested", "laxity_pool_nodes_ready",
 	"laxity_steps_launched_total", "laxity_steps_finished_total",
 	"laxity_query_slack_seconds", "laxity_deadline_misses_total",
+	"laxity_pool_observed_lead_time_seconds", "laxity_pool_planned_lead_time_seconds",
+	"laxity_query_learned_slowdown_ratio", "laxity_query_learned_margin_ratio",
+	"laxity_pool_spend_dollars_total", "laxity_step_duration_seconds", "laxity_build_info",
 }
 
 // gatherLaxity gathers controller-runtime's registry and keeps laxity's
@@ -126,6 +131,12 @@ func TestMetricsAreRegisteredAndLintClean(t *testing.T) {
 	querySlackMetric.WithLabelValues(ns, "q").Set(3)
 	deadlineMissesMetric.WithLabelValues(ns, "s").Inc()
 	planSearchSecondsMetric.Observe(0)
+	leadTimeMetric.WithLabelValues(ns, "s").Observe(60)
+	plannedLeadTimeMetric.WithLabelValues(ns, "s").Set(60)
+	querySlowdownMetric.WithLabelValues(ns, "q").Set(1.2)
+	queryMarginMetric.WithLabelValues(ns, "q").Set(0.1)
+	poolSpendMetric.WithLabelValues(ns, "s").Add(1)
+	stepDurationMetric.WithLabelValues(ns, "s", "q", "batch", "Succeeded").Observe(30)
 	defer func() {
 		forgetSchedule(ns, "s")
 		forgetQuery(ns, "q")
@@ -256,7 +267,7 @@ func TestCountFinishedSteps(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
 			done := map[stepKey]int32{}
-			record := func(k planner.StepKind, o laxityv1alpha1.StepOutcome) {
+			record := func(k planner.StepKind, o laxityv1alpha1.StepOutcome, _ *time.Duration) {
 				got = append(got, string(k)+"/"+string(o))
 			}
 			countFinishedSteps(tc.before, tc.after, done, record)
@@ -519,4 +530,127 @@ func histogramCount() uint64 {
 		}
 	}
 	return 0
+}
+
+func TestSpendMeter(t *testing.T) {
+	const minimum = time.Minute
+	type obs struct {
+		at    time.Duration // after origin
+		ready int32
+		want  float64 // node-seconds billed by this observation
+	}
+	for _, tc := range []struct {
+		name string
+		obs  []obs
+	}{{
+		name: "nodes ready from the start are billed the time they were seen, no minimum: when they came is unknown",
+		obs:  []obs{{0, 2, 0}, {10 * time.Second, 2, 20}, {20 * time.Second, 0, 20}},
+	}, {
+		name: "a node seen coming and held past the minimum",
+		obs:  []obs{{0, 0, 0}, {10 * time.Second, 1, 0}, {100 * time.Second, 1, 90}, {130 * time.Second, 0, 30}},
+	}, {
+		name: "a node gone before the minimum is billed the rest",
+		obs:  []obs{{0, 0, 0}, {10 * time.Second, 1, 0}, {30 * time.Second, 0, 20 + 40}},
+	}, {
+		name: "the last to come goes first: the older node has passed its minimum, the newer not",
+		obs: []obs{
+			{0, 0, 0}, {0, 1, 0}, // one node from 0 s
+			{70 * time.Second, 2, 70},        // a second from 70 s
+			{80 * time.Second, 1, 2*10 + 50}, // the second goes after 10 s: 50 s more
+			{90 * time.Second, 1, 10},
+		},
+	}, {
+		name: "a clock that went back bills nothing",
+		obs:  []obs{{time.Minute, 2, 0}, {30 * time.Second, 2, 0}, {2 * time.Minute, 2, 120}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m spendMeter
+			total := 0.0
+			for i, o := range tc.obs {
+				got := m.observe(o.ready, origin.Add(o.at), minimum)
+				if got != o.want {
+					t.Errorf("observation %d (%d ready at %s): billed %v node-seconds, want %v", i, o.ready, o.at, got, o.want)
+				}
+				total += got
+			}
+			if total < 0 {
+				t.Errorf("billed %v in all", total)
+			}
+		})
+	}
+}
+
+func TestRecordSpend(t *testing.T) {
+	es := builder.Schedule("unit-spend", "pool").Price("0.36").Obj()
+	defer forgetSchedule(es.Namespace, es.Name)
+	recordSpend(es, 2, origin)
+	recordSpend(es, 2, origin.Add(time.Minute))
+	// 2 nodes × 60 s × 0.36 / 3600 s.
+	if got := testutil.ToFloat64(poolSpendMetric.WithLabelValues(es.Namespace, es.Name)); math.Abs(got-0.012) > 1e-12 {
+		t.Errorf("spend %v, want 0.012", got)
+	}
+	forgetSchedule(es.Namespace, es.Name)
+	if got := scheduleSeriesOf(es.Namespace, es.Name); len(got) != 0 {
+		t.Errorf("series left after the schedule went: %v", got)
+	}
+	// Its meter went too: the next pass starts billing afresh.
+	recordSpend(es, 2, origin.Add(time.Hour))
+	if got := testutil.ToFloat64(poolSpendMetric.WithLabelValues(es.Namespace, es.Name)); got != 0 {
+		t.Errorf("spend %v after the schedule came back, want 0 until time passes", got)
+	}
+}
+
+func TestStepDurationObservedOnce(t *testing.T) {
+	q := &laxityv1alpha1.IntermittentQuery{ObjectMeta: metav1.ObjectMeta{Namespace: "unit-duration", Name: "q1", UID: "uid-1"}}
+	q.Spec.ScheduleName = "s"
+	q.Spec.Deadline = metav1.NewTime(origin.Add(time.Hour))
+	defer forgetSchedule(q.Namespace, "s")
+	defer forgetQuery(q.Namespace, q.Name)
+	start, end := metav1.NewTime(origin), metav1.NewTime(origin.Add(95*time.Second))
+	before := &laxityv1alpha1.IntermittentQueryStatus{Batches: []laxityv1alpha1.BatchStatus{{Attempt: 1, Outcome: laxityv1alpha1.StepRunning, Start: &start}}}
+	after := &laxityv1alpha1.IntermittentQueryStatus{Batches: []laxityv1alpha1.BatchStatus{
+		{Attempt: 1, Outcome: laxityv1alpha1.StepSucceeded, Start: &start, End: &end},
+		{Index: 1, Attempt: 0, Outcome: laxityv1alpha1.StepFailed, Start: &start}, // no end recorded: no duration
+	}}
+	for range 2 { // the second from a stale cached status
+		recordQueryTransitions(q, before, after)
+	}
+	var samples []string
+	for _, f := range gatherLaxity() {
+		if f.GetName() != "laxity_step_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if matches(m, map[string]string{labelNamespace: q.Namespace}) {
+				samples = append(samples, fmt.Sprintf("%s/%s: %d in %gs", labelsOf(m)[labelKind], labelsOf(m)[labelOutcome],
+					m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()))
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"batch/Succeeded: 1 in 95s"}, samples); diff != "" {
+		t.Errorf("step durations (-want +got):\n%s", diff)
+	}
+	forgetQuery(q.Namespace, q.Name)
+	if got := seriesMatching(map[string]string{labelNamespace: q.Namespace, labelQuery: q.Name}); len(got) != 0 {
+		t.Errorf("series left after the query went: %v", got)
+	}
+}
+
+func TestBuildInfo(t *testing.T) {
+	var found []string
+	for _, f := range gatherLaxity() {
+		if f.GetName() != "laxity_build_info" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := labelsOf(m)
+			if m.GetGauge().GetValue() != 1 || l[labelVersion] == "" || l[labelRevision] == "" || !strings.HasPrefix(l[labelGoVersion], "go") {
+				t.Errorf("laxity_build_info%v = %v, want 1 with a version, a revision and a Go version", l, m.GetGauge().GetValue())
+			}
+			found = append(found, fmt.Sprint(l))
+		}
+	}
+	if len(found) != 1 {
+		t.Errorf("laxity_build_info series %v, want one", found)
+	}
 }

@@ -170,24 +170,24 @@ func failedOutTaken(q *laxityv1alpha1.IntermittentQuery, maxAttempts int, taken 
 	return ""
 }
 
-// setQueryConditions computes OnTrack/AtRisk, DeadlineMissed, Succeeded,
-// Stalled and Ready (whose reason is the query's state at a glance) from the
-// status and the slack.
+// setQueryConditions computes OnTrack, DeadlineMissed, Succeeded, Stalled
+// and Ready (whose reason is the query's state at a glance) from the status
+// and the slack.
 func setQueryConditions(q *laxityv1alpha1.IntermittentQuery, s queryState) {
 	set := func(t string, status metav1.ConditionStatus, reason, message string) {
 		meta.SetStatusCondition(&q.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: q.Generation})
 	}
 	// summary sets the conditions that say where the query stands: Ready,
-	// and OnTrack, AtRisk and Stalled when given a reason.
-	summary := func(ready metav1.ConditionStatus, readyReason, onTrack, atRisk, stalled, message string) {
+	// OnTrack when given a reason (True for SlackPositive, False for any
+	// other), and Stalled when given a reason.
+	summary := func(ready metav1.ConditionStatus, readyReason, onTrack, stalled, message string) {
 		set(laxityv1alpha1.IntermittentQueryReadyCondition, ready, readyReason, message)
-		if onTrack != "" {
+		switch onTrack {
+		case "":
+		case laxityv1alpha1.SlackPositiveReason:
 			set(laxityv1alpha1.IntermittentQueryOnTrackCondition, metav1.ConditionTrue, onTrack, message)
-			set(laxityv1alpha1.IntermittentQueryAtRiskCondition, metav1.ConditionFalse, onTrack, message)
-		}
-		if atRisk != "" {
-			set(laxityv1alpha1.IntermittentQueryOnTrackCondition, metav1.ConditionFalse, atRisk, message)
-			set(laxityv1alpha1.IntermittentQueryAtRiskCondition, metav1.ConditionTrue, atRisk, message)
+		default:
+			set(laxityv1alpha1.IntermittentQueryOnTrackCondition, metav1.ConditionFalse, onTrack, message)
 		}
 		if stalled == "" {
 			meta.RemoveStatusCondition(&q.Status.Conditions, laxityv1alpha1.IntermittentQueryStalledCondition)
@@ -204,11 +204,11 @@ func setQueryConditions(q *laxityv1alpha1.IntermittentQuery, s queryState) {
 	}
 	switch {
 	case s.noSchedule:
-		summary(metav1.ConditionFalse, laxityv1alpha1.ScheduleNotFoundReason, "", "", "",
+		summary(metav1.ConditionFalse, laxityv1alpha1.ScheduleNotFoundReason, "", "",
 			fmt.Sprintf("ElasticSchedule %q not found in namespace %s", q.Spec.ScheduleName, q.Namespace))
 		return
 	case !s.planned:
-		summary(metav1.ConditionFalse, laxityv1alpha1.WaitingForPlanReason, "", "", "", "The schedule has not planned this query yet")
+		summary(metav1.ConditionFalse, laxityv1alpha1.WaitingForPlanReason, "", "", "The schedule has not planned this query yet")
 		return
 	}
 	if missed {
@@ -226,35 +226,34 @@ func setQueryConditions(q *laxityv1alpha1.IntermittentQuery, s queryState) {
 			message += fmt.Sprintf("; %d tuples arrived after the last batch, later than the window allows, and are not in it", left)
 		}
 		set(laxityv1alpha1.IntermittentQuerySucceededCondition, metav1.ConditionTrue, laxityv1alpha1.FinalMergeSucceededReason, message)
-		meta.RemoveStatusCondition(&q.Status.Conditions, laxityv1alpha1.IntermittentQueryAtRiskCondition)
 		onTrack := metav1.ConditionTrue
 		if missed {
 			onTrack = metav1.ConditionFalse
 		}
 		set(laxityv1alpha1.IntermittentQueryOnTrackCondition, onTrack, laxityv1alpha1.FinalMergeSucceededReason, "Finished")
 		// Finished, late or not: nothing is left to progress.
-		summary(metav1.ConditionTrue, laxityv1alpha1.FinalMergeSucceededReason, "", "", "", "Finished")
+		summary(metav1.ConditionTrue, laxityv1alpha1.FinalMergeSucceededReason, "", "", "Finished")
 		return
 	}
 	set(laxityv1alpha1.IntermittentQuerySucceededCondition, metav1.ConditionFalse, "InProgress", "The final merge has not succeeded yet")
 	switch {
 	case s.inputErr != nil:
-		summary(metav1.ConditionFalse, laxityv1alpha1.InputUnavailableReason, "", "", "", s.inputErr.Error())
+		summary(metav1.ConditionFalse, laxityv1alpha1.InputUnavailableReason, "", "", s.inputErr.Error())
 	case s.failedOut != "":
 		r := laxityv1alpha1.StepFailedReason
-		summary(metav1.ConditionFalse, r, "", r, r, s.failedOut)
+		summary(metav1.ConditionFalse, r, r, r, s.failedOut)
 	case missed:
-		summary(metav1.ConditionFalse, "AtRisk", "", laxityv1alpha1.SlackNegativeReason, laxityv1alpha1.DeadlinePassedReason, "The deadline has passed")
+		summary(metav1.ConditionFalse, laxityv1alpha1.AtRiskReason, laxityv1alpha1.SlackNegativeReason, laxityv1alpha1.DeadlinePassedReason, "The deadline has passed")
 	case s.plannedLate > 0:
 		r := laxityv1alpha1.NoFeasiblePlanReason
-		summary(metav1.ConditionFalse, r, "", r, r,
+		summary(metav1.ConditionFalse, r, r, r,
 			fmt.Sprintf("No plan meets the deadline: the least late one finishes the query %.0fs after it", s.plannedLate.Seconds()))
 	case s.slack != nil && *s.slack >= 0:
-		summary(metav1.ConditionTrue, "OnTrack", laxityv1alpha1.SlackPositiveReason, "", "", fmt.Sprintf("Slack %s", shownSlack(q)))
+		summary(metav1.ConditionTrue, laxityv1alpha1.OnTrackReason, laxityv1alpha1.SlackPositiveReason, "", fmt.Sprintf("Slack %s", shownSlack(q)))
 	default:
 		// Negative slack may still recover (a re-plan, faster batches):
 		// at risk, not stalled.
-		summary(metav1.ConditionFalse, "AtRisk", "", laxityv1alpha1.SlackNegativeReason, "",
+		summary(metav1.ConditionFalse, laxityv1alpha1.AtRiskReason, laxityv1alpha1.SlackNegativeReason, "",
 			fmt.Sprintf("Slack %s: the query would finish late even on the plan's largest pool", shownSlack(q)))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/dispatch"
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
@@ -78,10 +79,44 @@ type scheduleState struct {
 	// nodesLost says how the ready nodes fell in this pass (NodesLost),
 	// "" when they did not.
 	nodesLost string
+	// due is how many nodes should be ready by now: those the plan asked
+	// for at least a lead time (and overdueGrace) ago; see nodesDue.
+	due int32
+	// lead is the provisioning lead time the plan assumes.
+	lead time.Duration
+}
+
+// overdueGrace is how much longer than the lead time the plan assumes
+// nodes may take before the schedule calls them overdue: a node's arrival
+// is seen on the next pass, and a pool a few seconds slower than declared
+// is not a problem anyone should be paged for.
+const overdueGrace = 30 * time.Second
+
+// nodesDue is how many nodes the plan asked for at least a lead time plus
+// overdueGrace before now: the plan's request level at that instant, and 0
+// when it is before the plan's first request (a plan made less than a lead
+// time ago, whose nodes may all still be on their way). Nodes requested
+// more recently are not due yet: the plan asks for them a lead time ahead
+// of need, so a pool short of them is scaling up as planned.
+func nodesDue(origin time.Time, requests []planner.NodeLevel, lead time.Duration, now time.Time) int32 {
+	by := now.Add(-lead - overdueGrace)
+	if len(requests) == 0 || by.Before(at(origin, requests[0].At)) {
+		return 0
+	}
+	return int32(dispatch.RequestAt(origin, requests, by))
 }
 
 // setScheduleConditions computes Planned, Feasible, PoolReady, Ready and
 // Stalled.
+//
+// Ready summarises, following the kstatus conventions GitOps tools read: it
+// stays True while the pool scales up as planned (fewer nodes ready than
+// requested, but none requested longer than a lead time ago), since that is
+// the schedule working, not waiting; PoolReady says the pool is short. It
+// turns False for what needs someone's attention or holds the work back:
+// nodes overdue, nodes lost, a failing backend, a stuck step, and (with
+// Stalled True) a spec that cannot be planned or no plan that meets every
+// deadline.
 func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) {
 	set := func(t string, status metav1.ConditionStatus, reason, message string) {
 		meta.SetStatusCondition(&es.Status.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: message, ObservedGeneration: es.Generation})
@@ -127,6 +162,12 @@ func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) 
 	} else if prev != nil && prev.Status == metav1.ConditionFalse && prev.Reason == laxityv1alpha1.NodesLostReason {
 		waiting, waitingMessage = laxityv1alpha1.NodesLostReason, "Ready nodes were lost and are requested again: "+poolReady
 	}
+	// Overdue nodes outrank the rest: whatever the reason the pool is
+	// short, nodes that should have come by now have not.
+	if due := min(s.due, s.requested); s.ready < due {
+		waiting, waitingMessage = laxityv1alpha1.NodesOverdueReason,
+			fmt.Sprintf("%s; %d were asked for more than the %s lead time ago", poolReady, due, s.lead.Round(time.Second))
+	}
 	switch {
 	case s.backendErr != nil:
 		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionFalse, laxityv1alpha1.BackendErrorReason, s.backendErr.Error())
@@ -151,6 +192,9 @@ func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) 
 		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.StepStuckReason, s.stuck)
 	case s.ready >= s.requested:
 		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionTrue, laxityv1alpha1.DeadlinesMetReason, "Planned and running")
+	case waiting == laxityv1alpha1.WaitingForNodesReason:
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionTrue, laxityv1alpha1.ScalingUpReason,
+			fmt.Sprintf("Scaling up as planned: %s, the rest requested less than the %s lead time ago", poolReady, s.lead.Round(time.Second)))
 	default:
 		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, waiting, waitingMessage)
 	}

@@ -407,20 +407,19 @@ var _ = Describe("A batch that fails on every attempt", Ordered, func() {
 		fmt.Fprintf(GinkgoWriter, "SparkApplications: %d (echo %d)\n", len(all), len(echo))
 	})
 
-	It("explains in the query's AtRisk condition which step failed and how often, as soon as it has", func(ctx SpecContext) {
+	It("explains in the query's OnTrack condition which step failed and how often, as soon as it has", func(ctx SpecContext) {
 		Expect(exhausted).NotTo(BeNil())
 		// The moment the last attempt failed, minutes before the deadline,
 		// and at the end, after it.
 		for _, q := range []*laxityv1alpha1.IntermittentQuery{exhausted, fsQuery(ctx, w, "delta")} {
-			atRisk := meta.FindStatusCondition(q.Status.Conditions, laxityv1alpha1.IntermittentQueryAtRiskCondition)
+			atRisk := meta.FindStatusCondition(q.Status.Conditions, laxityv1alpha1.IntermittentQueryOnTrackCondition)
 			Expect(atRisk).NotTo(BeNil())
-			fmt.Fprintf(GinkgoWriter, "AtRisk: %s %s %q\n", atRisk.Status, atRisk.Reason, atRisk.Message)
-			Expect(atRisk.Status).To(Equal(metav1.ConditionTrue))
+			fmt.Fprintf(GinkgoWriter, "OnTrack: %s %s %q\n", atRisk.Status, atRisk.Reason, atRisk.Message)
+			Expect(atRisk.Status).To(Equal(metav1.ConditionFalse))
 			Expect(atRisk.Reason).To(Equal(laxityv1alpha1.StepFailedReason))
 			Expect(atRisk.Message).To(ContainSubstring("Batch 1"))
 			Expect(atRisk.Message).To(ContainSubstring("3 attempts"))
 			Expect(atRisk.Message).To(ContainSubstring("delta-b1-r2"))
-			Expect(meta.IsStatusConditionTrue(q.Status.Conditions, laxityv1alpha1.IntermittentQueryOnTrackCondition)).To(BeFalse())
 			ready := meta.FindStatusCondition(q.Status.Conditions, laxityv1alpha1.IntermittentQueryReadyCondition)
 			Expect(ready.Reason).To(Equal(laxityv1alpha1.StepFailedReason))
 			Expect(q.Status.Batches[1].Attempt).To(Equal(int32(2)))
@@ -723,7 +722,7 @@ var _ = Describe("A workload no pool size can finish in time", Ordered, func() {
 		doc planner.Document
 		evs []string
 		// tight's status on the first tick the schedule had planned it, and
-		// its AtRisk condition when it first turned True.
+		// its OnTrack condition when it first turned False (at risk).
 		firstPlanned *laxityv1alpha1.IntermittentQuery
 		atRisk       *metav1.Condition
 		atRiskFrom   time.Time
@@ -741,12 +740,12 @@ var _ = Describe("A workload no pool size can finish in time", Ordered, func() {
 		)
 		fsRunUntil(ctx, w, 30*time.Minute, 5*time.Second, func(now time.Time) bool {
 			q := fsQuery(ctx, w, "tight")
-			c := meta.FindStatusCondition(q.Status.Conditions, laxityv1alpha1.IntermittentQueryAtRiskCondition)
+			c := meta.FindStatusCondition(q.Status.Conditions, laxityv1alpha1.IntermittentQueryOnTrackCondition)
 			if planned := meta.FindStatusCondition(q.Status.Conditions, laxityv1alpha1.IntermittentQueryReadyCondition); firstPlanned == nil &&
 				planned != nil && planned.Reason != laxityv1alpha1.WaitingForPlanReason {
 				firstPlanned = q
 			}
-			if atRisk == nil && c != nil && c.Status == metav1.ConditionTrue {
+			if atRisk == nil && c != nil && c.Status == metav1.ConditionFalse {
 				atRisk, atRiskFrom = c, now
 			}
 			return w.settled(ctx)
@@ -842,13 +841,13 @@ var _ = Describe("A workload no pool size can finish in time", Ordered, func() {
 		}
 	})
 
-	It("shows the infeasible query AtRisk from the first plan on, not OnTrack until the deadline", func() {
+	It("shows the infeasible query at risk (OnTrack False) from the first plan on, not on track until the deadline", func() {
 		Expect(firstPlanned).NotTo(BeNil())
 		Expect(atRisk).NotTo(BeNil())
-		fmt.Fprintf(GinkgoWriter, "tight AtRisk from %s: %s %q\n", atRiskFrom.Sub(origin), atRisk.Reason, atRisk.Message)
-		Expect(meta.IsStatusConditionTrue(firstPlanned.Status.Conditions, laxityv1alpha1.IntermittentQueryAtRiskCondition)).To(BeTrue(),
+		fmt.Fprintf(GinkgoWriter, "tight at risk from %s: %s %q\n", atRiskFrom.Sub(origin), atRisk.Reason, atRisk.Message)
+		Expect(meta.IsStatusConditionFalse(firstPlanned.Status.Conditions, laxityv1alpha1.IntermittentQueryOnTrackCondition)).To(BeTrue(),
 			"%+v", firstPlanned.Status.Conditions)
-		Expect(meta.IsStatusConditionTrue(firstPlanned.Status.Conditions, laxityv1alpha1.IntermittentQueryOnTrackCondition)).To(BeFalse())
+		Expect(meta.FindStatusCondition(firstPlanned.Status.Conditions, laxityv1alpha1.IntermittentQueryReadyCondition).Reason).To(Equal(laxityv1alpha1.NoFeasiblePlanReason))
 		Expect(atRiskFrom).To(BeTemporally("<", windowStart), "at risk before its window even opened")
 		Expect(atRisk.Reason).To(Equal(laxityv1alpha1.NoFeasiblePlanReason))
 		Expect(atRisk.Message).To(ContainSubstring(fmt.Sprintf("%.0fs", doc.Chosen.Failure.LateSeconds)))

@@ -6,9 +6,13 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
@@ -29,7 +33,7 @@ var _ = Describe("GitOps health: kstatus of schedules and queries", Ordered, fun
 		return result.Status
 	}
 
-	It("shows a feasible schedule in progress while its nodes come, then current; its queries current while on track and when done", func(ctx SpecContext) {
+	It("shows a feasible schedule current while its nodes come as planned; its queries current while on track and when done", func(ctx SpecContext) {
 		w := newWorld(ctx, "kstatus", lead)
 		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4).LeadTime(lead).Obj()
 		query := builder.Query(w.ns, "alpha").Rate("50").Slack(3 * time.Minute).Obj()
@@ -43,7 +47,9 @@ var _ = Describe("GitOps health: kstatus of schedules and queries", Ordered, fun
 		asked := windowStart.Add(-lead)
 		w.tick(ctx, asked)
 		w.tick(ctx, asked.Add(5*time.Second))
-		Expect(kstatusOf(ctx, w.schedule)).To(Equal(status.InProgressStatus), "nodes requested, none ready")
+		Expect(kstatusOf(ctx, w.schedule)).To(Equal(status.CurrentStatus), "nodes requested, none ready yet, within their lead time: a routine scale-up")
+		Expect(w.schedule.Status.Conditions).To(ContainElement(And(
+			HaveField("Type", laxityv1alpha1.ElasticScheduleReadyCondition), HaveField("Reason", laxityv1alpha1.ScalingUpReason))))
 		w.tick(ctx, asked.Add(lead+10*time.Second))
 		Expect(kstatusOf(ctx, w.schedule)).To(Equal(status.CurrentStatus), "the nodes are ready")
 
@@ -61,6 +67,56 @@ var _ = Describe("GitOps health: kstatus of schedules and queries", Ordered, fun
 		Expect(kstatusOf(ctx, w.schedule)).To(Equal(status.CurrentStatus))
 		Expect(kstatusOf(ctx, query)).To(Equal(status.CurrentStatus))
 		Expect(query.Status.Final).NotTo(BeNil())
+
+		// The query's own events: each step launched once, the result once,
+		// and a reconcile run again announces nothing more.
+		var evs []string
+		for drained := false; !drained; {
+			select {
+			case e := <-w.iq.Recorder.(*events.FakeRecorder).Events:
+				evs = append(evs, e)
+			default:
+				drained = true
+			}
+		}
+		steps := len(query.Status.Batches) + len(query.Status.Partials) + 1
+		Expect(fsCount(evs, "Normal Launched", "launched as")).To(Equal(steps), "%v", evs)
+		Expect(fsCount(evs, "Normal Succeeded", query.Status.Final.SparkApplication)).To(Equal(1), "%v", evs)
+		Expect(evs).To(HaveLen(steps+1), "nothing else happened to the query: %v", evs)
+		Expect(evs).To(ContainElement(ContainSubstring("Batch 0 launched as")))
+		_, err := w.iq.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(query)})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(w.iq.Recorder.(*events.FakeRecorder).Events).To(BeEmpty())
+	})
+
+	It("shows a schedule whose nodes are late in progress, naming them overdue, and current once they come", func(ctx SpecContext) {
+		// The pool takes 5 minutes where the schedule declares 2.
+		w := newWorld(ctx, "kstatus-overdue", 5*time.Minute)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4).LeadTime(lead).Obj()
+		// Not learning the longer lead time keeps the plan, so that what is
+		// due stays what the first plan asked for.
+		w.schedule.Spec.Planning.Learning = laxityv1alpha1.LearningOff
+		w.create(ctx, w.schedule, builder.Query(w.ns, "alpha").Rate("50").Slack(10*time.Minute).Obj())
+		asked := windowStart.Add(-lead)
+		for t := origin; !t.After(asked.Add(lead + overdueGrace - 5*time.Second)); t = t.Add(5 * time.Second) {
+			w.tick(ctx, t)
+			Expect(kstatusOf(ctx, w.schedule)).To(Equal(status.CurrentStatus), "at %s: within the lead time", t.Sub(origin))
+		}
+		w.tick(ctx, asked.Add(lead+overdueGrace+5*time.Second))
+		Expect(kstatusOf(ctx, w.schedule)).To(Equal(status.InProgressStatus), "nodes overdue")
+		ready := meta.FindStatusCondition(w.schedule.Status.Conditions, laxityv1alpha1.ElasticScheduleReadyCondition)
+		Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+		Expect(ready.Reason).To(Equal(laxityv1alpha1.NodesOverdueReason))
+		Expect(ready.Message).To(ContainSubstring("lead time ago"))
+		current := false
+		for t := asked.Add(lead + overdueGrace + 10*time.Second); !current; t = t.Add(5 * time.Second) {
+			Expect(t.Before(origin.Add(30*time.Minute))).To(BeTrue(), "the schedule should be current again once its nodes came")
+			w.tick(ctx, t)
+			current = kstatusOf(ctx, w.schedule) == status.CurrentStatus
+			if current {
+				Expect(t).To(BeTemporally(">=", asked.Add(5*time.Minute)), "not before the nodes came")
+			}
+		}
 	})
 
 	It("shows an infeasible schedule and its doomed query as failed, naming why", func(ctx SpecContext) {

@@ -76,7 +76,7 @@ func newWorld(ctx context.Context, name string, leadTime time.Duration) *world {
 	}
 	sources := &Sources{} // one reading of each input serves both reconcilers, as in Setup
 	w.es = &ElasticScheduleReconciler{Client: k8sClient, Clock: w.clock, Recorder: events.NewFakeRecorder(10000), Options: opts, Backend: backend, Sources: sources, Runner: StepRunners(k8sClient, nil)}
-	w.iq = &IntermittentQueryReconciler{Client: k8sClient, Clock: w.clock, Options: opts, Sources: sources, Runner: StepRunners(k8sClient, nil)}
+	w.iq = &IntermittentQueryReconciler{Client: k8sClient, Clock: w.clock, Recorder: events.NewFakeRecorder(10000), Options: opts, Sources: sources, Runner: StepRunners(k8sClient, nil)}
 	w.nodes = &standin.Provisioner{Client: k8sClient, Delay: leadTime}
 	w.spark = &standin.Spark{Client: k8sClient, Duration: standin.ModelledDuration(k8sClient, spec.CostModel)}
 	return w

@@ -30,9 +30,12 @@ const (
 	// many ready nodes as the plan requests now.
 	ElasticSchedulePoolReadyCondition = "PoolReady"
 
-	// ElasticScheduleReadyCondition is True when the schedule is Planned,
-	// Feasible and PoolReady; its reason is that of the first of those that
-	// is not True.
+	// ElasticScheduleReadyCondition summarises the schedule. It is True when
+	// the schedule is Planned and Feasible and its pool is ready or scaling
+	// up as planned (reason ScalingUp: the missing nodes were requested less
+	// than a provisioning lead time ago). It is False, with the reason of
+	// what is wrong, when nodes are overdue or lost, the backend fails, a
+	// step is stuck, or no plan can be made or meets every deadline.
 	ElasticScheduleReadyCondition = "Ready"
 
 	// ElasticScheduleStalledCondition is True, and present only then, when
@@ -45,19 +48,20 @@ const (
 
 // Condition types of an IntermittentQuery.
 const (
-	// IntermittentQueryReadyCondition summarises the query; its reason, shown
-	// in the Status column of kubectl get, is the reason of the most telling
-	// other condition (FinalMergeSucceeded, DeadlinePassed, SlackNegative,
-	// SlackPositive) or why the query cannot run yet.
+	// IntermittentQueryReadyCondition summarises the query; its reason,
+	// shown in the Status column of kubectl get, says where it stands at a
+	// glance: OnTrack, AtRisk, FinalMergeSucceeded, StepFailed,
+	// NoFeasiblePlan, InputUnavailable, or why it cannot run yet.
 	IntermittentQueryReadyCondition = "Ready"
 
-	// IntermittentQueryOnTrackCondition is True while the query's slack is
-	// non-negative, i.e. it is expected to finish before its deadline.
+	// IntermittentQueryOnTrackCondition is True while the query is expected
+	// to finish before its deadline (its slack is not negative), and once it
+	// has finished in time. It is False, with the reason, while the query is
+	// expected to be late (SlackNegative), after its deadline passed
+	// (SlackNegative), when no plan meets its deadline (NoFeasiblePlan),
+	// when a step failed on every attempt (StepFailed), and once it finished
+	// late. Being at risk is OnTrack False before the deadline.
 	IntermittentQueryOnTrackCondition = "OnTrack"
-
-	// IntermittentQueryAtRiskCondition is True while the query's slack is
-	// negative and its deadline has not passed.
-	IntermittentQueryAtRiskCondition = "AtRisk"
 
 	// IntermittentQueryDeadlineMissedCondition is True once the deadline has
 	// passed without a succeeded final merge.
@@ -106,6 +110,16 @@ const (
 	// plan requests now.
 	NodesReadyReason = "NodesReady"
 
+	// ScalingUpReason surfaces, with Ready True, while fewer nodes are ready
+	// than requested but every missing node was requested less than a
+	// provisioning lead time ago: the pool is scaling up as planned.
+	ScalingUpReason = "ScalingUp"
+
+	// NodesOverdueReason surfaces, with PoolReady and Ready False, when
+	// nodes the plan asked for more than a provisioning lead time (and a
+	// 30-second grace) ago are still not ready.
+	NodesOverdueReason = "NodesOverdue"
+
 	// BackendErrorReason surfaces when the pool backend failed to request or
 	// report nodes; the message holds the backend's error.
 	BackendErrorReason = "BackendError"
@@ -131,6 +145,15 @@ const (
 	// SlackNegativeReason surfaces when the query is expected to finish after
 	// its deadline (slack < 0).
 	SlackNegativeReason = "SlackNegative"
+
+	// OnTrackReason is the reason of a query's Ready condition while it is
+	// expected to finish before its deadline.
+	OnTrackReason = "OnTrack"
+
+	// AtRiskReason is the reason of a query's Ready condition while it is
+	// expected to finish after its deadline, or its deadline has passed,
+	// with no result yet.
+	AtRiskReason = "AtRisk"
 
 	// DeadlinePassedReason surfaces when the deadline has passed before the
 	// final merge succeeded.

@@ -486,9 +486,10 @@ type IntermittentQueryStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions are the query's conditions: Ready, OnTrack, AtRisk,
-	// DeadlineMissed and Succeeded. The Ready condition's reason is the
-	// query's state at a glance (shown by kubectl get).
+	// conditions are the query's conditions: Ready, OnTrack, DeadlineMissed
+	// and Succeeded, and Stalled and ForeignSteps while they hold. The Ready
+	// condition's reason is the query's state at a glance (shown by kubectl
+	// get).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
