@@ -251,6 +251,40 @@ const (
 	PolicyEarliestDeadline PlanningPolicy = "EarliestDeadline"
 )
 
+// PlanningObjective is the bill plans are ranked by.
+// +kubebuilder:validation:Enum=Executable;Instant
+type PlanningObjective string
+
+const (
+	// ObjectiveExecutable ranks plans by what the pool really bills: nodes
+	// requested a provisioning lead time before they are needed, kept
+	// through idle periods shorter than releaseAfterIdle, each billed at
+	// least the billing minimum.
+	ObjectiveExecutable PlanningObjective = "Executable"
+	// ObjectiveInstant ranks plans by the cost of nodes that arrive and
+	// leave the moment they are needed, ignoring the lead time and the
+	// keep-alive: the ranking of the published method laxity's search
+	// comes from.
+	ObjectiveInstant PlanningObjective = "Instant"
+)
+
+// PlanningSearch says how far the plan search goes.
+// +kubebuilder:validation:Enum=Improve;Grid
+type PlanningSearch string
+
+const (
+	// SearchImprove takes the best grid cell and reshapes it: batches of
+	// different sizes per query and per batch, boundaries moved by whole
+	// arrival units, queries cut into more or fewer batches, each shape
+	// planned and priced anew; it keeps a shape only when it is cheaper by
+	// the objective and still meets every deadline.
+	SearchImprove PlanningSearch = "Improve"
+	// SearchGrid keeps to the grid: every initial pool size × every batch
+	// size factor, each query's batches of one size. It is faster and
+	// reproduces the published method's plans.
+	SearchGrid PlanningSearch = "Grid"
+)
+
 // RateModel says how measured arrival rates feed back into planning.
 // +kubebuilder:validation:Enum=Pessimistic;Optimistic
 type RateModel string
@@ -302,6 +336,22 @@ type Planning struct {
 	// +optional
 	// +kubebuilder:default=LeastLaxity
 	Policy PlanningPolicy `json:"policy,omitempty"`
+
+	// objective is the bill plans are ranked by: Executable (what the pool
+	// really bills, with the provisioning lead time, the keep-alive and the
+	// billing minimum) or Instant (nodes that come and go the moment they
+	// are needed). Defaults to Executable.
+	// +optional
+	// +kubebuilder:default=Executable
+	Objective PlanningObjective `json:"objective,omitempty"`
+
+	// search says how far the plan search goes: Improve (the best cell of
+	// the initial size × batch size factor grid, then reshaped batch by
+	// batch while that lowers the bill) or Grid (the grid alone, each
+	// query's batches of one size). Defaults to Improve.
+	// +optional
+	// +kubebuilder:default=Improve
+	Search PlanningSearch `json:"search,omitempty"`
 
 	// rateModel says how measured arrival rates trigger re-planning:
 	// Pessimistic (re-plan when a query's measured rate exceeds the plan's

@@ -106,6 +106,8 @@ func planningOf(spec laxityv1alpha1.Planning) planner.Planning {
 		BacktrackStep:    max(int(spec.BacktrackStep), 1),
 		MaxBatchDuration: defaultMaxBatchDuration.Seconds(),
 		Policy:           planner.Policy(spec.Policy),
+		Objective:        planner.Objective(spec.Objective),
+		GridOnly:         spec.Search == laxityv1alpha1.SearchGrid,
 	}
 	if len(spec.BatchSizeFactors) > 0 {
 		p.BatchSizeFactors = nil
@@ -121,6 +123,9 @@ func planningOf(spec laxityv1alpha1.Planning) planner.Planning {
 	}
 	if p.Policy == "" {
 		p.Policy = planner.LeastLaxity
+	}
+	if p.Objective == "" {
+		p.Objective = planner.Executable
 	}
 	return p
 }
