@@ -67,7 +67,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: manifests generate ## Regenerate and fail on any diff; check purity, layering and chart CRD and RBAC drift.
+verify: manifests generate ## Regenerate and fail on any diff; check purity, layering, chart CRD and RBAC drift and the chart's values table.
 	git --no-pager diff --exit-code -- api config charts
 	@new="$$(git ls-files --others --exclude-standard -- 'api/*zz_generated*' config/crd config/rbac/role.yaml charts/laxity/files)"; \
 	if [[ -n "$$new" ]]; then echo "Generated files are not committed:"; echo "$$new"; exit 1; fi
@@ -75,6 +75,7 @@ verify: manifests generate ## Regenerate and fail on any diff; check purity, lay
 	hack/verify-layering.sh
 	diff -r config/crd/bases charts/laxity/files/crds
 	diff config/rbac/role.yaml charts/laxity/files/manager-role.yaml
+	go run ./hack/chartdoc -check charts/laxity
 
 .PHONY: envtest
 envtest: ## Build the envtest control plane (kube-apiserver, etcd) from Go modules, once per machine.
