@@ -24,8 +24,10 @@ GO_TEST_FLAGS ?= -race -count=1 -timeout 60m
 # reject --ginkgo.* flags.
 GINKGO_TEST_FLAGS ?= --ginkgo.randomize-all
 
-# Image built by docker-build.
-IMG ?= laxity:latest
+# Image built by docker-build: tagged with the chart's appVersion, the tag
+# the chart runs by default.
+CHART_APP_VERSION := $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' charts/laxity/Chart.yaml)
+IMG ?= laxity:$(CHART_APP_VERSION)
 CONTAINER_TOOL ?= docker
 
 .PHONY: all
@@ -43,9 +45,9 @@ help: ## Show this help.
 manifests: $(CONTROLLER_GEN) ## Generate CustomResourceDefinitions and the manager's ClusterRole, and copy both into the chart.
 	$(CONTROLLER_GEN) crd paths="./api/..." output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=laxity-manager paths="./controllers/..." output:rbac:artifacts:config=config/rbac
-	mkdir -p charts/laxity/crds charts/laxity/files
-	rm -f charts/laxity/crds/*.yaml
-	cp config/crd/bases/*.yaml charts/laxity/crds/
+	mkdir -p charts/laxity/files/crds
+	rm -f charts/laxity/files/crds/*.yaml
+	cp config/crd/bases/*.yaml charts/laxity/files/crds/
 	cp config/rbac/role.yaml charts/laxity/files/manager-role.yaml
 
 .PHONY: generate
@@ -65,14 +67,15 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: manifests generate ## Regenerate and fail on any diff; check purity, layering and chart CRD and RBAC drift.
+verify: manifests generate ## Regenerate and fail on any diff; check purity, layering, chart CRD and RBAC drift and the chart's values table.
 	git --no-pager diff --exit-code -- api config charts
-	@new="$$(git ls-files --others --exclude-standard -- 'api/*zz_generated*' config/crd config/rbac/role.yaml charts/laxity/crds charts/laxity/files)"; \
+	@new="$$(git ls-files --others --exclude-standard -- 'api/*zz_generated*' config/crd config/rbac/role.yaml charts/laxity/files)"; \
 	if [[ -n "$$new" ]]; then echo "Generated files are not committed:"; echo "$$new"; exit 1; fi
 	hack/verify-purity.sh
 	hack/verify-layering.sh
-	diff -r config/crd/bases charts/laxity/crds
+	diff -r config/crd/bases charts/laxity/files/crds
 	diff config/rbac/role.yaml charts/laxity/files/manager-role.yaml
+	go run ./hack/chartdoc -check charts/laxity
 
 .PHONY: envtest
 envtest: ## Build the envtest control plane (kube-apiserver, etcd) from Go modules, once per machine.
@@ -107,7 +110,7 @@ build: ## Build the laxity binary into bin/.
 	go build -o $(LOCALBIN)/laxity .
 
 .PHONY: docker-build
-docker-build: ## Build the container image IMG (default laxity:latest; needs a container engine).
+docker-build: ## Build the container image IMG (default laxity:<the chart's appVersion>; needs a container engine).
 	$(CONTAINER_TOOL) build -t $(IMG) .
 
 .PHONY: demo
@@ -125,9 +128,13 @@ plan-sample: ## Plan the sample workload and print the plan.
 ##@ Chart
 
 .PHONY: helm-lint
-helm-lint: $(HELM) ## Lint the Helm chart, with and without its optional ServiceMonitor.
+helm-lint: $(HELM) ## Lint the Helm chart with its values schema, with and without its optional parts.
 	$(HELM) lint --strict charts/laxity
-	$(HELM) lint --strict charts/laxity --set metrics.serviceMonitor.enabled=true
+	$(HELM) lint --strict charts/laxity --set metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true --set 'watchNamespaces={team-a,team-b}'
+
+.PHONY: chart-docs
+chart-docs: ## Write the values table of charts/laxity/README.md from the comments in values.yaml.
+	go run ./hack/chartdoc charts/laxity
 
 ##@ Tools
 

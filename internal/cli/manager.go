@@ -6,15 +6,18 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -30,6 +33,7 @@ type managerOptions struct {
 	secureMetrics          bool
 	leaderElect            bool
 	leaderElectionNS       string
+	watchNamespaces        []string
 	scheduleWorkers        int
 	queryWorkers           int
 	placeholderImage       string
@@ -49,8 +53,9 @@ func newManagerCommand() *cobra.Command {
 		Use:   "manager",
 		Short: "Run the operator: plan every ElasticSchedule, drive its pool and launch its batches",
 		Long: `manager runs laxity's controllers against the cluster of --kubeconfig (or
-KUBECONFIG, or the in-cluster config), watching all namespaces. Leader
-election is off unless --leader-elect. No webhook is needed.`,
+KUBECONFIG, or the in-cluster config), watching all namespaces, or only
+those of --watch-namespaces. Leader election is off unless --leader-elect.
+No webhook is needed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -60,6 +65,7 @@ election is off unless --leader-elect. No webhook is needed.`,
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the health and readiness probes bind to; 0 disables them")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so that only one of several managers acts")
 	f.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader-election Lease; required with --leader-elect when the manager runs outside a cluster (in a cluster: the manager's own namespace)")
+	f.StringSliceVar(&o.watchNamespaces, "watch-namespaces", nil, "comma-separated namespaces whose laxity objects, Secrets, SparkApplications and other namespaced objects the manager watches and reads; empty watches all namespaces. Cluster-scoped objects (Nodes, node pools, PriorityClasses) are read cluster-wide either way")
 	f.IntVar(&o.scheduleWorkers, "schedule-workers", 4, "how many ElasticSchedules are reconciled at once, so that one slow plan holds back no other schedule")
 	f.IntVar(&o.queryWorkers, "query-workers", 4, "how many IntermittentQueries are reconciled at once")
 	f.StringVar(&o.placeholderImage, "placeholder-image", "", "container image of the placeholder backend's pods (a pause image); required by schedules with that backend")
@@ -94,7 +100,10 @@ func (o *managerOptions) run(cmd *cobra.Command) error {
 			return invalid("manager: --leader-elect: the manager runs outside a cluster (no %s), so it cannot tell which namespace holds its leader-election Lease; give one with --leader-election-namespace", inClusterNamespaceFile)
 		}
 	}
-	logStart(cmd)
+	if err := validateNamespaces(o.watchNamespaces); err != nil {
+		return &usageError{err: fmt.Errorf("manager: --watch-namespaces: %w", err)}
+	}
+	logStart(cmd, o.watchNamespaces)
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(laxityv1alpha1.AddToScheme(scheme))
@@ -111,7 +120,7 @@ func (o *managerOptions) run(cmd *cobra.Command) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Cache:                   controllers.CacheOptions(),
+		Cache:                   watchOnly(controllers.CacheOptions(), o.watchNamespaces),
 		Client:                  controllers.ClientOptions(),
 		Metrics:                 metrics,
 		HealthProbeBindAddress:  o.probeAddr,
@@ -147,9 +156,40 @@ func (o *managerOptions) controllerOptions() controllers.Options {
 // leader election takes its Lease namespace from it when none is given.
 const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
+// validateNamespaces checks that every name is a namespace name, and that
+// none is given twice.
+func validateNamespaces(names []string) error {
+	seen := map[string]bool{}
+	for _, ns := range names {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			return fmt.Errorf("%q is not a namespace name: %s", ns, strings.Join(msgs, "; "))
+		}
+		if seen[ns] {
+			return fmt.Errorf("%q is given twice", ns)
+		}
+		seen[ns] = true
+	}
+	return nil
+}
+
+// watchOnly restricts the cache to the namespaces given, none meaning all.
+// controller-runtime keeps cluster-scoped kinds (Nodes, PriorityClasses)
+// in a cluster-wide cache of their own either way, and the per-kind label
+// selectors of opts still apply within each namespace.
+func watchOnly(opts cache.Options, namespaces []string) cache.Options {
+	if len(namespaces) == 0 {
+		return opts
+	}
+	opts.DefaultNamespaces = make(map[string]cache.Config, len(namespaces))
+	for _, ns := range namespaces {
+		opts.DefaultNamespaces[ns] = cache.Config{}
+	}
+	return opts
+}
+
 // logStart logs, at info level, what the manager starts with: its version,
 // every flag in force (given or defaulted) and the namespaces it watches.
-func logStart(cmd *cobra.Command) {
+func logStart(cmd *cobra.Command, namespaces []string) {
 	version := "unknown"
 	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
 		version = info.Main.Version
@@ -158,6 +198,10 @@ func logStart(cmd *cobra.Command) {
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		flags = append(flags, f.Name, f.Value.String())
 	})
-	ctrl.Log.WithName("setup").Info("Starting the laxity manager", "version", version, "namespaces", "all")
+	watched := "all"
+	if len(namespaces) > 0 {
+		watched = strings.Join(namespaces, ",")
+	}
+	ctrl.Log.WithName("setup").Info("Starting the laxity manager", "version", version, "namespaces", watched)
 	ctrl.Log.WithName("setup").Info("Flags in force", flags...)
 }

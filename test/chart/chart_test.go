@@ -19,6 +19,7 @@ package chart
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,9 +29,11 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,28 +48,64 @@ const customValues = "test/chart/testdata/custom-values.yaml"
 type chartValues struct {
 	ReplicaCount int32 `json:"replicaCount"`
 	Image        struct {
-		Repository string            `json:"repository"`
-		Tag        string            `json:"tag"`
-		PullPolicy corev1.PullPolicy `json:"pullPolicy"`
+		Repository  string                        `json:"repository"`
+		Tag         string                        `json:"tag"`
+		PullPolicy  corev1.PullPolicy             `json:"pullPolicy"`
+		PullSecrets []corev1.LocalObjectReference `json:"pullSecrets"`
 	} `json:"image"`
-	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets"`
-	FullnameOverride string                        `json:"fullnameOverride"`
+	FullnameOverride string `json:"fullnameOverride"`
 	ServiceAccount   struct {
+		Create      bool              `json:"create"`
+		Name        string            `json:"name"`
 		Annotations map[string]string `json:"annotations"`
 	} `json:"serviceAccount"`
-	Manager struct {
+	WatchNamespaces []string `json:"watchNamespaces"`
+	Manager         struct {
 		LogLevel         string `json:"logLevel"`
 		PlaceholderImage string `json:"placeholderImage"`
 		ResultRoot       string `json:"resultRoot"`
 		MaxAttempts      int    `json:"maxAttempts"`
 		RetryBackoff     string `json:"retryBackoff"`
 		Poll             string `json:"poll"`
+		ScheduleWorkers  int    `json:"scheduleWorkers"`
+		QueryWorkers     int    `json:"queryWorkers"`
 	} `json:"manager"`
-	Resources      corev1.ResourceRequirements `json:"resources"`
-	PodAnnotations map[string]string           `json:"podAnnotations"`
-	NodeSelector   map[string]string           `json:"nodeSelector"`
-	Tolerations    []corev1.Toleration         `json:"tolerations"`
-	Affinity       *corev1.Affinity            `json:"affinity"`
+	ExtraArgs           []string                    `json:"extraArgs"`
+	Env                 []corev1.EnvVar             `json:"env"`
+	EnvFrom             []corev1.EnvFromSource      `json:"envFrom"`
+	Resources           corev1.ResourceRequirements `json:"resources"`
+	PodLabels           map[string]string           `json:"podLabels"`
+	PodAnnotations      map[string]string           `json:"podAnnotations"`
+	NodeSelector        map[string]string           `json:"nodeSelector"`
+	Tolerations         []corev1.Toleration         `json:"tolerations"`
+	Affinity            *corev1.Affinity            `json:"affinity"`
+	PriorityClassName   string                      `json:"priorityClassName"`
+	PodDisruptionBudget struct {
+		Enabled        bool               `json:"enabled"`
+		MaxUnavailable intstr.IntOrString `json:"maxUnavailable"`
+	} `json:"podDisruptionBudget"`
+	Metrics struct {
+		ServiceMonitor struct {
+			Enabled       bool              `json:"enabled"`
+			Labels        map[string]string `json:"labels"`
+			Interval      string            `json:"interval"`
+			ScrapeTimeout string            `json:"scrapeTimeout"`
+		} `json:"serviceMonitor"`
+		PrometheusRule struct {
+			Enabled                bool              `json:"enabled"`
+			Labels                 map[string]string `json:"labels"`
+			AtRiskFor              string            `json:"atRiskFor"`
+			LeadTimeFactor         float64           `json:"leadTimeFactor"`
+			DefaultLeadTimeSeconds float64           `json:"defaultLeadTimeSeconds"`
+			AdditionalLabels       map[string]string `json:"additionalLabels"`
+		} `json:"prometheusRule"`
+		Dashboard struct {
+			Enabled     bool              `json:"enabled"`
+			Labels      map[string]string `json:"labels"`
+			Annotations map[string]string `json:"annotations"`
+			Namespace   string            `json:"namespace"`
+		} `json:"dashboard"`
+	} `json:"metrics"`
 }
 
 // metricsAuthRules are what controller-runtime's authentication and
@@ -103,33 +142,25 @@ var _ = Describe("The Helm chart", func() {
 			Expect(err).NotTo(HaveOccurred())
 		},
 		Entry("with default values"),
-		Entry("with the ServiceMonitor", "--set", "metrics.serviceMonitor.enabled=true"),
+		Entry("with the metrics objects", "--set", "metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true"),
+		Entry("with watched namespaces", "--set", "watchNamespaces={team-a,team-b}"),
+		Entry("with an existing ServiceAccount and no RBAC", "--set", "serviceAccount.create=false,serviceAccount.name=laxity,rbac.create=false"),
 		Entry("with every optional value set", "--values", customValues),
 	)
 
-	DescribeTable("renders objects that a real API server accepts, without a warning",
-		func(ctx SpecContext, release, namespace string, flags ...string) {
-			r := helmTemplate(release, namespace, flags...)
-			Expect(r.ofKind(serviceMonitorKind)).To(BeEmpty())
-			for _, obj := range r {
-				if obj.GetNamespace() != "" {
-					Expect(obj.GetNamespace()).To(Equal(namespace), "%s %s", obj.GetKind(), obj.GetName())
-				}
-			}
-			Expect(createAll(ctx, append([]client.Object{restrictedNamespace(namespace)}, r.clientObjects()...)...)).To(BeEmpty())
-		},
-		Entry("with default values", "default-values", "chart-default-values"),
-		Entry("with the ServiceMonitor disabled", "no-monitor", "chart-no-monitor", "--set", "metrics.serviceMonitor.enabled=false"),
-		Entry("with every optional value set", "custom-values", "chart-custom-values", "--values", customValues),
-	)
-
-	It("runs the image of its appVersion by default", func() {
+	It("runs the image of its appVersion by default, the chart's version, which its README states", func() {
 		var chart struct {
+			Version    string `json:"version"`
 			AppVersion string `json:"appVersion"`
 		}
 		readYAML("charts/laxity/Chart.yaml", &chart, false)
+		Expect(chart.AppVersion).NotTo(BeEmpty())
+		Expect(chart.Version).To(Equal(chart.AppVersion), "the chart's version and the laxity version it runs agree")
 		_, container := manager(chartDefaults())
 		Expect(container.Image).To(HaveSuffix(":"+chart.AppVersion), "the image tag defaults to the appVersion")
+		readme, err := os.ReadFile(filepath.Join(chartDir, "README.md"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(readme)).To(ContainSubstring(fmt.Sprintf("Chart version %s, laxity %s", chart.Version, chart.AppVersion)))
 	})
 
 	It("passes every optional value through to the manager", func() {
@@ -143,29 +174,81 @@ var _ = Describe("The Helm chart", func() {
 		Expect(deployment.Spec.Replicas).To(HaveValue(Equal(values.ReplicaCount)))
 		Expect(container.Image).To(Equal(values.Image.Repository + ":" + values.Image.Tag))
 		Expect(container.ImagePullPolicy).To(Equal(values.Image.PullPolicy))
-		Expect(pod.ImagePullSecrets).To(Equal(values.ImagePullSecrets))
+		Expect(pod.ImagePullSecrets).To(Equal(values.Image.PullSecrets))
 		Expect(container.Args).To(ContainElements(
 			"--zap-log-level="+values.Manager.LogLevel,
+			"--watch-namespaces="+strings.Join(values.WatchNamespaces, ","),
 			"--placeholder-image="+values.Manager.PlaceholderImage,
 			"--result-root="+values.Manager.ResultRoot,
 			fmt.Sprintf("--max-attempts=%d", values.Manager.MaxAttempts),
 			"--retry-backoff="+values.Manager.RetryBackoff,
 			"--poll="+values.Manager.Poll,
+			fmt.Sprintf("--schedule-workers=%d", values.Manager.ScheduleWorkers),
+			fmt.Sprintf("--query-workers=%d", values.Manager.QueryWorkers),
 		))
+		Expect(container.Args).To(ContainElements(values.ExtraArgs))
+		Expect(container.Env).To(Equal(values.Env))
+		Expect(container.EnvFrom).To(Equal(values.EnvFrom))
 		Expect(cmp.Diff(values.Resources, container.Resources, quantitiesByValue)).To(BeEmpty())
 		for key, value := range values.PodAnnotations {
 			Expect(deployment.Spec.Template.Annotations).To(HaveKeyWithValue(key, value))
 		}
+		for key, value := range values.PodLabels {
+			Expect(deployment.Spec.Template.Labels).To(HaveKeyWithValue(key, value))
+		}
 		Expect(pod.NodeSelector).To(Equal(values.NodeSelector))
 		Expect(pod.Tolerations).To(Equal(values.Tolerations))
 		Expect(pod.Affinity).To(Equal(values.Affinity))
+		Expect(pod.PriorityClassName).To(Equal(values.PriorityClassName))
 
+		Expect(pod.ServiceAccountName).To(Equal(values.ServiceAccount.Name))
 		accounts := as[corev1.ServiceAccount](r.ofKind(serviceAccountKind))
-		Expect(accounts).To(HaveLen(1))
-		Expect(accounts[0].Name).To(Equal(pod.ServiceAccountName))
+		idx := slices.IndexFunc(accounts, func(a corev1.ServiceAccount) bool { return a.Name == pod.ServiceAccountName })
+		Expect(idx).NotTo(Equal(-1), "the manager's ServiceAccount is rendered")
 		for key, value := range values.ServiceAccount.Annotations {
-			Expect(accounts[0].Annotations).To(HaveKeyWithValue(key, value))
+			Expect(accounts[idx].Annotations).To(HaveKeyWithValue(key, value))
 		}
+
+		budgets := as[policyv1.PodDisruptionBudget](r.ofKind(pdbKind))
+		Expect(budgets).To(HaveLen(1))
+		Expect(budgets[0].Spec.MaxUnavailable).To(HaveValue(Equal(values.PodDisruptionBudget.MaxUnavailable)))
+		selector, err := metav1.LabelSelectorAsSelector(budgets[0].Spec.Selector)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(selector.Matches(labels.Set(deployment.Spec.Template.Labels))).To(BeTrue(), "the PodDisruptionBudget covers the manager's pods")
+
+		monitor := expectMonitorsMetrics(r)
+		for key, value := range values.Metrics.ServiceMonitor.Labels {
+			Expect(monitor.Labels).To(HaveKeyWithValue(key, value))
+		}
+		Expect(monitor.Spec.Endpoints[0].Interval).To(Equal(values.Metrics.ServiceMonitor.Interval))
+		Expect(monitor.Spec.Endpoints[0].ScrapeTimeout).To(Equal(values.Metrics.ServiceMonitor.ScrapeTimeout))
+
+		rules := r.ofKind(prometheusRuleKind)
+		Expect(rules).To(HaveLen(1))
+		for key, value := range values.Metrics.PrometheusRule.Labels {
+			Expect(rules[0].GetLabels()).To(HaveKeyWithValue(key, value))
+		}
+		for _, rule := range alertRules(rules[0]) {
+			for key, value := range values.Metrics.PrometheusRule.AdditionalLabels {
+				Expect(rule.Labels).To(HaveKeyWithValue(key, value), "alert %s", rule.Alert)
+			}
+			if rule.Alert == "LaxityDeadlineAtRisk" {
+				Expect(rule.For).To(Equal(values.Metrics.PrometheusRule.AtRiskFor))
+			}
+			if rule.Alert == "LaxityPoolNotReady" {
+				Expect(rule.Expr).To(ContainSubstring(fmt.Sprintf("%g * %g", values.Metrics.PrometheusRule.LeadTimeFactor, values.Metrics.PrometheusRule.DefaultLeadTimeSeconds)))
+			}
+		}
+
+		dashboards := as[corev1.ConfigMap](r.ofKind(configMapKind))
+		Expect(dashboards).To(HaveLen(1))
+		for key, value := range values.Metrics.Dashboard.Labels {
+			Expect(dashboards[0].Labels).To(HaveKeyWithValue(key, value))
+		}
+		for key, value := range values.Metrics.Dashboard.Annotations {
+			Expect(dashboards[0].Annotations).To(HaveKeyWithValue(key, value))
+		}
+		Expect(dashboards[0].Namespace).To(Equal(deployment.Namespace))
 	})
 
 	It("grants the manager the rules generated into config/rbac/role.yaml, what its metrics and leader election need, and no more", func() {
@@ -208,8 +291,7 @@ var _ = Describe("The Helm chart", func() {
 		monitor := expectMonitorsMetrics(r)
 		Expect(monitor.Labels).To(HaveKeyWithValue("release", "prometheus"))
 		Expect(monitor.Spec.Endpoints[0].Interval).To(Equal("30s"))
-		// This API server has no ServiceMonitor CRD; the rest must install.
-		Expect(createAll(ctx, append([]client.Object{restrictedNamespace(namespace)}, r.without(serviceMonitorKind).clientObjects()...)...)).To(BeEmpty())
+		Expect(createAll(ctx, append([]client.Object{restrictedNamespace(namespace)}, r.without(crdKind).clientObjects()...)...)).To(BeEmpty())
 	})
 })
 
@@ -228,16 +310,10 @@ var _ = Describe("The kustomize manifests", func() {
 		}
 
 		// envtest installed the CRDs from config/crd/bases; the build must
-		// carry the same ones the chart does.
+		// carry the same ones the chart renders.
 		chartCRDs := map[string]any{}
-		crdFiles, err := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
-		Expect(err).NotTo(HaveOccurred())
-		for _, file := range crdFiles {
-			rel, err := filepath.Rel(repoRoot, file)
-			Expect(err).NotTo(HaveOccurred())
-			for _, crd := range readDocuments(rel) {
-				chartCRDs[crd.GetName()] = crd.Object["spec"]
-			}
+		for _, crd := range chartDefaults().ofKind(crdKind) {
+			chartCRDs[crd.GetName()] = crd.Object["spec"]
 		}
 		builtCRDs := map[string]any{}
 		for _, crd := range r.ofKind(crdKind) {
@@ -253,11 +329,23 @@ var _ = Describe("The kustomize manifests", func() {
 		Expect(cmp.Diff(substanceOf(chartDefaults()), substanceOf(kustomized()), quantitiesByValue)).To(BeEmpty())
 	})
 
-	It("add, in config/prometheus, the ServiceMonitor the chart renders when asked to", func() {
+	It("add, in config/prometheus, the ServiceMonitor and scraper identity the chart renders when asked to", func() {
 		withMonitor := kustomizeBuild("config/prometheus")
-		Expect(withMonitor.without(serviceMonitorKind)).To(ConsistOf(kustomized()), "config/default and nothing else")
-		chartMonitor := expectMonitorsMetrics(helmTemplate("laxity", "laxity-system", "--set", "metrics.serviceMonitor.enabled=true"))
+		Expect(withMonitor.without(serviceMonitorKind, secretKind, serviceAccountKind, clusterRoleBindingKind)).
+			To(ConsistOf(kustomized().without(serviceAccountKind, clusterRoleBindingKind)), "config/default and the scraper's objects")
+		chart := helmTemplate("laxity", "laxity-system", "--set", "metrics.serviceMonitor.enabled=true")
+		chartMonitor := expectMonitorsMetrics(chart)
 		Expect(expectMonitorsMetrics(withMonitor).Spec.Endpoints).To(Equal(chartMonitor.Spec.Endpoints))
+		added := func(r rendered) []string {
+			var kinds []string
+			for _, obj := range r.ofKind(secretKind, serviceAccountKind, clusterRoleBindingKind) {
+				if strings.Contains(obj.GetName(), "scraper") {
+					kinds = append(kinds, obj.GetKind()+" "+obj.GetName())
+				}
+			}
+			return kinds
+		}
+		Expect(added(withMonitor)).To(ConsistOf(added(chart)))
 	})
 })
 

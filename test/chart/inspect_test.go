@@ -51,15 +51,19 @@ var (
 	roleKind               = schema.GroupKind{Group: rbacv1.GroupName, Kind: "Role"}
 	roleBindingKind        = schema.GroupKind{Group: rbacv1.GroupName, Kind: "RoleBinding"}
 	serviceMonitorKind     = schema.GroupKind{Group: "monitoring.coreos.com", Kind: "ServiceMonitor"}
+	prometheusRuleKind     = schema.GroupKind{Group: "monitoring.coreos.com", Kind: "PrometheusRule"}
+	secretKind             = schema.GroupKind{Kind: "Secret"}
+	configMapKind          = schema.GroupKind{Kind: "ConfigMap"}
+	pdbKind                = schema.GroupKind{Group: "policy", Kind: "PodDisruptionBudget"}
 )
 
 // rendered is the objects one `helm template` or `kustomize build` printed.
 type rendered []*unstructured.Unstructured
 
-func (r rendered) ofKind(kind schema.GroupKind) rendered {
+func (r rendered) ofKind(kinds ...schema.GroupKind) rendered {
 	var out rendered
 	for _, obj := range r {
-		if obj.GroupVersionKind().GroupKind() == kind {
+		if slices.Contains(kinds, obj.GroupVersionKind().GroupKind()) {
 			out = append(out, obj)
 		}
 	}
@@ -328,20 +332,26 @@ type serviceMonitor struct {
 }
 
 type monitorEndpoint struct {
-	Port            string `json:"port"`
-	Scheme          string `json:"scheme"`
-	Path            string `json:"path"`
-	Interval        string `json:"interval,omitempty"`
-	BearerTokenFile string `json:"bearerTokenFile,omitempty"`
-	TLSConfig       *struct {
+	Port          string `json:"port"`
+	Scheme        string `json:"scheme"`
+	Path          string `json:"path"`
+	HonorLabels   bool   `json:"honorLabels"`
+	Interval      string `json:"interval,omitempty"`
+	ScrapeTimeout string `json:"scrapeTimeout,omitempty"`
+	Authorization *struct {
+		Type        string                   `json:"type"`
+		Credentials corev1.SecretKeySelector `json:"credentials"`
+	} `json:"authorization,omitempty"`
+	TLSConfig *struct {
 		InsecureSkipVerify bool `json:"insecureSkipVerify"`
 	} `json:"tlsConfig,omitempty"`
 }
 
 // expectMonitorsMetrics checks that the render's only ServiceMonitor scrapes
 // the manager's metrics: it sits beside the metrics Service, selects it, and
-// scrapes the port the manager serves metrics on, over HTTPS, with a token
-// the manager can authenticate. It returns the ServiceMonitor.
+// scrapes the port the manager serves metrics on, over HTTPS, keeping the
+// metrics' own namespace label, with the token of a ServiceAccount the
+// render allows to read the metrics. It returns the ServiceMonitor.
 func expectMonitorsMetrics(r rendered) serviceMonitor {
 	GinkgoHelper()
 	monitors := r.ofKind(serviceMonitorKind)
@@ -367,8 +377,58 @@ func expectMonitorsMetrics(r rendered) serviceMonitor {
 	Expect(containerPort(container, service.Spec.Ports[idx].TargetPort)).To(Equal(metricsPort))
 	Expect(endpoint.Scheme).To(Equal("https"))
 	Expect(endpoint.Path).To(Equal("/metrics"))
-	Expect(endpoint.BearerTokenFile).NotTo(BeEmpty(), "the manager only answers callers it can authenticate")
+	Expect(endpoint.HonorLabels).To(BeTrue(), "the metrics' namespace label is the schedule's, not the manager's")
 	Expect(endpoint.TLSConfig).NotTo(BeNil())
 	Expect(endpoint.TLSConfig.InsecureSkipVerify).To(BeTrue(), "the manager's certificate is self-signed")
+
+	// The manager only answers callers it can authenticate and that may get
+	// /metrics: the token must be a ServiceAccount's, one bound to that.
+	Expect(endpoint.Authorization).NotTo(BeNil(), "the manager only answers callers it can authenticate")
+	Expect(strings.ToLower(endpoint.Authorization.Type)).To(BeElementOf("", "bearer"))
+	Expect(endpoint.Authorization.Credentials.Key).To(Equal(corev1.ServiceAccountTokenKey))
+	secrets := as[corev1.Secret](r.ofKind(secretKind))
+	idx = slices.IndexFunc(secrets, func(s corev1.Secret) bool {
+		return s.Namespace == monitor.Namespace && s.Name == endpoint.Authorization.Credentials.Name
+	})
+	Expect(idx).NotTo(Equal(-1), "the token Secret %s is rendered beside the ServiceMonitor", endpoint.Authorization.Credentials.Name)
+	token := secrets[idx]
+	Expect(token.Type).To(Equal(corev1.SecretTypeServiceAccountToken))
+	account := token.Annotations[corev1.ServiceAccountNameKey]
+	Expect(account).NotTo(BeEmpty())
+	Expect(slices.ContainsFunc(as[corev1.ServiceAccount](r.ofKind(serviceAccountKind)), func(a corev1.ServiceAccount) bool {
+		return a.Namespace == token.Namespace && a.Name == account
+	})).To(BeTrue(), "the scraper's ServiceAccount %s is rendered", account)
+	Expect(grantsTo(r, token.Namespace, account).Cluster).To(Equal(permissionsOf(metricsReaderRules)), "the scraper may read the metrics, and nothing else")
 	return monitor
+}
+
+// alertRule is one rule of a PrometheusRule.
+type alertRule struct {
+	Alert       string            `json:"alert"`
+	Expr        string            `json:"expr"`
+	For         string            `json:"for,omitempty"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+// alertRules are the rules of every group of a PrometheusRule; decoding
+// rejects fields the model does not have.
+func alertRules(obj *unstructured.Unstructured) []alertRule {
+	GinkgoHelper()
+	var rule struct {
+		metav1.TypeMeta   `json:",inline"`
+		metav1.ObjectMeta `json:"metadata"`
+		Spec              struct {
+			Groups []struct {
+				Name  string      `json:"name"`
+				Rules []alertRule `json:"rules"`
+			} `json:"groups"`
+		} `json:"spec"`
+	}
+	Expect(runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(obj.Object, &rule, true)).To(Succeed())
+	var out []alertRule
+	for _, g := range rule.Spec.Groups {
+		out = append(out, g.Rules...)
+	}
+	return out
 }

@@ -44,6 +44,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	"github.com/laxity-dev/laxity/test/testenv"
@@ -78,9 +79,17 @@ var _ = BeforeSuite(func() {
 	kustomize = pinnedTool("KUSTOMIZE", "kustomize-v5.8.2")
 	helmHome = GinkgoT().TempDir()
 
-	testEnv, err = testenv.Start()
+	// The systems the manager's rules name, so that the API server can say
+	// which of their resources are namespaced; and the Prometheus
+	// Operator's CRDs, so that it validates the monitoring objects.
+	testEnv, err = testenv.Start(testenv.WithThirdPartyCRDs(testenv.SparkApplications, testenv.MachineDeployments, testenv.NodePools))
 	Expect(err).NotTo(HaveOccurred())
 	restConfig = testEnv.Config
+	_, err = envtest.InstallCRDs(restConfig, envtest.CRDInstallOptions{
+		Paths:              []string{filepath.Join(repoRoot, "test", "chart", "testdata", "crds")},
+		ErrorIfPathMissing: true,
+	})
+	Expect(err).NotTo(HaveOccurred())
 })
 
 var _ = AfterSuite(func() {
@@ -126,6 +135,15 @@ func helmTemplate(name, namespace string, flags ...string) rendered {
 	objs, err := decodeDocuments(out)
 	Expect(err).NotTo(HaveOccurred())
 	return objs
+}
+
+// helmTemplateError renders the chart expecting helm to refuse, and returns
+// what helm said.
+func helmTemplateError(flags ...string) string {
+	GinkgoHelper()
+	_, err := run(helm, append([]string{"template", "refused", chartDir, "--namespace", "refused"}, flags...)...)
+	Expect(err).To(HaveOccurred(), "helm template %q succeeded", flags)
+	return err.Error()
 }
 
 // kustomizeBuild builds the kustomization in dir, relative to the repository
@@ -188,6 +206,12 @@ func decodeDocuments(data []byte) (rendered, error) {
 		}
 		objs = append(objs, obj)
 	}
+}
+
+// plainNamespace is a namespace without Pod Security labels, for the
+// namespaces the manager watches.
+func plainNamespace(name string) *corev1.Namespace {
+	return &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
 
 // restrictedNamespace is a namespace whose pods must meet the "restricted"
