@@ -447,3 +447,56 @@ func TestFreeAt(t *testing.T) {
 		}
 	}
 }
+
+// A reshaped plan cuts a query's batches at its own ends: the next batch
+// waits for its planned end, not a batch size after its start, and the
+// plan's last batch takes what the window brought when it closes.
+func TestBatchesFollowThePlansEnds(t *testing.T) {
+	ends := []int64{100, 400, 450, 1000}
+	tests := []struct {
+		name     string
+		now      float64
+		arrived  int64
+		batches  []Batch
+		from, to int64
+		launch   bool
+	}{
+		{"first batch at its end", 50, 120, nil, 0, 100, true},
+		{"second batch waits past a batch size", 50, 250, []Batch{done(0, 100)}, 0, 0, false},
+		{"second batch at its planned end", 50, 400, []Batch{done(0, 100)}, 100, 400, true},
+		{"a short batch", 60, 460, []Batch{done(0, 100), done(100, 400)}, 400, 450, true},
+		{"the last planned batch waits for the close", 90, 980, []Batch{done(0, 100), done(100, 400), done(400, 450)}, 0, 0, false},
+		{"the last batch takes more than planned", 100, 1030, []Batch{done(0, 100), done(100, 400), done(400, 450)}, 450, 1030, true},
+		{"the last batch takes fewer than planned", 100, 900, []Batch{done(0, 100), done(100, 400), done(400, 450)}, 450, 900, true},
+		{"past the plan, batch sizes", 100, 1300, []Batch{done(0, 100), done(100, 400), done(400, 450), done(450, 1000)}, 1000, 1100, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q := query("a", 900, tc.arrived, tc.batches...)
+			q.BatchEnds = ends
+			got := Decide(at(tc.now), settings, []Query{q}, Pool{Ready: 2})
+			if !tc.launch {
+				if got.Launch != nil {
+					t.Errorf("launch = %+v, want none", got.Launch)
+				}
+				return
+			}
+			if l := got.Launch; l == nil || l.Kind != planner.StepBatch || l.FromTuple != tc.from || l.ToTuple != tc.to {
+				t.Errorf("launch = %+v, want batch [%d, %d)", got.Launch, tc.from, tc.to)
+			}
+		})
+	}
+}
+
+// The work left counts the plan's batches, whatever their sizes.
+func TestRemainingCountsThePlansBatches(t *testing.T) {
+	q := query("a", 900, 100, done(0, 100))
+	q.BatchEnds = []int64{100, 900, 1000}
+	// Two batches to go (800 and 100 tuples): 2 × 1 s of overhead, 900 ×
+	// 0.01 s, and the final merge of 3 results, 1 s. With batches of 100 it
+	// would be nine overheads.
+	got := q.Remaining(at(30), Step{Kind: planner.StepBatch, Index: 1, FromTuple: 100, ToTuple: 900}, 2)
+	if want := 2*time.Second + 9*time.Second + time.Second; got != want {
+		t.Errorf("Remaining = %v, want %v", got, want)
+	}
+}
