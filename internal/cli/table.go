@@ -23,9 +23,15 @@ func writeTable(out io.Writer, schedule string, d planner.Document) error {
 	}
 	c := d.Chosen
 	fmt.Fprintf(tw, "ElasticSchedule %s, origin %s\n", schedule, d.Origin.Format(time.RFC3339))
-	if c.Feasible {
+	switch {
+	case c.Feasible && c.Improved:
+		fmt.Fprintf(tw, "Chosen: %d initial nodes, batches reshaped from %dX: cost %.2f (executable %.2f), at most %d nodes\n",
+			c.InitialNodes, c.BatchSizeFactor, c.Cost, c.ExecutableCost, c.MaxNodes)
+	case c.Feasible:
 		fmt.Fprintf(tw, "Chosen: %d initial nodes, %dX batches: cost %.2f (executable %.2f), at most %d nodes\n",
 			c.InitialNodes, c.BatchSizeFactor, c.Cost, c.ExecutableCost, c.MaxNodes)
+	}
+	if c.Feasible {
 		fmt.Fprintf(tw, "Meets every deadline up to %.2f times the planned arrival rates.\n", d.MaxSupportedRateFactor)
 	} else {
 		fmt.Fprintf(tw, "INFEASIBLE: no candidate meets every deadline. Even with every batch on %d nodes, %s is %.1fs late.\n",
@@ -66,7 +72,7 @@ func writeGrid(tw io.Writer, d planner.Document) {
 	for _, s := range sizes {
 		header = append(header, fmt.Sprintf("INN:%d", s))
 	}
-	fmt.Fprintln(tw, "Candidates: cost:maxNodes per initial nodes (INN) and batch-size factor; * chosen, - infeasible")
+	fmt.Fprintln(tw, "Candidates: cost:maxNodes per initial nodes (INN) and batch-size factor; * chosen, or where a reshaped plan started; - infeasible")
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, f := range factors {
 		row := []string{fmt.Sprintf("%dX", f)}
