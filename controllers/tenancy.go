@@ -144,10 +144,12 @@ func (t *Tenancy) Schedule(ctx context.Context, es *laxityv1alpha1.ElasticSchedu
 // TenantPolicy, or else the target's own annotation.
 func (t *Tenancy) scale(ctx context.Context, ns tenancy.Namespace, ref *laxityv1alpha1.ScaleBackend) (refusal, err error) {
 	const field = "spec.nodePool.backend.scale"
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil {
-		// The backend reports the malformed reference; nothing is resized.
-		return nil, nil //nolint:nilerr // the pool backend names this error on the schedule
+	gv, parseErr := schema.ParseGroupVersion(ref.APIVersion)
+	if parseErr != nil {
+		return refused(&tenancy.Refusal{
+			Field: field + ".apiVersion", What: fmt.Sprintf("resizing %s %s", ref.Kind, ref.Name),
+			Missing: fmt.Sprintf("%q is not a group/version (%v), so no grant can name the pool", ref.APIVersion, parseErr),
+		}), nil
 	}
 	pool := tenancy.Pool{Group: gv.Group, Kind: ref.Kind, Name: ref.Name}
 	if ns.Pool(field, pool, tenancy.PoolAnnotation{}) == nil {
