@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -19,7 +20,35 @@ import (
 
 // dispatch decides the next step on the pool as it stands and launches it,
 // if one is due; created is the step it created in this pass, nil when none.
-func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, v *view, dqs []dispatch.Query, p *passResult) (_ dispatch.Decision, created *dispatch.Step, _ error) {
+// A query whose template cannot become a step (laxity's rendering or the
+// SparkApplication CRD rejects it) is held and marked, with an event, and
+// the decision is taken again without it: the schedule's other queries go
+// on in the same pass.
+func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, v *view, dqs []dispatch.Query, p *passResult) (dispatch.Decision, *dispatch.Step, error) {
+	for held := 0; ; held++ {
+		decision, created, err := r.dispatchOnce(ctx, v, dqs, p)
+		var rejected *rejectedQuery
+		// Each round holds one more query, so it ends; the bound only
+		// guards against a decision that would pick a held query.
+		if !errors.As(err, &rejected) || held > len(dqs) {
+			return decision, created, err
+		}
+		q := queryNamed(v.queries, rejected.query)
+		r.Refusals.reject(q, rejected.err)
+		log.FromContext(ctx).Info("holding a query whose template cannot become a step", "query", q.Name, "error", rejected.err.Error())
+		p.note(corev1.EventTypeWarning, laxityv1alpha1.InvalidTemplateReason, "Launch",
+			fmt.Sprintf("IntermittentQuery %s is not run until its spec changes: %v", q.Name, rejected.err))
+		for i := range dqs {
+			if dqs[i].Name == q.Name {
+				dqs[i].Held = true
+			}
+		}
+	}
+}
+
+// dispatchOnce is one decision and launch of dispatch. A launch its
+// query's template keeps from happening is a *rejectedQuery.
+func (r *ElasticScheduleReconciler) dispatchOnce(ctx context.Context, v *view, dqs []dispatch.Query, p *passResult) (_ dispatch.Decision, created *dispatch.Step, _ error) {
 	es, now, doc := v.es, v.now, &v.stored.doc
 	current := dispatch.Pool{Ready: int(v.ready)}
 	current.Coming, current.ComingBy = dispatch.Coming(doc.Origin, doc.Requests, v.lead, now)
@@ -55,6 +84,9 @@ func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, v *view, dqs [
 	// At most maxNamesTaken names are passed over in one pass.
 	for taken := 0; ; taken++ {
 		app, err := sparkapp.Render(q, es, step, sparkapp.Locations{Input: q.Spec.Input.Location, ResultRoot: r.Options.ResultRoot})
+		if templateRejected(err) {
+			return decision, nil, &rejectedQuery{query: q.Name, err: err}
+		}
 		if err != nil {
 			return decision, nil, err
 		}
@@ -77,6 +109,9 @@ func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, v *view, dqs [
 			step.Attempt++
 			step.NamesTaken++
 			continue
+		}
+		if templateRejected(err) {
+			return decision, nil, &rejectedQuery{query: q.Name, err: fmt.Errorf("IntermittentQuery %s/%s: spec.sparkApplication: %w", q.Namespace, q.Name, err)}
 		}
 		if !made {
 			return decision, nil, err

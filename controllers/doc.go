@@ -7,6 +7,7 @@
 // One pass over a schedule, in the order it runs:
 //
 //	elasticschedule_controller.go  Reconcile and the pass: observe, judge, re-plan, size, dispatch
+//	tenancy.go                     what the namespace may make laxity do (internal/tenancy), first
 //	pass.go                        the view a pass reads once: queries, inputs, steps, nodes, plan
 //	planning.go                    whether the plan in force holds, and re-planning
 //	dispatching.go                 the next step: decided by dispatch, rendered and launched

@@ -43,6 +43,12 @@ type ElasticScheduleReconciler struct {
 	// Runner picks the step runner a schedule's backend names
 	// (StepRunners).
 	Runner func(es *laxityv1alpha1.ElasticSchedule) steprun.Runner
+	// Tenancy decides what the schedule's namespace may make laxity do;
+	// nil checks nothing (unit tests of the mechanics; Setup always sets
+	// it). Refusals keeps, for the IntermittentQuery controller, why a
+	// query is not run; nil keeps nothing.
+	Tenancy  *Tenancy
+	Refusals *Refusals
 
 	// reported holds the UIDs of the foreign objects already reported by an
 	// event, so each is reported once per manager run (the queries'
@@ -137,7 +143,14 @@ func (e *backendError) Unwrap() error { return e.err }
 func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1alpha1.ElasticSchedule) (ctrl.Result, []note, error) {
 	es.Status.ObservedGeneration = es.Generation
 	p := &passResult{}
-	v, err := r.observe(ctx, es, p)
+	ns, refusal, err := r.permitted(ctx, es)
+	if err != nil {
+		return ctrl.Result{}, nil, err
+	}
+	if refusal != nil {
+		return r.notPermitted(es, refusal, p)
+	}
+	v, err := r.observe(ctx, es, ns, p)
 	if err != nil {
 		return ctrl.Result{}, p.notes, err
 	}

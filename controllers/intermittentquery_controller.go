@@ -33,6 +33,9 @@ type IntermittentQueryReconciler struct {
 	Runner func(es *laxityv1alpha1.ElasticSchedule) steprun.Runner
 	// Recorder records the query's events; nil records none.
 	Recorder events.EventRecorder
+	// Refusals says why the schedule does not run a query (see Tenancy);
+	// nil says nothing.
+	Refusals *Refusals
 }
 
 // +kubebuilder:rbac:groups=laxity.dev,resources=intermittentqueries,verbs=get;list;watch
@@ -45,6 +48,7 @@ func (r *IntermittentQueryReconciler) Reconcile(ctx context.Context, req ctrl.Re
 		if apierrors.IsNotFound(err) {
 			forgetQuery(req.Namespace, req.Name)
 			r.Sources.Forget(req.NamespacedName)
+			r.Refusals.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -142,6 +146,7 @@ func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1
 		return 0, err
 	}
 	state := queryState{now: now, failedOut: failedOutTaken(q, r.Options.MaxAttempts, namesTaken(launched)), inputErr: inputErr}
+	state.refusedReason, state.refused, _ = r.Refusals.Refusal(q)
 	if stored != nil {
 		pq, err := spec.Query(q, stored.doc.Origin)
 		if err != nil {

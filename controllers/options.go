@@ -55,6 +55,10 @@ type Options struct {
 	// MaxPlanSteps bounds the batches and merges one plan may hold (0 means
 	// planner.DefaultMaxSteps).
 	MaxPlanSteps int
+	// AllowedServiceAccounts may run the SparkApplications of every
+	// namespace (each in its own namespace); others need a TenantPolicy's
+	// grant, but for the namespace's "default" service account.
+	AllowedServiceAccounts []string
 }
 
 // DefaultPlanTimeout is Options.PlanTimeout's default: well above the

@@ -17,6 +17,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/source"
 	"github.com/laxity-dev/laxity/internal/spec"
 	"github.com/laxity-dev/laxity/internal/steprun"
+	"github.com/laxity-dev/laxity/internal/tenancy"
 )
 
 // view is what one pass over a schedule reads, each thing once: its live
@@ -84,7 +85,12 @@ func (p *passResult) keep(err error) error {
 // observe reads the schedule's view. Before it reads the queries' inputs
 // it brings the job runs up to date and lets the queries being deleted go,
 // which may fail with backend errors that p keeps.
-func (r *ElasticScheduleReconciler) observe(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, p *passResult) (*view, error) {
+//
+// ns is what the schedule's namespace is granted, nil when nothing is
+// checked: a query that asks for more than its namespace may have, or
+// whose template was rejected at launch, is left out of the view, so that
+// it is neither planned nor run, and the others go on.
+func (r *ElasticScheduleReconciler) observe(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, ns *tenancy.Namespace, p *passResult) (*view, error) {
 	v := &view{es: es, now: r.Clock.Now(), lead: spec.LeadTime(es)}
 	queries, err := queriesOf(ctx, r.Client, es)
 	if err != nil {
@@ -103,6 +109,7 @@ func (r *ElasticScheduleReconciler) observe(ctx context.Context, es *laxityv1alp
 	if err := p.keep(err); err != nil {
 		return nil, err
 	}
+	queries = r.admit(ns, queries, p)
 	v.queries = queries
 	if len(queries) == 0 {
 		return v, nil

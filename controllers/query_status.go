@@ -104,6 +104,10 @@ type queryState struct {
 	plannedLate time.Duration
 	// inputErr is why the query's input could not be read, if it could not.
 	inputErr error
+	// refused is why the schedule does not run the query (its namespace's
+	// grants, or a template that cannot become a step), with its reason.
+	refused       error
+	refusedReason string
 }
 
 // plannedLate is how late the plan in force finishes the query, 0 when it
@@ -206,6 +210,9 @@ func setQueryConditions(q *laxityv1alpha1.IntermittentQuery, s queryState) {
 	case s.noSchedule:
 		summary(metav1.ConditionFalse, laxityv1alpha1.ScheduleNotFoundReason, "", "",
 			fmt.Sprintf("ElasticSchedule %q not found in namespace %s", q.Spec.ScheduleName, q.Namespace))
+		return
+	case s.refused != nil && !(final != nil && final.Outcome == laxityv1alpha1.StepSucceeded):
+		summary(metav1.ConditionFalse, s.refusedReason, "", "", s.refusedReason, s.refused.Error())
 		return
 	case !s.planned:
 		summary(metav1.ConditionFalse, laxityv1alpha1.WaitingForPlanReason, "", "", "The schedule has not planned this query yet")

@@ -56,14 +56,16 @@ func Setup(_ context.Context, mgr ctrl.Manager, clk clock.PassiveClock, opts Opt
 	}
 	sources := &Sources{Reader: mgr.GetAPIReader()}
 	runner := StepRunners(mgr.GetClient(), jobRuns)
+	tenants := &Tenancy{Client: mgr.GetClient(), Targets: mgr.GetAPIReader(), RESTMapper: mgr.GetRESTMapper(), DefaultServiceAccounts: opts.AllowedServiceAccounts}
+	refusals := &Refusals{}
 	es := &ElasticScheduleReconciler{
 		Client: mgr.GetClient(), Clock: clk, Options: opts, Backend: backend, Sources: sources, Runner: runner,
-		Recorder: mgr.GetEventRecorder("laxity"),
+		Recorder: mgr.GetEventRecorder("laxity"), Tenancy: tenants, Refusals: refusals,
 	}
 	if err := es.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ElasticSchedule controller: %w", err)
 	}
-	iq := &IntermittentQueryReconciler{Client: mgr.GetClient(), Clock: clk, Options: opts, Sources: sources, Runner: runner, Recorder: mgr.GetEventRecorder("laxity")}
+	iq := &IntermittentQueryReconciler{Client: mgr.GetClient(), Clock: clk, Options: opts, Sources: sources, Runner: runner, Recorder: mgr.GetEventRecorder("laxity"), Refusals: refusals}
 	if err := iq.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the IntermittentQuery controller: %w", err)
 	}
@@ -144,7 +146,7 @@ func sparkApplication() *unstructured.Unstructured {
 
 // SetupWithManager registers the ElasticSchedule controller: a schedule is
 // looked at again when it, one of its queries, one of its SparkApplications,
-// its plan or a Node changes.
+// its plan, a Node or a TenantPolicy changes.
 func (r *ElasticScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	bySchedule := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		name := o.GetLabels()[LabelSchedule]
@@ -171,7 +173,9 @@ func (r *ElasticScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&laxityv1alpha1.ElasticSchedule{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&corev1.ConfigMap{}).
 		Watches(&laxityv1alpha1.IntermittentQuery{}, bySchedule, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&corev1.Node{}, allSchedules)
+		Watches(&corev1.Node{}, allSchedules).
+		// A grant made or taken back takes effect at once.
+		Watches(&laxityv1alpha1.TenantPolicy{}, allSchedules)
 	if !r.Options.NoSparkApplications {
 		b = b.Watches(sparkApplication(), bySchedule)
 	}

@@ -100,15 +100,27 @@ func (r *ElasticScheduleReconciler) finalize(ctx context.Context, es *laxityv1al
 	// refuses new objects, cannot hold the schedule (and the namespace)
 	// forever; a pool whose target is gone, or whose kind is no longer
 	// served, has nothing left to release.
-	var released pool.Released
-	backend, err := r.Backend(ctx, es)
-	if err == nil {
-		released, err = pool.Release(ctx, backend)
-	} else if why, ok := pool.NothingToRelease(err); ok {
-		released, err = pool.Released{Nothing: true, Why: why}, nil
-	}
+	// A pool the namespace may not drive is left exactly as it is:
+	// releasing it would scale someone else's pool to zero.
+	_, refusal, err := r.permitted(ctx, es)
 	if err != nil {
 		return fmt.Errorf("releasing the pool: %w", err)
+	}
+	var released pool.Released
+	switch backend, err := r.Backend(ctx, es); {
+	case refusal != nil:
+		ctrl.LoggerFrom(ctx).Info("Left the pool as it is: the namespace may not drive it", "why", refusal.Error())
+		r.Recorder.Eventf(es, nil, corev1.EventTypeWarning, laxityv1alpha1.NotPermittedReason, "Release", "The node pool was left as it is: %s", refusal)
+	case err == nil:
+		if released, err = pool.Release(ctx, backend); err != nil {
+			return fmt.Errorf("releasing the pool: %w", err)
+		}
+	default:
+		why, ok := pool.NothingToRelease(err)
+		if !ok {
+			return fmt.Errorf("releasing the pool: %w", err)
+		}
+		released = pool.Released{Nothing: true, Why: why}
 	}
 	if released.Nothing {
 		ctrl.LoggerFrom(ctx).Info("Releasing the pool found nothing to release", "why", released.Why)

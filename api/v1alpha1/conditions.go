@@ -194,6 +194,23 @@ const (
 	// says what to change. A schedule that already has a plan keeps it.
 	SearchBudgetExceededReason = "SearchBudgetExceeded"
 
+	// NotPermittedReason surfaces, with Stalled True, when a schedule or
+	// query asks laxity for something its namespace is not granted: a
+	// shared node pool whose laxity.dev/allowed-namespaces annotation does
+	// not list the namespace and no TenantPolicy grants, a service account
+	// not allowed, a hostPath volume or privileged pod, an EMR on EKS
+	// resource, a bucket read with laxity's credentials or a placeholder
+	// PriorityClass not granted. The message names the field and the grant
+	// that is missing. Nothing of it runs, and no pool is resized, until
+	// the grant is made or the spec changed.
+	NotPermittedReason = "NotPermitted"
+
+	// InvalidTemplateReason surfaces, with Stalled True on the query, when
+	// the query's spec.sparkApplication template cannot become a step:
+	// laxity's rendering or the SparkApplication CRD rejected it. The
+	// message names the field. The schedule's other queries go on.
+	InvalidTemplateReason = "InvalidTemplate"
+
 	// ModelLearnedReason is the reason of the event that says what laxity
 	// learned from the steps that ran or the nodes that arrived changed
 	// materially: a cost model, a margin or the pool's lead time.

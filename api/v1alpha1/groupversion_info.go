@@ -17,8 +17,9 @@ limitations under the License.
 // Package v1alpha1 contains the laxity API, group laxity.dev, version
 // v1alpha1: ElasticSchedule (an elastic executor pool and how to plan for it),
 // IntermittentQuery (a windowed query processed in batches before its
-// deadline) and RecurringQuery (a query on every window of a cron schedule,
-// each window an IntermittentQuery).
+// deadline), RecurringQuery (a query on every window of a cron schedule,
+// each window an IntermittentQuery) and TenantPolicy (an administrator's
+// grant of shared things to namespaces).
 //
 // Decimal numbers are strings holding a Go-parsable float ("0.25", "2e-8")
 // because Kubernetes APIs avoid floats; durations are Go duration strings
@@ -57,6 +58,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&ElasticSchedule{}, &ElasticScheduleList{},
 		&IntermittentQuery{}, &IntermittentQueryList{},
 		&RecurringQuery{}, &RecurringQueryList{},
+		&TenantPolicy{}, &TenantPolicyList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -25,6 +25,8 @@ const (
 	IntermittentQueriesFile = "bases/laxity.dev_intermittentqueries.yaml"
 	// RecurringQueriesFile is the CRD of RecurringQuery.
 	RecurringQueriesFile = "bases/laxity.dev_recurringqueries.yaml"
+	// TenantPoliciesFile is the CRD of TenantPolicy.
+	TenantPoliciesFile = "bases/laxity.dev_tenantpolicies.yaml"
 )
 
 // ElasticSchedules returns the ElasticSchedule CRD as YAML.
@@ -35,6 +37,9 @@ func IntermittentQueries() []byte { return mustRead(IntermittentQueriesFile) }
 
 // RecurringQueries returns the RecurringQuery CRD as YAML.
 func RecurringQueries() []byte { return mustRead(RecurringQueriesFile) }
+
+// TenantPolicies returns the TenantPolicy CRD as YAML.
+func TenantPolicies() []byte { return mustRead(TenantPoliciesFile) }
 
 // All returns every embedded CRD as YAML, ordered by file name.
 func All() [][]byte {

@@ -44,6 +44,7 @@ type managerOptions struct {
 	maxPlanSteps           int
 	stuckFactor            float64
 	stuckMinExtra          time.Duration
+	allowedSAs             []string
 	zap                    zap.Options
 }
 
@@ -74,6 +75,7 @@ No webhook is needed.`,
 	f.DurationVar(&o.backoff, "retry-backoff", 30*time.Second, "wait before retrying a failed step, doubled for each further retry")
 	f.DurationVar(&o.poll, "poll", 15*time.Second, "how often schedules with open windows look at their arrivals")
 	f.DurationVar(&o.planTimeout, "plan-timeout", controllers.DefaultPlanTimeout, "compute time one plan search may take; a schedule whose search runs longer keeps the plan it has, or gets Planned=False with reason SearchBudgetExceeded")
+	f.StringSliceVar(&o.allowedSAs, "allowed-service-accounts", nil, "service accounts (comma-separated names) that SparkApplications may run as in every namespace, each in its own namespace; others need a TenantPolicy's grant (the namespace's \"default\" always may)")
 	f.IntVar(&o.maxPlanSteps, "max-plan-steps", planner.DefaultMaxSteps, "most batches and merges one schedule's plan may hold; a larger workload gets Planned=False naming the fields to change")
 	f.Float64Var(&o.stuckFactor, "stuck-step-factor", controllers.DefaultStuckFactor, "a step pending or running longer than this many times its modelled duration (and longer than --stuck-step-min-extra more than it) is cancelled and retried")
 	f.DurationVar(&o.stuckMinExtra, "stuck-step-min-extra", controllers.DefaultStuckMinExtra, "least time a step may run past its modelled duration before it counts as stuck")
@@ -91,6 +93,11 @@ func (o *managerOptions) run(cmd *cobra.Command) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
 	if o.scheduleWorkers < 1 || o.queryWorkers < 1 {
 		return &usageError{err: fmt.Errorf("manager: --schedule-workers and --query-workers must be at least 1, got %d and %d", o.scheduleWorkers, o.queryWorkers)}
+	}
+	for _, sa := range o.allowedSAs {
+		if errs := validation.IsDNS1123Subdomain(sa); len(errs) > 0 {
+			return &usageError{err: fmt.Errorf("manager: --allowed-service-accounts: %q is not a service account name: %s", sa, strings.Join(errs, "; "))}
+		}
 	}
 	if o.planTimeout <= 0 || o.maxPlanSteps < 1 || o.stuckFactor < 1 || o.stuckMinExtra < 0 {
 		return &usageError{err: fmt.Errorf("manager: --plan-timeout must be positive, --max-plan-steps at least 1, --stuck-step-factor at least 1 and --stuck-step-min-extra not negative; got %s, %d, %g and %s", o.planTimeout, o.maxPlanSteps, o.stuckFactor, o.stuckMinExtra)}
@@ -149,6 +156,7 @@ func (o *managerOptions) controllerOptions() controllers.Options {
 		ScheduleWorkers: o.scheduleWorkers, QueryWorkers: o.queryWorkers,
 		PlanTimeout: o.planTimeout, MaxPlanSteps: o.maxPlanSteps,
 		StuckFactor: o.stuckFactor, StuckMinExtra: o.stuckMinExtra,
+		AllowedServiceAccounts: o.allowedSAs,
 	}
 }
 

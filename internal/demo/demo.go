@@ -104,6 +104,8 @@ type Report struct {
 // minute.
 var managerOptions = controllers.Options{
 	MaxAttempts: 3, Backoff: 30 * time.Second, ResultRoot: "s3a://laxity-demo/results", Poll: time.Minute,
+	// The samples' SparkApplications run as spark-operator's "spark".
+	AllowedServiceAccounts: []string{"spark"},
 }
 
 // tick is how often, in real time, the simulations move on and the

@@ -55,7 +55,7 @@ spec:
 )
 
 func TestEmbeddedCRDs(t *testing.T) {
-	for _, name := range []string{crd.ElasticSchedulesFile, crd.IntermittentQueriesFile, crd.RecurringQueriesFile} {
+	for _, name := range []string{crd.ElasticSchedulesFile, crd.IntermittentQueriesFile, crd.RecurringQueriesFile, crd.TenantPoliciesFile} {
 		onDisk, err := os.ReadFile(filepath.Join("../../config/crd", name))
 		if err != nil {
 			t.Fatal(err)
@@ -68,10 +68,10 @@ func TestEmbeddedCRDs(t *testing.T) {
 			t.Errorf("embedded %s differs from the file", name)
 		}
 	}
-	if got := len(crd.All()); got != 3 {
-		t.Errorf("crd.All(): %d CRDs, want 3", got)
+	if got := len(crd.All()); got != 4 {
+		t.Fatalf("crd.All(): %d CRDs, want 4", got)
 	}
-	if !bytes.Equal(crd.ElasticSchedules(), crd.All()[0]) || !bytes.Equal(crd.IntermittentQueries(), crd.All()[1]) || !bytes.Equal(crd.RecurringQueries(), crd.All()[2]) {
+	if !bytes.Equal(crd.ElasticSchedules(), crd.All()[0]) || !bytes.Equal(crd.IntermittentQueries(), crd.All()[1]) || !bytes.Equal(crd.RecurringQueries(), crd.All()[2]) || !bytes.Equal(crd.TenantPolicies(), crd.All()[3]) {
 		t.Error("crd.All() is not ordered by file name")
 	}
 	l, err := NewLaxityLoader()
@@ -279,7 +279,7 @@ func TestReadErrors(t *testing.T) {
 			},
 			want: []string{
 				`a.yaml: document 1: IntermittentQuery default/q1: spec.deadline: Invalid value: spec.deadline must be after spec.window.end`,
-				`a.yaml: document 2: kind: Unsupported value: "Foo": supported values: "ElasticSchedule", "IntermittentQuery", "RecurringQuery"`,
+				`a.yaml: document 2: kind: Unsupported value: "Foo": supported values: "ElasticSchedule", "IntermittentQuery", "RecurringQuery", "TenantPolicy"`,
 				`a.yaml: document 3: line 18: invalid yaml: did not find expected ',' or ']'`,
 				`b.yaml: document 1: ElasticSchedule analytics/tpch: spec.nodePool.sizes: Invalid value: spec.nodePool.sizes must be in ascending order`,
 				`b.yaml: document 1: ElasticSchedule analytics/tpch: spec.nodePool.sizez: Forbidden: unknown field`,

@@ -155,9 +155,9 @@ func (b *placeholderBackend) Release(ctx context.Context) (Released, error) {
 
 // ensurePriorityClass makes sure the placeholder pods' PriorityClass exists.
 // laxity owns DefaultPriorityClassName and applies it. A PriorityClass the
-// backend names is the user's: it is created with laxity's settings when it
-// does not exist, so that the pods can be admitted, and otherwise left
-// exactly as it is (its value and preemption policy are immutable anyway).
+// backend names must exist: PriorityClasses are cluster-wide, so laxity
+// never creates one under a name a namespace chose (which namespaces may
+// name one is decided before the backend is asked, see internal/tenancy).
 func (b *placeholderBackend) ensurePriorityClass(ctx context.Context) error {
 	name := b.schedule.Spec.NodePool.Backend.Placeholder.PriorityClassName
 	if name == "" {
@@ -167,18 +167,12 @@ func (b *placeholderBackend) ensurePriorityClass(ctx context.Context) error {
 		}
 		return nil
 	}
-	err := b.client.Get(ctx, client.ObjectKey{Name: name}, &schedulingv1.PriorityClass{})
-	if !apierrors.IsNotFound(err) {
-		if err != nil {
-			return fmt.Errorf("%s.priorityClassName: getting PriorityClass %s: %w", placeholderField, name, err)
-		}
-		return nil
-	}
-	pc := placeholderPriorityClass(name)
-	// Create (not apply) so that a class created meanwhile by someone else
-	// is not taken over.
-	if err := b.client.Create(ctx, priorityClassObject(pc), client.FieldOwner(FieldOwner)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("%s.priorityClassName: creating PriorityClass %s: %w", placeholderField, name, err)
+	switch err := b.client.Get(ctx, client.ObjectKey{Name: name}, &schedulingv1.PriorityClass{}); {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%s.priorityClassName: PriorityClass %s does not exist; laxity creates only its own, %s, used when priorityClassName is unset: %w",
+			placeholderField, name, DefaultPriorityClassName, err)
+	case err != nil:
+		return fmt.Errorf("%s.priorityClassName: getting PriorityClass %s: %w", placeholderField, name, err)
 	}
 	return nil
 }
@@ -210,20 +204,6 @@ func placeholderPriorityClass(name string) *schedulingv1ac.PriorityClassApplyCon
 		WithGlobalDefault(false).
 		WithPreemptionPolicy(corev1.PreemptNever).
 		WithDescription(placeholderPriorityDescription)
-}
-
-// priorityClassObject is the typed object of a PriorityClass apply
-// configuration built by placeholderPriorityClass, for a plain create.
-func priorityClassObject(pc *schedulingv1ac.PriorityClassApplyConfiguration) *schedulingv1.PriorityClass {
-	obj := &schedulingv1.PriorityClass{
-		Value:            *pc.Value,
-		GlobalDefault:    *pc.GlobalDefault,
-		Description:      *pc.Description,
-		PreemptionPolicy: pc.PreemptionPolicy,
-	}
-	obj.Name = *pc.Name
-	obj.Labels = pc.Labels
-	return obj
 }
 
 // placeholderDeployment is the Deployment that holds replicas nodes of the

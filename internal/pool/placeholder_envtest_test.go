@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -165,25 +166,18 @@ var _ = Describe("placeholder backend", func() {
 		Expect(after.Value).To(BeEquivalentTo(-100))
 	})
 
-	It("creates a PriorityClass the backend names when it does not exist", func() {
+	It("creates no PriorityClass the backend names: it must exist", func() {
 		name := "team-missing-" + rand.String(5)
-		DeferCleanup(func() {
-			Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}}))).To(Succeed())
-		})
 		es := createSchedule(namespace, placeholder(name), nodeSelector)
 		b, err := New(opts, es)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(b.Request(ctx, 1)).To(Succeed())
+		Expect(b.Request(ctx, 1)).To(MatchError(And(
+			HavePrefix("spec.nodePool.backend.placeholder.priorityClassName: PriorityClass "+name+" does not exist"),
+			ContainSubstring("laxity creates only its own"))))
 
-		pc := priorityClass(name)
-		Expect(pc.Value).To(BeEquivalentTo(-10))
-		Expect(pc.PreemptionPolicy).To(HaveValue(Equal(corev1.PreemptNever)))
-		Expect(pc.GlobalDefault).To(BeFalse())
-		Expect(deploymentOf(es).Spec.Template.Spec.PriorityClassName).To(Equal(name))
-
-		By("leaving it alone afterwards")
-		Expect(b.Request(ctx, 2)).To(Succeed())
-		Expect(priorityClass(name).ResourceVersion).To(Equal(pc.ResourceVersion))
+		err = k8sClient.Get(ctx, client.ObjectKey{Name: name}, &schedulingv1.PriorityClass{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the PriorityClass was created: %v", err)
+		Expect(apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: PlaceholderDeploymentName(es.Name)}, &appsv1.Deployment{}))).To(BeTrue())
 	})
 
 	It("rejects a negative count without a write", func() {

@@ -123,6 +123,15 @@ var _ = Describe("releasing a pool", func() {
 		}}
 	})
 
+	// priorityClass creates the spec's PriorityClass, which the backend
+	// needs (it creates none it is given the name of) to apply its
+	// Deployment.
+	priorityClass := func() {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: placeholder.Placeholder.PriorityClassName}, Value: -10}
+		Expect(k8sClient.Create(ctx, pc)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, pc))).To(Succeed()) })
+	}
+
 	// terminate deletes the namespace. envtest runs no namespace controller,
 	// so it stays Terminating and refuses new objects, as a namespace does
 	// while its content is being deleted.
@@ -159,6 +168,7 @@ var _ = Describe("releasing a pool", func() {
 		})
 
 		It("scales an existing Deployment to zero, then writes nothing", func() {
+			priorityClass()
 			es := createSchedule(namespace, placeholder, nil)
 			b, err := New(opts, es)
 			Expect(err).NotTo(HaveOccurred())
@@ -177,6 +187,7 @@ var _ = Describe("releasing a pool", func() {
 		})
 
 		It("releases in a namespace being deleted", func() {
+			priorityClass()
 			es := createSchedule(namespace, placeholder, nil)
 			b, err := New(opts, es)
 			Expect(err).NotTo(HaveOccurred())

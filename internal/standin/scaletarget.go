@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/tenancy"
 )
 
 // ScaleTarget is a stand-in for the object a scale backend resizes, for a
@@ -69,5 +70,8 @@ func ScaleTarget(es *laxityv1alpha1.ElasticSchedule) (*unstructured.Unstructured
 	u := &unstructured.Unstructured{Object: obj}
 	u.SetAPIVersion(ref.APIVersion)
 	u.SetKind(ref.Kind)
+	// The simulated pool is the schedule's: it lets the schedule's
+	// namespace resize it, as an administrator would.
+	u.SetAnnotations(map[string]string{tenancy.AllowedNamespacesAnnotation: es.Namespace})
 	return u, nil
 }

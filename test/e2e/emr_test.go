@@ -49,6 +49,9 @@ var _ = Describe("laxity manager on EMR on EKS, in a cluster without spark-opera
 		cfg := aws.Config()
 
 		Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "orders"}})).To(Succeed())
+		// The administrator grants the namespace the virtual cluster, role,
+		// node group and endpoint.
+		Expect(c.Create(ctx, builder.TenantPolicy("orders-emr").Namespaces("orders").EMR(emrbuilder.Grant(cfg)).Obj())).To(Succeed())
 		// The node group's two nodes are there already, as EKS would have
 		// them once asked.
 		for _, name := range []string{"ip-10-0-0-1", "ip-10-0-0-2"} {

@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/laxity-dev/laxity/internal/tenancy"
 )
 
 // unstructuredMachineDeployment builds and reads a minimal Cluster API
@@ -17,7 +19,10 @@ func (unstructuredMachineDeployment) object(namespace, name string) *unstructure
 	md := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "cluster.x-k8s.io/v1beta1",
 		"kind":       "MachineDeployment",
-		"metadata":   map[string]any{"namespace": namespace, "name": name},
+		"metadata": map[string]any{"namespace": namespace, "name": name,
+			// The cluster's administrator lets the namespace's schedules
+			// resize it.
+			"annotations": map[string]any{tenancy.AllowedNamespacesAnnotation: namespace}},
 		"spec": map[string]any{
 			"clusterName": "analytics",
 			"replicas":    int64(0),

@@ -84,7 +84,7 @@ var _ = Describe("laxity manager", func() {
 		managerCtx, stop := context.WithCancel(context.Background())
 		defer stop()
 		manager := exec.CommandContext(managerCtx, binary, "manager", "--kubeconfig", kubeconfig,
-			"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+			"--metrics-bind-address", "0", "--health-probe-bind-address", "0", "--allowed-service-accounts", "spark")
 		manager.Stdout, manager.Stderr = &logs, &logs
 		Expect(manager.Start()).To(Succeed())
 		defer func() {

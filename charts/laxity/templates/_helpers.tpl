@@ -73,9 +73,11 @@ server reports for every resource in files/manager-role.yaml, so a new
 cluster-scoped kind in the RBAC markers fails the tests until it is added.
 */}}
 {{- define "laxity.clusterScopedResources" -}}
+namespaces
 nodes
 nodepools.karpenter.sh
 priorityclasses.scheduling.k8s.io
+tenantpolicies.laxity.dev
 {{- end }}
 
 {{/*

@@ -41,7 +41,8 @@ type SASL struct {
 }
 
 // Validate reports the first field of c that cannot work: no brokers, an
-// empty broker, a topic name Kafka rejects, or an incomplete SASL.
+// empty broker, a topic name Kafka rejects, an incomplete SASL, or SASL
+// PLAIN without TLS, which would send the password in clear.
 func (c Config) Validate() error {
 	if len(c.Brokers) == 0 {
 		return errors.New("kafka config: brokers: at least one broker is required")
@@ -64,6 +65,8 @@ func (c Config) Validate() error {
 		return errors.New("kafka config: sasl.username: must not be empty")
 	case c.SASL.Password == "":
 		return errors.New("kafka config: sasl.password: must not be empty")
+	case c.SASL.Mechanism == MechanismPlain && c.TLS == nil:
+		return errors.New("kafka config: sasl.mechanism: PLAIN sends the password in clear, so it needs TLS: set ca.crt, tls.crt and tls.key, or tls.enabled, or use SCRAM-SHA-256 or SCRAM-SHA-512")
 	}
 	return nil
 }
@@ -114,6 +117,7 @@ func unsupportedMechanism(name string) error {
 // type for the certificates.
 const (
 	keyCA            = "ca.crt"
+	keyTLSEnabled    = "tls.enabled"
 	keyClientCert    = "tls.crt"
 	keyClientKey     = "tls.key"
 	keySASLMechanism = "sasl.mechanism"
@@ -129,6 +133,9 @@ const (
 //   - tls.crt and tls.key: a PEM client certificate and its key, both or
 //     neither; enable TLS too, verified against the system roots when
 //     ca.crt is absent.
+//   - tls.enabled: "true" enables TLS verified against the system roots,
+//     for brokers whose certificates a public CA signed; "false" is the
+//     same as leaving it out.
 //   - sasl.mechanism, sasl.username and sasl.password: all three or none.
 //
 // Values are used byte for byte: a trailing newline in a password is part of
@@ -159,7 +166,18 @@ func tlsFromSecret(data map[string][]byte) (*tls.Config, error) {
 		return nil, fmt.Errorf("secret key %q is missing; %q needs it", keyClientKey, keyClientCert)
 	case hasKey && !hasCert:
 		return nil, fmt.Errorf("secret key %q is missing; %q needs it", keyClientCert, keyClientKey)
-	case !hasCA && !hasCert:
+	}
+	enabled := false
+	if v, ok := data[keyTLSEnabled]; ok {
+		switch strings.TrimSpace(string(v)) {
+		case "true":
+			enabled = true
+		case "false":
+		default:
+			return nil, fmt.Errorf("secret key %q: want true or false, got %q", keyTLSEnabled, v)
+		}
+	}
+	if !hasCA && !hasCert && !enabled {
 		return nil, nil
 	}
 	config := &tls.Config{}

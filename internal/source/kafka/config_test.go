@@ -23,7 +23,10 @@ func TestConfigFromSecret(t *testing.T) {
 		// wantRoots and wantClientCert say what TLS must hold; a nil TLS
 		// is wanted when both are false.
 		wantRoots, wantClientCert bool
-		wantSASL                  *SASL
+		// wantSystemTLS wants TLS with neither: the system roots, no
+		// client certificate.
+		wantSystemTLS bool
+		wantSASL      *SASL
 	}{
 		{name: "no data: plaintext", data: nil},
 		{name: "unrelated keys are ignored", data: map[string][]byte{"username": []byte("x")}},
@@ -32,6 +35,17 @@ func TestConfigFromSecret(t *testing.T) {
 			name:           "a client certificate alone enables TLS with the system roots",
 			data:           map[string][]byte{"tls.crt": certs.clientCertPEM, "tls.key": certs.clientKeyPEM},
 			wantClientCert: true,
+		},
+		{
+			name:          "tls.enabled alone enables TLS with the system roots",
+			data:          map[string][]byte{"tls.enabled": []byte("true")},
+			wantSystemTLS: true,
+		},
+		{
+			name:          "PLAIN over TLS with the system roots",
+			data:          map[string][]byte{"tls.enabled": []byte("true\n"), "sasl.mechanism": []byte("PLAIN"), "sasl.username": []byte("u"), "sasl.password": []byte("p")},
+			wantSystemTLS: true,
+			wantSASL:      &SASL{Mechanism: MechanismPlain, Username: "u", Password: "p"},
 		},
 		{
 			name:     "SASL, the password byte for byte",
@@ -59,6 +73,12 @@ func TestConfigFromSecret(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantSASL, cfg.SASL); diff != "" {
 				t.Errorf("SASL (-want +got):\n%s", diff)
+			}
+			if tc.wantSystemTLS {
+				if cfg.TLS == nil || cfg.TLS.RootCAs != nil || len(cfg.TLS.Certificates) != 0 {
+					t.Errorf("TLS = %+v, want TLS with the system roots and no client certificate", cfg.TLS)
+				}
+				return
 			}
 			if !tc.wantRoots && !tc.wantClientCert {
 				if cfg.TLS != nil {
@@ -130,6 +150,9 @@ func TestConfigFromSecretErrors(t *testing.T) {
 			`secret key "sasl.mechanism": unsupported mechanism "GSSAPI"; want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512`,
 		},
 		{"sasl.mechanism in lower case", with("sasl.mechanism", []byte("plain")), `secret key "sasl.mechanism": unsupported mechanism "plain"`},
+		{"PLAIN without TLS", with("sasl.mechanism", []byte("PLAIN")), "sasl.mechanism: PLAIN sends the password in clear, so it needs TLS"},
+		{"PLAIN with TLS turned off", with("tls.enabled", []byte("false")), "PLAIN sends the password in clear"},
+		{"tls.enabled not a boolean", map[string][]byte{"tls.enabled": []byte("yes")}, `secret key "tls.enabled": want true or false, got "yes"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -182,6 +205,7 @@ func TestConfigValidate(t *testing.T) {
 		{"SASL mechanism", func(c *Config) { c.SASL.Mechanism = "OAUTHBEARER" }, `kafka config: sasl.mechanism: unsupported mechanism "OAUTHBEARER"`},
 		{"SASL username", func(c *Config) { c.SASL.Username = "" }, "kafka config: sasl.username: must not be empty"},
 		{"SASL password", func(c *Config) { c.SASL.Password = "" }, "kafka config: sasl.password: must not be empty"},
+		{"SASL PLAIN without TLS", func(c *Config) { c.SASL.Mechanism = MechanismPlain }, "kafka config: sasl.mechanism: PLAIN sends the password in clear"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

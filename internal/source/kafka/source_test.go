@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/laxity-dev/laxity/internal/source"
 )
@@ -209,24 +210,43 @@ func TestNilSource(t *testing.T) {
 }
 
 // TestSASL authenticates against a kfake cluster with a user for every
-// supported mechanism, and fails with a wrong password.
+// supported mechanism, and fails with a wrong password. SCRAM runs over
+// plaintext; PLAIN, which sends the password as is, only over TLS.
 func TestSASL(t *testing.T) {
 	const user, password = "laxity", "s3cret"
-	brokers := newCluster(t,
+	certs := newPKI(t)
+	plaintext := newCluster(t,
 		kfake.EnableSASL(),
-		kfake.Superuser(MechanismPlain, user, password),
 		kfake.Superuser(MechanismSCRAMSHA256, user, password),
 		kfake.Superuser(MechanismSCRAMSHA512, user, password),
 	)
-	produce(t, brokers, []record{{0, time.Minute}, {1, 2 * time.Minute}, {2, -time.Minute}},
-		kgo.SASL(plain.Auth{User: user, Pass: password}.AsMechanism()))
-	for _, mechanism := range []string{MechanismPlain, MechanismSCRAMSHA256, MechanismSCRAMSHA512} {
-		t.Run(mechanism, func(t *testing.T) {
-			cfg, err := ConfigFromSecret(brokers, testTopic, map[string][]byte{
-				"sasl.mechanism": []byte(mechanism),
+	overTLS := newCluster(t,
+		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{certs.server}}),
+		kfake.EnableSASL(),
+		kfake.Superuser(MechanismPlain, user, password),
+	)
+	records := []record{{0, time.Minute}, {1, 2 * time.Minute}, {2, -time.Minute}}
+	produce(t, plaintext, records, kgo.SASL(scram.Auth{User: user, Pass: password}.AsSha256Mechanism()))
+	produce(t, overTLS, records, kgo.SASL(plain.Auth{User: user, Pass: password}.AsMechanism()), kgo.DialTLSConfig(&tls.Config{RootCAs: certs.pool}))
+	for _, tc := range []struct {
+		mechanism string
+		brokers   []string
+		ca        []byte
+	}{
+		{MechanismPlain, overTLS, certs.caPEM},
+		{MechanismSCRAMSHA256, plaintext, nil},
+		{MechanismSCRAMSHA512, plaintext, nil},
+	} {
+		t.Run(tc.mechanism, func(t *testing.T) {
+			data := map[string][]byte{
+				"sasl.mechanism": []byte(tc.mechanism),
 				"sasl.username":  []byte(user),
 				"sasl.password":  []byte(password),
-			})
+			}
+			if tc.ca != nil {
+				data["ca.crt"] = tc.ca
+			}
+			cfg, err := ConfigFromSecret(tc.brokers, testTopic, data)
 			if err != nil {
 				t.Fatalf("ConfigFromSecret: %v", err)
 			}
@@ -239,9 +259,15 @@ func TestSASL(t *testing.T) {
 			}
 		})
 	}
+	t.Run("PLAIN without TLS", func(t *testing.T) {
+		_, err := New(Config{Brokers: plaintext, Topic: testTopic, SASL: &SASL{Mechanism: MechanismPlain, Username: user, Password: password}}, windowStart, windowEnd)
+		if err == nil || !strings.Contains(err.Error(), "sasl.mechanism: PLAIN sends the password in clear") {
+			t.Errorf("New = %v, want a refusal of PLAIN without TLS", err)
+		}
+	})
 	t.Run("wrong password", func(t *testing.T) {
-		src := newSource(t, Config{Brokers: brokers, Topic: testTopic,
-			SASL: &SASL{Mechanism: MechanismPlain, Username: user, Password: "wrong"}})
+		src := newSource(t, Config{Brokers: plaintext, Topic: testTopic,
+			SASL: &SASL{Mechanism: MechanismSCRAMSHA512, Username: user, Password: "wrong"}})
 		_, err := src.Arrived(context.Background(), windowEnd)
 		if err == nil {
 			t.Fatal("Arrived succeeded with a wrong password")

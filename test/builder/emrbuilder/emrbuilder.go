@@ -16,3 +16,16 @@ func Backend(cfg emr.Config) laxityv1alpha1.PoolBackend {
 		Region: cfg.Region, NodegroupName: cfg.NodegroupName, ClusterName: cfg.ClusterName, Endpoint: cfg.Endpoint,
 	}}
 }
+
+// Grant grants every EMR on EKS resource cfg names: its virtual cluster,
+// execution role, node group and endpoint.
+func Grant(cfg emr.Config) *laxityv1alpha1.EMRGrant {
+	g := &laxityv1alpha1.EMRGrant{
+		VirtualClusterIDs: []string{cfg.VirtualClusterID}, ExecutionRoleARNs: []string{cfg.ExecutionRoleARN},
+		Nodegroups: []laxityv1alpha1.NodegroupGrant{{ClusterName: cfg.ClusterName, NodegroupName: cfg.NodegroupName}},
+	}
+	if cfg.Endpoint != "" {
+		g.Endpoints = []string{cfg.Endpoint}
+	}
+	return g
+}

@@ -1,0 +1,212 @@
+/*
+Copyright 2026 The laxity Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TenantPolicySpec grants the namespaces it selects the use of shared and
+// privileged things that laxity reaches with its own identity. Without a
+// grant a namespace's schedules and queries can use only what is their
+// own: objects in their namespace, their own Secrets, laxity's own
+// placeholder priority class and the service accounts the manager allows
+// everywhere. Grants add up: a namespace may use what any policy that
+// selects it grants. In every list "*" stands for any value.
+type TenantPolicySpec struct {
+	// namespaceSelector selects the namespaces the policy grants to, by
+	// their labels: {} selects every namespace; to name namespaces, match
+	// the label kubernetes.io/metadata.name, for example
+	// {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In,
+	// values: [team-a, team-b]}]}.
+	// +required
+	NamespaceSelector metav1.LabelSelector `json:"namespaceSelector"`
+
+	// pools are the node pool objects the selected namespaces'
+	// ElasticSchedules may resize with the scale backend (a Karpenter
+	// NodePool, a Cluster API MachineDeployment or MachinePool). A pool
+	// may instead allow namespaces itself, with the annotation
+	// laxity.dev/allowed-namespaces: "team-a,team-b" (or "*").
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	Pools []PoolGrant `json:"pools,omitempty"`
+
+	// serviceAccounts are the service accounts, in the query's own
+	// namespace, that the SparkApplications laxity creates for the
+	// selected namespaces may run as (driver.serviceAccount,
+	// executor.serviceAccount and the like). The namespace's "default"
+	// service account and those the manager allows everywhere
+	// (--allowed-service-accounts) need no grant.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=253
+	ServiceAccounts []string `json:"serviceAccounts,omitempty"`
+
+	// allowHostPath lets the selected namespaces' SparkApplication
+	// templates mount hostPath volumes. Off by default: a host path gives
+	// a pod the node's files.
+	// +optional
+	AllowHostPath bool `json:"allowHostPath,omitempty"`
+
+	// allowPrivileged lets the selected namespaces' SparkApplication
+	// templates run privileged containers, add capabilities, use the
+	// host's network, PID or IPC namespace, or name a pod template file
+	// laxity cannot inspect. Off by default.
+	// +optional
+	AllowPrivileged bool `json:"allowPrivileged,omitempty"`
+
+	// emr grants EMR on EKS resources to the selected namespaces'
+	// ElasticSchedules with the emrContainers backend; each must be
+	// granted.
+	// +optional
+	EMR *EMRGrant `json:"emr,omitempty"`
+
+	// buckets are the object-storage buckets the selected namespaces'
+	// queries may read with laxity's own credentials (an objectStore input
+	// without a secretRef). A query that reads with its own Secret needs
+	// no grant.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=63
+	Buckets []string `json:"buckets,omitempty"`
+
+	// priorityClasses are the PriorityClasses the selected namespaces'
+	// placeholder pods may have (placeholder.priorityClassName). The class
+	// must exist; laxity creates only its own, laxity-placeholder, whose
+	// pods preempt nothing and which needs no grant.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	PriorityClasses []string `json:"priorityClasses,omitempty"`
+}
+
+// PoolGrant names node pool objects by API group, kind and name.
+type PoolGrant struct {
+	// group is the API group of the pool's kind, for example
+	// "karpenter.sh" or "cluster.x-k8s.io".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Group string `json:"group"`
+
+	// kind is the pool's kind, for example "NodePool" or
+	// "MachineDeployment".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+
+	// name is the pool's name, or "*" for every pool of the kind. A
+	// namespaced pool (a MachineDeployment) is the one in the
+	// ElasticSchedule's own namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// EMRGrant lists the EMR on EKS resources granted. A schedule's
+// emrContainers backend may name only granted ones.
+type EMRGrant struct {
+	// virtualClusterIds are the EMR on EKS virtual clusters that may run
+	// the namespaces' job runs.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=64
+	VirtualClusterIDs []string `json:"virtualClusterIds,omitempty"`
+
+	// executionRoleArns are the IAM roles the namespaces' job runs may
+	// assume; laxity passes them with its own AWS identity.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=2048
+	ExecutionRoleARNs []string `json:"executionRoleArns,omitempty"`
+
+	// nodegroups are the EKS managed node groups the namespaces' schedules
+	// may resize.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Nodegroups []NodegroupGrant `json:"nodegroups,omitempty"`
+
+	// endpoints are the AWS endpoint URLs the namespaces' schedules may
+	// set (emrContainers.endpoint), for example a private endpoint. The
+	// regional endpoints, used when endpoint is unset, need no grant.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=2048
+	Endpoints []string `json:"endpoints,omitempty"`
+}
+
+// NodegroupGrant names EKS managed node groups.
+type NodegroupGrant struct {
+	// clusterName is the EKS cluster that owns the node group.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=100
+	ClusterName string `json:"clusterName"`
+
+	// nodegroupName is the node group's name, or "*" for every node group
+	// of the cluster.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	NodegroupName string `json:"nodegroupName"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,categories=laxity
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// TenantPolicy is an administrator's grant to the namespaces it selects:
+// the shared node pools their ElasticSchedules may resize, the service
+// accounts their SparkApplications may run as, hostPath volumes and
+// privileged pods, EMR on EKS resources, buckets read with laxity's own
+// credentials and placeholder priority classes. laxity does for a
+// namespace only what is its own or granted; a schedule or query that
+// asks for more is Stalled with reason NotPermitted and a message naming
+// the field and the grant it lacks.
+type TenantPolicy struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitzero"`
+
+	// spec says which namespaces the policy grants to and what.
+	// +required
+	Spec TenantPolicySpec `json:"spec"`
+}
+
+// +kubebuilder:object:root=true
+
+// TenantPolicyList is a list of TenantPolicies.
+type TenantPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitzero"`
+	// items are the TenantPolicies.
+	Items []TenantPolicy `json:"items"`
+}

@@ -1,0 +1,135 @@
+// Package tenancy_test runs laxity's manager, with the ClusterRole its
+// RBAC markers generate and nothing more, against a control plane where two
+// tenants hold namespaced Roles and an administrator holds cluster-admin,
+// each client impersonating its user. It shows every rule of the tenancy
+// boundary: what a tenant cannot make laxity do, and how the
+// administrator's grant makes it work.
+package tenancy_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	"github.com/laxity-dev/laxity/controllers"
+	"github.com/laxity-dev/laxity/test/testenv"
+)
+
+// The users of the suite.
+const (
+	// laxityUser is the manager's identity, bound to the generated
+	// ClusterRole only.
+	laxityUser = "system:serviceaccount:laxity-system:laxity"
+	// alice works in teamA, bob in teamB; carol administers the cluster.
+	alice, bob, carol = "alice", "bob", "carol"
+	teamA, teamB      = "team-a", "team-b"
+)
+
+var (
+	env *testenv.Env
+	// asAlice, asBob and asCarol are clients impersonating each user.
+	asAlice, asBob, asCarol client.Client
+	suiteCtx                context.Context
+	cancelSuite             context.CancelFunc
+)
+
+func TestTenancy(t *testing.T) {
+	RegisterFailHandler(Fail)
+	suiteConfig, reporterConfig := GinkgoConfiguration()
+	suiteConfig.RandomizeAllSpecs = true
+	RunSpecs(t, "Tenancy", suiteConfig, reporterConfig)
+}
+
+// as is a client of the control plane impersonating user.
+func as(user string) client.Client {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	suiteCtx, cancelSuite = context.WithCancel(context.Background())
+	var err error
+	env, err = testenv.Start(testenv.WithThirdPartyCRDs(testenv.SparkApplications, testenv.NodePools))
+	Expect(err).NotTo(HaveOccurred())
+	admin := env.Client
+	ctx := suiteCtx
+
+	By("binding laxity's generated ClusterRole, and nothing else, to the manager's identity")
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "rbac", "role.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	var role rbacv1.ClusterRole
+	Expect(yaml.UnmarshalStrict(data, &role)).To(Succeed())
+	Expect(admin.Create(ctx, &role)).To(Succeed())
+	Expect(admin.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "laxity-manager"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: laxityUser}},
+	})).To(Succeed())
+
+	By("giving carol cluster-admin, and alice and bob a Role in their own namespace")
+	Expect(admin.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "carol-admin"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: carol}},
+	})).To(Succeed())
+	for user, ns := range map[string]string{alice: teamA, bob: teamB} {
+		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Expect(admin.Create(ctx, &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{"laxity.dev"}, Resources: []string{"elasticschedules", "intermittentqueries"}, Verbs: []string{"*"}},
+				{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "create", "delete"}},
+				{APIGroups: []string{"sparkoperator.k8s.io"}, Resources: []string{"sparkapplications"}, Verbs: []string{"get", "list"}},
+			},
+		})).To(Succeed())
+		Expect(admin.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "tenant"},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+		})).To(Succeed())
+	}
+	asAlice, asBob, asCarol = as(alice), as(bob), as(carol)
+
+	By("starting laxity's manager as its own identity")
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: laxityUser}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: env.Scheme, Cache: controllers.CacheOptions(), Client: controllers.ClientOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+	})
+	Expect(err).NotTo(HaveOccurred())
+	opts := controllers.Options{MaxAttempts: 3, Backoff: time.Second, ResultRoot: "s3a://results", Poll: time.Second,
+		AllowedServiceAccounts: []string{"spark"}}
+	Expect(controllers.Setup(ctx, mgr, clock.RealClock{}, opts, "pause")).To(Succeed())
+	go func() {
+		defer GinkgoRecover()
+		Expect(mgr.Start(ctx)).To(Succeed())
+	}()
+})
+
+var _ = AfterSuite(func() {
+	if cancelSuite != nil {
+		cancelSuite()
+	}
+	Expect(env.Stop()).To(Succeed())
+})
