@@ -212,7 +212,7 @@ func setQueryConditions(q *laxityv1alpha1.IntermittentQuery, s queryState) {
 			fmt.Sprintf("ElasticSchedule %q not found in namespace %s", q.Spec.ScheduleName, q.Namespace))
 		return
 	case s.refused != nil && !(final != nil && final.Outcome == laxityv1alpha1.StepSucceeded):
-		summary(metav1.ConditionFalse, s.refusedReason, "", "", s.refusedReason, s.refused.Error())
+		summary(metav1.ConditionFalse, s.refusedReason, "", s.refusedReason, s.refused.Error())
 		return
 	case !s.planned:
 		summary(metav1.ConditionFalse, laxityv1alpha1.WaitingForPlanReason, "", "", "The schedule has not planned this query yet")
