@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +22,7 @@ import (
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/controllers"
 	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/version"
 )
 
 type managerOptions struct {
@@ -150,14 +150,11 @@ const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/na
 // logStart logs, at info level, what the manager starts with: its version,
 // every flag in force (given or defaulted) and the namespaces it watches.
 func logStart(cmd *cobra.Command) {
-	version := "unknown"
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		version = info.Main.Version
-	}
+	v := version.Get()
 	var flags []any
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		flags = append(flags, f.Name, f.Value.String())
 	})
-	ctrl.Log.WithName("setup").Info("Starting the laxity manager", "version", version, "namespaces", "all")
+	ctrl.Log.WithName("setup").Info("Starting the laxity manager", "version", v.Version, "revision", v.Revision, "goVersion", v.GoVersion, "namespaces", "all")
 	ctrl.Log.WithName("setup").Info("Flags in force", flags...)
 }
