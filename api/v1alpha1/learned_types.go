@@ -90,10 +90,13 @@ type LearnedModel struct {
 	// +optional
 	Applied bool `json:"applied,omitempty"`
 
-	// batchObservations and mergeObservations count the finished steps the
-	// model was fitted from.
+	// batchObservations counts the finished batches the model was fitted
+	// from.
 	// +optional
 	BatchObservations int32 `json:"batchObservations,omitempty"`
+
+	// mergeObservations counts the finished merges (partial and final) the
+	// model was fitted from.
 	// +optional
 	MergeObservations int32 `json:"mergeObservations,omitempty"`
 

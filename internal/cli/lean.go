@@ -11,12 +11,12 @@ import (
 
 // The lean build is the manager image's: the manager, plan and version
 // commands, without the demo, the experiments and the plotting library
-// that draws (see developerCommands in dev.go).
+// (see developerCommands in dev.go).
 
 func developerCommands() []*cobra.Command { return nil }
 
-// writeSVG says that this build cannot draw: plan --svg needs the
-// plotting library the manager image leaves out.
+// writeSVG says that this build cannot draw: plan --svg needs the plotting
+// library the manager image leaves out.
 func writeSVG(path string, _ *laxityv1alpha1.ElasticSchedule, _ planner.Workload, _ planner.Document) error {
 	return invalid("plan: --svg %s: this laxity is the manager image's, built without the plotting library; draw with the full laxity CLI (make build)", path)
 }

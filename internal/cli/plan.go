@@ -83,10 +83,6 @@ plan is still printed, with the query that is late first), 1 on bad input.`,
 	return cmd
 }
 
-func invalid(format string, args ...any) error {
-	return &exitError{code: exitInvalid, err: fmt.Errorf(format, args...)}
-}
-
 func (o *planOptions) run(cmd *cobra.Command) error {
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	live := o.cluster.given(cmd) || (o.plugin && len(o.files) == 0)

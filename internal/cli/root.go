@@ -28,6 +28,11 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 
+// invalid is bad input, exit code exitInvalid, with its message.
+func invalid(format string, args ...any) error {
+	return &exitError{code: exitInvalid, err: fmt.Errorf(format, args...)}
+}
+
 // usageError is a mistake in the command line itself: an unknown command,
 // flag or flag value, or an argument where none is taken. Only these end
 // with the hint to read --help; an error met while running does not.
