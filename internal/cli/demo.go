@@ -67,7 +67,7 @@ must meet theirs.`,
 		Example: `  laxity demo
   laxity demo --workload config/samples/partial-aggregation.yaml --speed high --report run.json --svg run.svg
   laxity demo --workload config/samples/recurring.yaml --slowdown 40 --windows 6
-  laxity demo --keep     # then kubectl --kubeconfig <printed path> get es,iq -A -o wide`,
+  laxity demo --keep     # then kubectl --kubeconfig <printed path> get laxity -A -o wide`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
