@@ -120,7 +120,7 @@ func TestPlanYAML(t *testing.T) {
 		}
 		strip := stripSearchSeconds
 		if len(extra) > 0 {
-			strip = func(t *testing.T, doc string) string { return compactJSON(t, doc) }
+			strip = compactJSON
 		}
 		if strip(t, string(converted)) != strip(t, asJSON) {
 			t.Errorf("%v: -o yaml and -o json differ", extra)
