@@ -106,12 +106,16 @@ bench: ## Run the planner benchmarks (the 13-query sample at 1x, 2x, 4x rate; 1,
 ##@ Build
 
 .PHONY: build
-build: ## Build the laxity binary into bin/.
+build: ## Build the laxity binary into bin/: the full CLI, with demo and experiments.
 	go build -o $(LOCALBIN)/laxity .
+
+.PHONY: build-manager
+build-manager: ## Build the manager image's laxity into bin/laxity-manager: manager, plan and version only (the lean build tag), stripped.
+	CGO_ENABLED=0 go build -tags lean -trimpath -ldflags '-s -w' -o $(LOCALBIN)/laxity-manager .
 
 .PHONY: docker-build
 docker-build: ## Build the container image IMG (default laxity:<the chart's appVersion>; needs a container engine).
-	$(CONTAINER_TOOL) build -t $(IMG) .
+	$(CONTAINER_TOOL) build -t $(IMG) --build-arg VERSION="$$(git describe --tags --always --dirty 2>/dev/null || echo dev)" --build-arg REVISION="$$(git rev-parse HEAD 2>/dev/null)" .
 
 .PHONY: demo
 demo: envtest build ## Run the sample workload end to end: a local control plane, the manager, a simulated node pool and Spark (the first run builds the control plane, about 15 minutes).

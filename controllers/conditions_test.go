@@ -366,9 +366,9 @@ func TestSucceededSaysWhatTheResultLeftOut(t *testing.T) {
 
 func TestDampedSlack(t *testing.T) {
 	for _, tc := range []struct {
-		previous string
+		previous laxityv1alpha1.Decimal
 		slack    time.Duration
-		want     string
+		want     laxityv1alpha1.Decimal
 	}{
 		{"", 90 * time.Second, "90"},
 		{"90", 60 * time.Second, "90"},

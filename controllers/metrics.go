@@ -212,7 +212,7 @@ func recordScheduleStatus(es *laxityv1alpha1.ElasticSchedule) {
 	}
 	var simulated, executable *float64
 	if c := es.Status.Chosen; c != nil {
-		simulated, executable = parseFloat(c.Cost), parseFloat(c.ExecutableCost)
+		simulated, executable = parseFloat(string(c.Cost)), parseFloat(string(c.ExecutableCost))
 	}
 	setOrDelete(planCostMetric, simulated, ns, name, TimelineSimulated)
 	setOrDelete(planCostMetric, executable, ns, name, TimelineExecutable)
@@ -239,10 +239,10 @@ func recordLearned(q *laxityv1alpha1.IntermittentQuery) {
 		queryMarginMetric.DeleteLabelValues(q.Namespace, q.Name)
 		return
 	}
-	if v := parseFloat(l.SlowdownPercent); v != nil {
+	if v := parseFloat(string(l.SlowdownPercent)); v != nil {
 		querySlowdownMetric.WithLabelValues(q.Namespace, q.Name).Set(1 + *v/100)
 	}
-	if v := parseFloat(l.RuntimeMarginPercent); v != nil {
+	if v := parseFloat(string(l.RuntimeMarginPercent)); v != nil {
 		queryMarginMetric.WithLabelValues(q.Namespace, q.Name).Set(*v / 100)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -424,8 +423,8 @@ var _ = Describe("Metrics of a schedule's run", Ordered, func() {
 	It("mirrors the schedule's status in the gauges", func(ctx SpecContext) {
 		var es laxityv1alpha1.ElasticSchedule
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(w.schedule), &es)).To(Succeed())
-		cost, _ := strconv.ParseFloat(es.Status.Chosen.Cost, 64)
-		executable, _ := strconv.ParseFloat(es.Status.Chosen.ExecutableCost, 64)
+		cost, _ := es.Status.Chosen.Cost.Float64()
+		executable, _ := es.Status.Chosen.ExecutableCost.Float64()
 		Expect(cost).To(BeNumerically(">", 0))
 		Expect(metric("laxity_plan_cost", merged(schedule, labelTimeline, TimelineSimulated))).To(Equal(cost))
 		Expect(metric("laxity_plan_cost", merged(schedule, labelTimeline, TimelineExecutable))).To(Equal(executable))
@@ -434,7 +433,7 @@ var _ = Describe("Metrics of a schedule's run", Ordered, func() {
 		for _, name := range []string{"steady", "doomed"} {
 			var q laxityv1alpha1.IntermittentQuery
 			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &q)).To(Succeed())
-			slack, err := strconv.ParseFloat(q.Status.SlackSeconds, 64)
+			slack, err := q.Status.SlackSeconds.Float64()
 			Expect(err).NotTo(HaveOccurred(), name)
 			// The status shows the slack in steps (slackResolution); the
 			// gauge is exact.

@@ -74,20 +74,20 @@ func metaTime(t *time.Time) *metav1.Time {
 // dampedSlack is the slack to show: the previous value while the new one is
 // within slackResolution of it and on the same side of zero, else the new
 // one in whole seconds.
-func dampedSlack(previous string, slack time.Duration) string {
-	if old, err := strconv.ParseFloat(previous, 64); err == nil {
+func dampedSlack(previous laxityv1alpha1.Decimal, slack time.Duration) laxityv1alpha1.Decimal {
+	if old, err := previous.Float64(); err == nil {
 		delta := time.Duration((slack.Seconds() - old) * float64(time.Second))
 		if delta.Abs() < slackResolution && (old < 0) == (slack < 0) {
 			return previous
 		}
 	}
-	return strconv.FormatInt(int64(slack.Seconds()), 10)
+	return laxityv1alpha1.Decimal(strconv.FormatInt(int64(slack.Seconds()), 10))
 }
 
 // shownSlack is the damped slack of the status, for condition messages: the
 // exact slack would change them, and so write the status, every second.
 func shownSlack(q *laxityv1alpha1.IntermittentQuery) time.Duration {
-	seconds, _ := strconv.ParseFloat(q.Status.SlackSeconds, 64)
+	seconds, _ := q.Status.SlackSeconds.Float64()
 	return time.Duration(seconds * float64(time.Second))
 }
 

@@ -409,7 +409,7 @@ func windowStatus(q *laxityv1alpha1.IntermittentQuery, price float64) laxityv1al
 		}
 	}
 	if price >= 0 {
-		w.ExecutedCost = strconv.FormatFloat(recurrence.ExecutedCost(steps, price), 'f', 4, 64)
+		w.ExecutedCost = laxityv1alpha1.NewDecimal(recurrence.ExecutedCost(steps, price), 4)
 	}
 	return w
 }

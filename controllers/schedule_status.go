@@ -3,7 +3,6 @@ package controllers
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -33,7 +32,7 @@ func writePlanStatus(es *laxityv1alpha1.ElasticSchedule, doc *planner.Document, 
 		es.Status.Queries = append(es.Status.Queries, laxityv1alpha1.QueryPlan{
 			Name: q.Name, BatchSize: q.BatchSize, Batches: int32(q.Batches),
 			Finish: wholeSeconds(at(doc.Origin, q.Finish)), Deadline: wholeSeconds(at(doc.Origin, q.Deadline)),
-			SlackSeconds: strconv.FormatFloat(math.Round(q.Slack*10)/10, 'f', -1, 64),
+			SlackSeconds: laxityv1alpha1.NewDecimal(q.Slack, 1),
 		})
 	}
 	es.Status.NodeRequests = nil
@@ -42,8 +41,8 @@ func writePlanStatus(es *laxityv1alpha1.ElasticSchedule, doc *planner.Document, 
 			es.Status.NodeRequests = append(es.Status.NodeRequests, laxityv1alpha1.NodeRequest{At: wholeSeconds(t), Nodes: int32(p.Nodes)})
 		}
 	}
-	es.Status.SearchSeconds = strconv.FormatFloat(doc.SearchSeconds, 'f', 3, 64)
-	es.Status.MaxSupportedRateFactor = strconv.FormatFloat(doc.MaxSupportedRateFactor, 'f', 2, 64)
+	es.Status.SearchSeconds = laxityv1alpha1.NewDecimal(doc.SearchSeconds, 3)
+	es.Status.MaxSupportedRateFactor = laxityv1alpha1.NewDecimal(doc.MaxSupportedRateFactor, 2)
 	origin := wholeSeconds(doc.Origin)
 	es.Status.PlanOrigin = &origin
 }
@@ -55,7 +54,7 @@ func wholeSeconds(t time.Time) metav1.Time {
 	return metav1.NewTime(t.Truncate(time.Second))
 }
 
-func money(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
+func money(v float64) laxityv1alpha1.Decimal { return laxityv1alpha1.NewDecimal(v, 4) }
 
 // at is the instant seconds after origin, to the millisecond.
 func at(origin time.Time, seconds float64) time.Time {

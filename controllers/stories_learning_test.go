@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -71,7 +70,7 @@ var _ = Describe("A schedule whose Spark runs 40% slower than its queries' cost 
 			l := q.Status.Learned
 			Expect(l).NotTo(BeNil(), name)
 			Expect(l.Applied).To(BeTrue(), name)
-			slowdown, err := strconv.ParseFloat(l.SlowdownPercent, 64)
+			slowdown, err := l.SlowdownPercent.Float64()
 			Expect(err).NotTo(HaveOccurred())
 			// With the declared model as the prior, one window moves most of the
 			// way to the true 40%.
@@ -219,7 +218,7 @@ var _ = Describe("A RecurringQuery over six windows whose Spark runs 30% slower 
 		l := recurring(ctx).Status.Learned
 		Expect(l).NotTo(BeNil())
 		Expect(l.CostModel).NotTo(BeNil())
-		slowdown, err := strconv.ParseFloat(l.SlowdownPercent, 64)
+		slowdown, err := l.SlowdownPercent.Float64()
 		Expect(err).NotTo(HaveOccurred())
 		// Below the true 30%: the stand-in's timestamps, like a real
 		// SparkApplication's, have whole seconds, and it ends a step a

@@ -311,7 +311,7 @@ var _ = Describe("A healthy tenant next to poisoned ones", Ordered, func() {
 		var es laxityv1alpha1.ElasticSchedule
 		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: p.w.ns, Name: "pool"}, &es)).To(Succeed())
 		Expect(es.Status.Chosen).NotTo(BeNil())
-		for _, v := range []string{es.Status.Chosen.Cost, es.Status.Chosen.ExecutableCost} {
+		for _, v := range []string{string(es.Status.Chosen.Cost), string(es.Status.Chosen.ExecutableCost)} {
 			Expect(strings.ToLower(v)).NotTo(Or(ContainSubstring("inf"), ContainSubstring("nan")))
 		}
 	})

@@ -211,7 +211,7 @@ var _ = Describe("Recurring queries", func() {
 		Expect(newestDone.Met).To(BeTrue())
 		// Two nodes for the 5-minute batch at 1 per node-hour (the
 		// builder's price) and a final merge of no length.
-		Expect(newestDone.ExecutedCost).To(Equal("0.1667"))
+		Expect(newestDone.ExecutedCost).To(Equal(laxityv1alpha1.Decimal("0.1667")))
 		Expect(newestDone.ResultLocation).To(Equal("s3a://results/orders-202612010020"))
 
 		// Deleted windows are not created again.

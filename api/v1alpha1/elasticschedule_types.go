@@ -301,8 +301,13 @@ const (
 
 // Planning holds the parameters of the plan search. Every field has a default.
 type Planning struct {
-	// batchSizeFactors are the multiples of each query's 1X batch size the
-	// search tries (each at least 1). Defaults to [1, 2, 4, 8, 16, 32].
+	// batchSizeFactors are the multiples of each query's base batch size
+	// the search tries (each at least 1). The base batch size (1X) is the
+	// smallest batch for which processing the whole window in batches of
+	// that size, on the smallest pool size, takes at most twice as long as
+	// one batch of all its tuples: larger batches spend less on each batch's
+	// fixed overhead, smaller ones start sooner. Defaults to
+	// [1, 2, 4, 8, 16, 32].
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:default={1,2,4,8,16,32}
@@ -321,9 +326,9 @@ type Planning struct {
 	// +kubebuilder:validation:Maximum=100000
 	BacktrackStep int32 `json:"backtrackStep,omitempty"`
 
-	// maxBatchDuration caps the batch size: no batch may be modelled to take
-	// this long on the smallest pool size (Cmax), as a positive Go duration
-	// such as "10m". Defaults to 10m.
+	// maxBatchDuration caps the batch size: no batch may be modelled, by its
+	// query's cost model, to take this long or longer on the smallest pool
+	// size, as a positive Go duration such as "10m". Defaults to 10m.
 	// +optional
 	// +kubebuilder:default="10m"
 	// +kubebuilder:validation:Type=string
@@ -456,18 +461,20 @@ type ElasticScheduleStatus struct {
 	// +optional
 	LastPlanTime *metav1.Time `json:"lastPlanTime,omitempty"`
 
-	// searchSeconds is how long the plan search took, in seconds, as a
-	// decimal string such as "0.012".
+	// searchSeconds is how long the plan search took, in seconds, such as
+	// 0.012.
 	// +optional
-	SearchSeconds string `json:"searchSeconds,omitempty"`
+	SearchSeconds Decimal `json:"searchSeconds,omitempty"`
 
-	// maxSupportedRateFactor is the largest factor, as a decimal string such
-	// as "1.31", by which every query's arrival rate can grow while the plan
-	// in force still meets every deadline.
+	// maxSupportedRateFactor is the largest factor, such as 1.31, by which
+	// every query's arrival rate can grow while the plan in force still
+	// meets every deadline: the schedule re-plans when a measured rate
+	// exceeds it.
 	// +optional
-	MaxSupportedRateFactor string `json:"maxSupportedRateFactor,omitempty"`
+	MaxSupportedRateFactor Decimal `json:"maxSupportedRateFactor,omitempty"`
 
-	// planOrigin is the instant t0 from which the plan measures time.
+	// planOrigin is the instant from which the plan measures time: the
+	// plan's times are offsets from it.
 	// +optional
 	PlanOrigin *metav1.Time `json:"planOrigin,omitempty"`
 
@@ -483,21 +490,22 @@ type ChosenPlan struct {
 	// +optional
 	InitialNodes int32 `json:"initialNodes,omitempty"`
 
-	// batchSizeFactor is the multiple of each query's 1X batch size the plan
-	// uses.
+	// batchSizeFactor is the multiple of each query's base batch size
+	// (see spec.planning.batchSizeFactors) the plan uses.
 	// +optional
 	BatchSizeFactor int32 `json:"batchSizeFactor,omitempty"`
 
-	// cost is the simulated cost of the plan (nodes changing instantly), in
-	// the currency of pricePerNodeHour, as a decimal string such as "0.94".
+	// cost is the simulated cost of the plan, as if nodes came and went
+	// the moment the plan needs them, in the currency of pricePerNodeHour,
+	// such as 0.94.
 	// +optional
-	Cost string `json:"cost,omitempty"`
+	Cost Decimal `json:"cost,omitempty"`
 
 	// executableCost is the cost of the node timeline the operator actually
-	// requests (with provisioningLeadTime and releaseAfterIdle), as a decimal
-	// string such as "1.01".
+	// requests (nodes asked for provisioningLeadTime ahead and released only
+	// after releaseAfterIdle), such as 1.01.
 	// +optional
-	ExecutableCost string `json:"executableCost,omitempty"`
+	ExecutableCost Decimal `json:"executableCost,omitempty"`
 
 	// maxNodes is the largest node count the plan uses.
 	// +optional
@@ -514,13 +522,15 @@ type PlanCandidate struct {
 	// +optional
 	InitialNodes int32 `json:"initialNodes,omitempty"`
 
-	// batchSizeFactor is the multiple of the 1X batch size the candidate uses.
+	// batchSizeFactor is the multiple of each query's base batch size (see
+	// spec.planning.batchSizeFactors) the candidate uses.
 	// +optional
 	BatchSizeFactor int32 `json:"batchSizeFactor,omitempty"`
 
-	// cost is the candidate's simulated cost, as a decimal string.
+	// cost is the candidate's simulated cost, in the currency of
+	// pricePerNodeHour.
 	// +optional
-	Cost string `json:"cost,omitempty"`
+	Cost Decimal `json:"cost,omitempty"`
 
 	// maxNodes is the largest node count the candidate uses.
 	// +optional
@@ -554,10 +564,10 @@ type QueryPlan struct {
 	// +optional
 	Deadline metav1.Time `json:"deadline,omitzero"`
 
-	// slackSeconds is deadline minus finish in seconds, as a decimal string;
-	// negative when the query would be late by that much.
+	// slackSeconds is deadline minus finish, in seconds; negative when the
+	// query would be late by that much.
 	// +optional
-	SlackSeconds string `json:"slackSeconds,omitempty"`
+	SlackSeconds Decimal `json:"slackSeconds,omitempty"`
 }
 
 // NodeRequest is one step of the executable node timeline.
@@ -574,14 +584,19 @@ type NodeRequest struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 40 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label of at most 40 characters (lower-case letters, digits and '-', starting with a letter and ending with a letter or digit): the names laxity derives from it, such as <name>-plan and <name>-placeholder, must be DNS-1035 labels of at most 63 characters"
-// +kubebuilder:resource:shortName=es,categories=laxity
-// +kubebuilder:printcolumn:name="Cost",type=string,JSONPath=`.status.chosen.cost`,description="Simulated cost of the chosen plan"
-// +kubebuilder:printcolumn:name="Max Nodes",type=integer,JSONPath=`.status.chosen.maxNodes`,description="Peak node count of the chosen plan"
-// +kubebuilder:printcolumn:name="Requested",type=integer,JSONPath=`.status.nodesRequested`,description="Nodes currently requested from the backend"
-// +kubebuilder:printcolumn:name="Ready Nodes",type=integer,JSONPath=`.status.nodesReady`,description="Ready nodes matching the pool's nodeSelector"
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Status of the Ready condition"
-// +kubebuilder:printcolumn:name="Lead time",type=string,JSONPath=`.status.leadTime.learned`,priority=1,description="Provisioning lead time measured from the nodes that arrived"
+// +kubebuilder:resource:shortName=lxes,categories=laxity
+// +kubebuilder:printcolumn:name="Cost",type=number,JSONPath=`.status.chosen.cost`,description="Simulated cost of the chosen plan, in the currency of spec.nodePool.pricePerNodeHour"
+// +kubebuilder:printcolumn:name="Max Nodes",type=integer,JSONPath=`.status.chosen.maxNodes`,description="Largest node count the chosen plan uses"
+// +kubebuilder:printcolumn:name="Requested",type=integer,JSONPath=`.status.nodesRequested`,description="Nodes currently requested from the pool's backend"
+// +kubebuilder:printcolumn:name="Ready Nodes",type=integer,JSONPath=`.status.nodesReady`,description="Ready nodes matching spec.nodePool.nodeSelector"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the schedule is planned, feasible and its pool as large as requested"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1,description="Why the schedule is or is not Ready"
+// +kubebuilder:printcolumn:name="Feasible",type=boolean,JSONPath=`.status.chosen.feasible`,priority=1,description="Whether the chosen plan meets every query's deadline"
+// +kubebuilder:printcolumn:name="Executable Cost",type=number,JSONPath=`.status.chosen.executableCost`,priority=1,description="Cost of the node timeline actually requested: nodes asked for a provisioning lead time ahead and released only after releaseAfterIdle"
+// +kubebuilder:printcolumn:name="Max Rate",type=number,JSONPath=`.status.maxSupportedRateFactor`,priority=1,description="Largest factor by which every query's arrival rate can grow while the plan still meets every deadline"
+// +kubebuilder:printcolumn:name="Lead Time",type=string,JSONPath=`.status.leadTime.learned`,priority=1,description="Provisioning lead time measured from the nodes that arrived"
+// +kubebuilder:printcolumn:name="Planned",type=date,JSONPath=`.status.lastPlanTime`,priority=1,description="When the plan in force was computed"
 
 // ElasticSchedule is an elastic node pool shared by the IntermittentQueries
 // that reference it, together with the plan (batch sizes and a node-count

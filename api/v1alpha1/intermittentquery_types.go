@@ -452,10 +452,10 @@ type MergeSample struct {
 // intermediate results during the window, which leave the final merge fewer
 // inputs after it closes.
 type PartialAggregation struct {
-	// every is the fraction φ of a query's batches after which a partial
-	// merge runs: one after every ceil(φ × batches) batches. A decimal string
-	// in (0, 1], such as "0.25" for a partial merge after every quarter of
-	// the batches.
+	// every is the fraction of a query's batches after which a partial
+	// merge runs: with every = f, one runs after each ceil(f × batches)
+	// batches. A decimal string in (0, 1], such as "0.25" for a partial
+	// merge after every quarter of the batches.
 	// +required
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && !self.matches('[eE][+]?[0-9]{3,}') && double(self) > 0.0 && double(self) <= 1.0",message="spec.partialAggregation.every must be a decimal number in (0, 1] such as 0.25"
@@ -524,16 +524,16 @@ type IntermittentQueryStatus struct {
 	// +optional
 	Final *FinalStatus `json:"final,omitempty"`
 
-	// slackSeconds is the current slack in seconds as a decimal string: how
-	// much later than planned the query could finish and still meet its
-	// deadline; negative when it is expected to be late.
+	// slackSeconds is the current slack, in seconds: how much later than
+	// planned the query could finish and still meet its deadline; negative
+	// when it is expected to be late.
 	// +optional
-	SlackSeconds string `json:"slackSeconds,omitempty"`
+	SlackSeconds Decimal `json:"slackSeconds,omitempty"`
 
 	// measuredRatePerSecond is the arrival rate measured over the schedule's
-	// rateWindow, in tuples per second, as a decimal string.
+	// rateWindow, in tuples per second.
 	// +optional
-	MeasuredRatePerSecond string `json:"measuredRatePerSecond,omitempty"`
+	MeasuredRatePerSecond Decimal `json:"measuredRatePerSecond,omitempty"`
 
 	// learned is what laxity learned from the query's finished steps (and,
 	// for a window of a RecurringQuery, from its earlier windows): the
@@ -686,16 +686,19 @@ type FinalStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 40 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label of at most 40 characters (lower-case letters, digits and '-', starting with a letter and ending with a letter or digit): the names laxity derives from it, such as the SparkApplication <name>-partial-<k>-r<attempt>, must be DNS-1035 labels of at most 63 characters"
-// +kubebuilder:resource:shortName=iq,categories=laxity
-// +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.scheduleName`,description="ElasticSchedule running the query"
+// +kubebuilder:resource:shortName=lxiq,categories=laxity
+// +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.scheduleName`,description="ElasticSchedule whose pool runs the query"
 // +kubebuilder:printcolumn:name="Deadline",type=string,format=date-time,JSONPath=`.spec.deadline`,description="When the final result is due"
 // +kubebuilder:printcolumn:name="Processed",type=integer,JSONPath=`.status.processedTuples`,description="Tuples processed by succeeded batches"
 // +kubebuilder:printcolumn:name="Arrived",type=integer,JSONPath=`.status.arrivedTuples`,description="Tuples arrived so far"
-// +kubebuilder:printcolumn:name="Slack",type=string,JSONPath=`.status.slackSeconds`,description="Current slack in seconds"
-// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Reason of the Ready condition"
-// +kubebuilder:printcolumn:name="Learned slowdown",type=string,JSONPath=`.status.learned.slowdownPercent`,priority=1,description="How much longer than its declared cost model the query's steps ran, in percent"
-// +kubebuilder:printcolumn:name="Margin",type=string,JSONPath=`.status.learned.runtimeMarginPercent`,priority=1,description="Runtime margin sized from the steps that ran, in percent"
+// +kubebuilder:printcolumn:name="Slack",type=number,JSONPath=`.status.slackSeconds`,description="Seconds the query could still fall behind its plan and meet its deadline; negative when expected to be late"
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="The query's state at a glance: the reason of its Ready condition"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Batch Size",type=integer,JSONPath=`.status.batchSize`,priority=1,description="Planned tuples per batch"
+// +kubebuilder:printcolumn:name="Rate",type=number,JSONPath=`.status.measuredRatePerSecond`,priority=1,description="Arrival rate measured over the schedule's rateWindow, in tuples per second"
+// +kubebuilder:printcolumn:name="Slowdown %",type=number,JSONPath=`.status.learned.slowdownPercent`,priority=1,description="How much longer than its declared cost model the query's steps ran, in percent"
+// +kubebuilder:printcolumn:name="Margin %",type=number,JSONPath=`.status.learned.runtimeMarginPercent`,priority=1,description="Runtime margin sized from the steps that ran, in percent"
+// +kubebuilder:printcolumn:name="Result",type=string,JSONPath=`.status.final.resultLocation`,priority=1,description="Where the final merge wrote the query's result"
 
 // IntermittentQuery is a recurring analytical query over one window of a
 // stream, processed intermittently: tuples are processed in batches as they

@@ -72,28 +72,31 @@ type LearnedModel struct {
 	CostModel *CostModel `json:"costModel,omitempty"`
 
 	// slowdownPercent is how much longer than the declared cost model the
-	// observed steps took, as a robust average over the observations, in
-	// percent as a decimal string ("30.0": 1.3 times as long; negative when
-	// faster).
+	// observed steps took, as a robust average over the observations (one
+	// that a few outliers do not move), in percent: 30 means 1.3 times as
+	// long; negative when faster.
 	// +optional
-	SlowdownPercent string `json:"slowdownPercent,omitempty"`
+	SlowdownPercent Decimal `json:"slowdownPercent,omitempty"`
 
 	// runtimeMarginPercent is the margin sized from the observations: a high
 	// quantile of how much longer than the fitted model a step took, in
-	// percent as a decimal string. Plans use it where it is larger than
+	// percent. Plans use it where it is larger than
 	// spec.planning.runtimeMarginPercent.
 	// +optional
-	RuntimeMarginPercent string `json:"runtimeMarginPercent,omitempty"`
+	RuntimeMarginPercent Decimal `json:"runtimeMarginPercent,omitempty"`
 
 	// applied says whether plans use this model (spec.planning.learning is
 	// Apply) or it is only reported (Observe).
 	// +optional
 	Applied bool `json:"applied,omitempty"`
 
-	// batchObservations and mergeObservations count the finished steps the
-	// model was fitted from.
+	// batchObservations counts the finished batches the model was fitted
+	// from.
 	// +optional
 	BatchObservations int32 `json:"batchObservations,omitempty"`
+
+	// mergeObservations counts the finished merges (partial and final) the
+	// model was fitted from.
 	// +optional
 	MergeObservations int32 `json:"mergeObservations,omitempty"`
 

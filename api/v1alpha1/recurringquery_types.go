@@ -217,10 +217,10 @@ type RecurringWindow struct {
 
 	// executedCost is the window's share of the pool's bill: the
 	// node-seconds of its succeeded steps (each step's nodes × its end -
-	// start) × the schedule's pricePerNodeHour / 3600, as a decimal string.
-	// Idle nodes, billing minimums and failed attempts are not in it.
+	// start) × the schedule's pricePerNodeHour / 3600. Idle nodes, billing
+	// minimums and failed attempts are not in it.
 	// +optional
-	ExecutedCost string `json:"executedCost,omitempty"`
+	ExecutedCost Decimal `json:"executedCost,omitempty"`
 
 	// batches is the number of batches launched.
 	// +optional
@@ -274,12 +274,16 @@ type RecurringQueryStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 27 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1035 label of at most 27 characters (lower-case letters, digits and '-', starting with a letter and ending with a letter or digit): every window's IntermittentQuery is named <name>-<yyyymmddhhmm>, which must be a DNS-1035 label of at most 40 characters"
-// +kubebuilder:resource:shortName=rq,categories=laxity
-// +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`,description="When windows start (cron)"
-// +kubebuilder:printcolumn:name="Last outcome",type=string,JSONPath=`.status.lastOutcome`,description="Outcome of the newest finished window"
-// +kubebuilder:printcolumn:name="Next window",type=string,format=date-time,JSONPath=`.status.nextWindow`,description="Start of the next window not created yet"
-// +kubebuilder:printcolumn:name="Learned slowdown",type=string,JSONPath=`.status.learned.slowdownPercent`,description="How much slower than its cost model the query ran, in percent"
+// +kubebuilder:resource:shortName=lxrq,categories=laxity
+// +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`,description="When windows start: five cron fields, a macro such as @hourly, or @every <duration>"
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`,description="Whether creating new windows is suspended"
+// +kubebuilder:printcolumn:name="Last Outcome",type=string,JSONPath=`.status.lastOutcome`,description="Outcome of the newest finished window"
+// +kubebuilder:printcolumn:name="Next Window",type=string,format=date-time,JSONPath=`.status.nextWindow`,description="Start of the next window not created yet"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Time Zone",type=string,JSONPath=`.spec.timeZone`,priority=1,description="Time zone the schedule is read in"
+// +kubebuilder:printcolumn:name="Window",type=string,JSONPath=`.spec.windowLength`,priority=1,description="How long each window lasts"
+// +kubebuilder:printcolumn:name="Ahead",type=integer,JSONPath=`.spec.windowsAhead`,priority=1,description="Windows kept created ahead of their start"
+// +kubebuilder:printcolumn:name="Slowdown %",type=number,JSONPath=`.status.learned.slowdownPercent`,priority=1,description="How much longer than its declared cost model the query ran, in percent, learned from the windows that ran"
 
 // RecurringQuery is a query that runs on every window of a schedule: it
 // creates one IntermittentQuery per window, ahead of the window's start,

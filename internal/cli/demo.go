@@ -1,3 +1,5 @@
+//go:build !lean
+
 package cli
 
 import (
@@ -65,12 +67,12 @@ must meet theirs.`,
 		Example: `  laxity demo
   laxity demo --workload config/samples/partial-aggregation.yaml --speed high --report run.json --svg run.svg
   laxity demo --workload config/samples/recurring.yaml --slowdown 40 --windows 6
-  laxity demo --keep     # then kubectl --kubeconfig <printed path> get es,iq -A -o wide`,
+  laxity demo --keep     # then kubectl --kubeconfig <printed path> get laxity -A -o wide`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	f := cmd.Flags()
-	f.StringSliceVarP(&o.workload, "workload", "f", nil, "manifests to run (files or directories; default: the embedded "+samples.Demo+" sample)")
+	f.StringSliceVarP(&o.workload, "workload", "f", nil, "manifests to run (files or directories, - for standard input; default: the embedded "+samples.Demo+" sample)")
 	f.StringVar(&o.speed, "speed", "normal", "simulated seconds per real second: normal (100), high (400) or a number")
 	f.StringVar(&o.report, "report", "", "write what ran, in the plan document's JSON format, to this file")
 	f.StringVar(&o.svg, "svg", "", "draw what ran as an SVG figure in this file")
@@ -103,7 +105,7 @@ func (o *demoOptions) run(cmd *cobra.Command) error {
 	if err := checkWindows(o.windows); err != nil {
 		return err
 	}
-	files, err := o.files()
+	files, err := o.files(cmd.InOrStdin())
 	if err != nil {
 		return err
 	}
@@ -189,9 +191,9 @@ func parseNoise(s string) (mean, sd float64, err error) {
 
 // files are the workload's manifests: the named files and directories, or
 // the embedded sample.
-func (o *demoOptions) files() ([]manifest.File, error) {
+func (o *demoOptions) files(stdin io.Reader) ([]manifest.File, error) {
 	if len(o.workload) > 0 {
-		files, err := manifest.ReadFiles(o.workload...)
+		files, err := readManifests(o.workload, stdin)
 		if err != nil {
 			return nil, &exitError{code: exitInvalid, err: fmt.Errorf("demo: --workload: %w", err)}
 		}

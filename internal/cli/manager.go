@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/controllers"
 	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/version"
 )
 
 type managerOptions struct {
@@ -198,10 +198,7 @@ func watchOnly(opts cache.Options, namespaces []string) cache.Options {
 // logStart logs, at info level, what the manager starts with: its version,
 // every flag in force (given or defaulted) and the namespaces it watches.
 func logStart(cmd *cobra.Command, namespaces []string) {
-	version := "unknown"
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
-		version = info.Main.Version
-	}
+	v := version.Get()
 	var flags []any
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		flags = append(flags, f.Name, f.Value.String())
@@ -210,6 +207,6 @@ func logStart(cmd *cobra.Command, namespaces []string) {
 	if len(namespaces) > 0 {
 		watched = strings.Join(namespaces, ",")
 	}
-	ctrl.Log.WithName("setup").Info("Starting the laxity manager", "version", version, "namespaces", watched)
+	ctrl.Log.WithName("setup").Info("Starting the laxity manager", "version", v.Version, "revision", v.Revision, "goVersion", v.GoVersion, "namespaces", watched)
 	ctrl.Log.WithName("setup").Info("Flags in force", flags...)
 }

@@ -1,12 +1,9 @@
 package cli
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -15,7 +12,6 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/baseline"
-	"github.com/laxity-dev/laxity/internal/gantt"
 	"github.com/laxity-dev/laxity/internal/manifest"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/spec"
@@ -28,56 +24,76 @@ type planOptions struct {
 	schedule string
 	svg      string
 	compare  bool
+	cluster  clusterOptions
+	// plugin is true when kubectl runs laxity as its plugin: without -f,
+	// plan then reads the cluster of the current context, as kubectl would.
+	plugin bool
+	// stdin is what -f - reads.
+	stdin io.Reader
 }
 
-func newPlanCommand() *cobra.Command {
-	o := &planOptions{}
+func newPlanCommand(plugin bool) *cobra.Command {
+	o := &planOptions{plugin: plugin}
 	cmd := &cobra.Command{
-		Use:   "plan -f FILE|DIR [-o table|json] [--origin RFC3339] [--schedule [NAMESPACE/]NAME] [--svg FILE] [--compare]",
-		Short: "Plan ElasticSchedules and their IntermittentQueries offline",
+		Use:   "plan (-f FILE|DIR|- | --kubeconfig FILE [--context NAME] [-n NAMESPACE | -A]) [-o table|json|yaml] [--origin RFC3339] [--schedule [NAMESPACE/]NAME] [--svg FILE] [--compare]",
+		Short: "Plan ElasticSchedules and their queries offline, from manifests or as they are in a cluster",
 		Long: `plan reads the same ElasticSchedule, IntermittentQuery and RecurringQuery
-manifests the operator reads (multi-document YAML files or directories; other
-kinds are ignored), validates them with the CRDs' own schema and CEL rules, and
-prints the cheapest plan that meets every deadline for each schedule. A
-RecurringQuery is planned as its next windowsAhead windows from --origin (or
-from the earliest window of the schedule's IntermittentQueries), each window
-an IntermittentQuery named <name>-<yyyymmddhhmm>. With --svg it
-also draws the plan of one schedule: a Gantt row per query over the planned
-and requested node timelines. With --compare it prints, instead of the plan,
-what the plan costs against the usual alternatives to it, each simulated on
-the same workload: fixed pools of every size (with and without
-laxity's batch sizes), a reactive autoscaler and micro-batch streaming.
+manifests the operator reads (multi-document YAML files or directories, or
+standard input with -f -; other kinds are ignored), validates them with the
+CRDs' own schema and CEL rules, and prints the cheapest plan that meets every
+deadline for each schedule. A RecurringQuery is planned as its next
+windowsAhead windows from --origin (or from the earliest window of the
+schedule's IntermittentQueries), each window an IntermittentQuery named
+<name>-<yyyymmddhhmm>; a window that already exists as an IntermittentQuery
+is planned as that query. With --svg it also draws the plan of one schedule:
+a Gantt row per query over the planned and requested node timelines. With
+--compare it prints, instead of the plan, what the plan costs against the
+usual alternatives to it, each simulated on the same workload: fixed pools
+of every size (with and without laxity's batch sizes), a reactive
+autoscaler and micro-batch streaming.
+
+With --kubeconfig, --context, -n or -A instead of -f (or as the kubectl
+plugin, kubectl laxity plan, without -f) it reads the objects from a cluster
+and plans their specs exactly as it plans files: from their windows' start,
+not from what has already run, and without changing anything in the
+cluster. It needs only get and list on laxity's three kinds.
 
 Exit status: 0 when every plan is feasible, 3 when a plan is infeasible (the
 plan is still printed, with the query that is late first), 1 on bad input.`,
 		Example: `  laxity plan -f config/samples/tpch.yaml
   laxity plan -f config/samples/ -o json --schedule analytics/nightly
+  kubectl get lxes,lxiq,lxrq -n analytics -o yaml | laxity plan -f -
+  laxity plan --kubeconfig ~/.kube/config -n analytics -o yaml
+  kubectl laxity plan -A
   laxity plan -f config/samples/tpch.yaml --svg tpch.svg
   laxity plan -f config/samples/tpch.yaml --compare`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.run(cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.stdin = cmd.InOrStdin()
+			return o.run(cmd)
 		},
 	}
-	cmd.Flags().StringSliceVarP(&o.files, "filename", "f", nil, "manifest file or directory (repeatable)")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
-	cmd.Flags().StringVar(&o.origin, "origin", "", "planning origin t0 as RFC 3339 (default: the earliest window start of the schedule's queries); a RecurringQuery's windows are planned from it")
+	cmd.Flags().StringSliceVarP(&o.files, "filename", "f", nil, "manifest file or directory (repeatable); - reads standard input")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	cmd.Flags().StringVar(&o.origin, "origin", "", "instant the plan measures time from, as RFC 3339 (default: the earliest window start of the schedule's queries); a RecurringQuery's windows are planned from it")
 	cmd.Flags().StringVar(&o.schedule, "schedule", "", "plan only this ElasticSchedule, as NAME or NAMESPACE/NAME")
 	cmd.Flags().StringVar(&o.svg, "svg", "", "also draw the plan as an SVG figure in this file (one schedule only)")
 	cmd.Flags().BoolVar(&o.compare, "compare", false, "print the plan's cost, largest pool and deadlines against the baselines instead of the plan")
+	o.cluster.addFlags(cmd)
 	return cmd
 }
 
-func invalid(format string, args ...any) error {
-	return &exitError{code: exitInvalid, err: fmt.Errorf(format, args...)}
-}
-
-func (o *planOptions) run(out, errOut io.Writer) error {
-	if len(o.files) == 0 {
-		return invalid("plan: -f FILE|DIR is required")
+func (o *planOptions) run(cmd *cobra.Command) error {
+	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	live := o.cluster.given(cmd) || (o.plugin && len(o.files) == 0)
+	switch {
+	case len(o.files) > 0 && live:
+		return &usageError{err: errors.New("plan: -f reads manifests and --kubeconfig, --context, -n and -A a cluster: give one or the other")}
+	case len(o.files) == 0 && !live:
+		return invalid("plan: -f FILE|DIR|- or --kubeconfig FILE is required: the manifests to plan, or the cluster to read them from")
 	}
-	if o.output != "table" && o.output != "json" {
-		return invalid("plan: -o must be table or json, got %q", o.output)
+	if o.output != "table" && o.output != "json" && o.output != "yaml" {
+		return invalid("plan: -o must be table, json or yaml, got %q", o.output)
 	}
 	var origin *time.Time
 	if o.origin != "" {
@@ -87,7 +103,15 @@ func (o *planOptions) run(out, errOut io.Writer) error {
 		}
 		origin = &t
 	}
-	set, err := manifest.Load(o.files...)
+	var (
+		set *manifest.Set
+		err error
+	)
+	if live {
+		set, err = o.cluster.read(cmd.Context())
+	} else {
+		set, err = o.readFiles()
+	}
 	if err != nil {
 		return &exitError{code: exitInvalid, err: err}
 	}
@@ -96,7 +120,7 @@ func (o *planOptions) run(out, errOut io.Writer) error {
 		return err
 	}
 	if o.svg != "" && len(schedules) > 1 {
-		return invalid("plan: --svg draws one schedule, but %s hold %d; choose one with --schedule", strings.Join(o.files, ", "), len(schedules))
+		return invalid("plan: --svg draws one schedule, but %s hold %d; choose one with --schedule", o.sources(), len(schedules))
 	}
 	var docs []planner.Document
 	var comparisons []comparison
@@ -150,19 +174,46 @@ func (o *planOptions) run(out, errOut io.Writer) error {
 	return nil
 }
 
+// readFiles reads and validates the manifests of -f.
+func (o *planOptions) readFiles() (*manifest.Set, error) {
+	files, err := readManifests(o.files, o.stdin)
+	if err != nil {
+		return nil, err
+	}
+	return manifest.Read(files...)
+}
+
+// sources names where the objects were read from, for messages.
+func (o *planOptions) sources() string {
+	if len(o.files) == 0 {
+		return o.cluster.describe()
+	}
+	names := make([]string, len(o.files))
+	for i, f := range o.files {
+		names[i] = f
+		if f == stdinPath {
+			names[i] = stdinName
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 // selectSchedules picks the schedules to plan and checks that every query
 // they could need is accounted for.
 func (o *planOptions) selectSchedules(set *manifest.Set) ([]manifest.ElasticSchedule, error) {
 	if o.schedule != "" {
 		namespace, name := scheduleRef(o.schedule)
+		if !strings.Contains(o.schedule, "/") && o.cluster.namespace != "" {
+			namespace = o.cluster.namespace
+		}
 		s := set.Schedule(namespace, name)
 		if s == nil {
-			return nil, invalid("plan: --schedule: no ElasticSchedule %s/%s in %s", namespace, name, strings.Join(o.files, ", "))
+			return nil, invalid("plan: --schedule: no ElasticSchedule %s/%s in %s", namespace, name, o.sources())
 		}
 		return []manifest.ElasticSchedule{*s}, nil
 	}
 	if len(set.Schedules) == 0 {
-		return nil, invalid("plan: no ElasticSchedule (laxity.dev/v1alpha1) in %s", strings.Join(o.files, ", "))
+		return nil, invalid("plan: no ElasticSchedule (laxity.dev/v1alpha1) in %s", o.sources())
 	}
 	var errs []error
 	for _, q := range set.Queries {
@@ -232,6 +283,12 @@ func planSchedule(set *manifest.Set, s manifest.ElasticSchedule, origin *time.Ti
 				return planner.Workload{}, planner.Document{}, &exitError{code: exitInvalid, err: fmt.Errorf("%s: RecurringQuery %s/%s: %w", rq.Source, es.Namespace, rq.Object.Name, err)}
 			}
 			for _, w := range windows {
+				if _, exists := sources[w.Name]; exists {
+					// The window's IntermittentQuery, read with the
+					// rest (from a cluster, or kubectl get -o yaml),
+					// stands for it.
+					continue
+				}
 				queries = append(queries, w)
 				sources[w.Name] = rq.Source
 				kinds[w.Name] = "RecurringQuery " + rq.Object.Name + ": window IntermittentQuery"
@@ -288,24 +345,6 @@ func planSchedule(set *manifest.Set, s manifest.ElasticSchedule, origin *time.Ti
 	return w, doc, nil
 }
 
-// writeSVG draws the plan with the workload's windows into path. It runs
-// before the plan is printed, so that a bad path prints nothing but the error.
-func writeSVG(path string, es *laxityv1alpha1.ElasticSchedule, w planner.Workload, doc planner.Document) error {
-	windows := make(map[string]gantt.Window, len(w.Queries))
-	for _, q := range w.Queries {
-		// A window that opened before --origin is drawn from the origin.
-		windows[q.Name] = gantt.Window{Start: max(q.WindowStart, 0), End: max(q.WindowEnd, 0)}
-	}
-	var svg bytes.Buffer
-	if err := gantt.Render(&svg, gantt.Figure{Title: "ElasticSchedule " + es.Namespace + "/" + es.Name, Plan: doc, Windows: windows}); err != nil {
-		return &exitError{code: exitInvalid, err: fmt.Errorf("plan: --svg %s: drawing the plan: %w", path, err)}
-	}
-	if err := os.WriteFile(path, svg.Bytes(), 0o666); err != nil {
-		return &exitError{code: exitInvalid, err: fmt.Errorf("plan: --svg: %w", err)}
-	}
-	return nil
-}
-
 // unjoin flattens errors.Join.
 func unjoin(err error) []error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -315,8 +354,8 @@ func unjoin(err error) []error {
 }
 
 func write(out io.Writer, format string, schedules []manifest.ElasticSchedule, docs []planner.Document) error {
-	if format == "json" {
-		return writeJSON(out, docs)
+	if format != "table" {
+		return writeStructured(out, format, docs)
 	}
 	for i, d := range docs {
 		if i > 0 {
@@ -346,8 +385,8 @@ type comparison struct {
 }
 
 func writeComparisons(out io.Writer, format string, comparisons []comparison) error {
-	if format == "json" {
-		return writeJSON(out, comparisons)
+	if format != "table" {
+		return writeStructured(out, format, comparisons)
 	}
 	for i, c := range comparisons {
 		if i > 0 {
@@ -358,14 +397,4 @@ func writeComparisons(out io.Writer, format string, comparisons []comparison) er
 		}
 	}
 	return nil
-}
-
-// writeJSON prints one value as itself and several as an array.
-func writeJSON[T any](out io.Writer, values []T) error {
-	enc := json.NewEncoder(out)
-	enc.SetIndent("", "  ")
-	if len(values) == 1 {
-		return enc.Encode(values[0])
-	}
-	return enc.Encode(values)
 }

@@ -49,8 +49,15 @@ func plannedSampleSchedules(t *testing.T) int {
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runWith(t, "laxity", "", args...)
+}
+
+// runWith runs the command line as the program named program (laxity, or
+// kubectl-laxity for the kubectl plugin), with stdin on standard input.
+func runWith(t *testing.T, program, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	code = Run(args, &out, &errOut)
+	code = Execute(program, args, Streams{In: strings.NewReader(stdin), Out: &out, Err: &errOut})
 	return code, out.String(), errOut.String()
 }
 
@@ -190,8 +197,8 @@ func TestPlanBadInputNamesFileObjectAndField(t *testing.T) {
 		{"CEL rule", []string{"plan", "-f", path}, []string{path, "IntermittentQuery analytics/fraud-features", "spec.deadline"}},
 		{"orphan query", []string{"plan", "-f", "testdata/orphan-query.yaml", "-f", filepath.Join(samplesDir, "tpch.yaml")}, []string{"orphan-query.yaml", "IntermittentQuery analytics/orphan", "spec.scheduleName", `"missing"`}},
 		{"missing file", []string{"plan", "-f", filepath.Join(dir, "nope.yaml")}, []string{"nope.yaml"}},
-		{"no file", []string{"plan"}, []string{"-f FILE|DIR is required"}},
-		{"output", []string{"plan", "-f", path, "-o", "yaml"}, []string{"-o must be table or json"}},
+		{"no file", []string{"plan"}, []string{"-f FILE|DIR|- or --kubeconfig FILE is required"}},
+		{"output", []string{"plan", "-f", path, "-o", "xml"}, []string{"-o must be table, json or yaml"}},
 		{"origin", []string{"plan", "-f", path, "--origin", "tomorrow"}, []string{"--origin", "RFC 3339"}},
 		{"unknown schedule", []string{"plan", "-f", samplesDir, "--schedule", "analytics/nope"}, []string{"--schedule", "analytics/nope"}},
 		{"unknown flag", []string{"plan", "--bogus"}, []string{"unknown flag: --bogus"}},
@@ -416,8 +423,8 @@ func TestPlanCompareBadFlags(t *testing.T) {
 		want string
 	}{
 		{"not a boolean", []string{"plan", "-f", tpch, "--compare=maybe"}, `invalid argument "maybe" for "--compare"`},
-		{"output", []string{"plan", "-f", tpch, "--compare", "-o", "yaml"}, "-o must be table or json"},
-		{"no file", []string{"plan", "--compare"}, "-f FILE|DIR is required"},
+		{"output", []string{"plan", "-f", tpch, "--compare", "-o", "xml"}, "-o must be table, json or yaml"},
+		{"no file", []string{"plan", "--compare"}, "-f FILE|DIR|- or --kubeconfig FILE is required"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -495,5 +502,16 @@ func stripSearchSeconds(t *testing.T, doc string) string {
 	}
 	delete(m, "searchSeconds")
 	data, _ := json.Marshal(m)
+	return string(data)
+}
+
+// compactJSON is doc with its whitespace removed, to compare documents.
+func compactJSON(t *testing.T, doc string) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(doc), &v); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(v)
 	return string(data)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -27,6 +28,11 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 
+// invalid is bad input, exit code exitInvalid, with its message.
+func invalid(format string, args ...any) error {
+	return &exitError{code: exitInvalid, err: fmt.Errorf(format, args...)}
+}
+
 // usageError is a mistake in the command line itself: an unknown command,
 // flag or flag value, or an argument where none is taken. Only these end
 // with the hint to read --help; an error met while running does not.
@@ -45,8 +51,28 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
-// Run executes the command line args and returns the process exit code.
+// Streams are the standard streams a command line reads and writes.
+type Streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// PluginName is the file name under which kubectl finds laxity as a plugin:
+// `kubectl laxity plan` runs `kubectl-laxity plan`.
+const PluginName = "kubectl-laxity"
+
+// Run executes the command line args, reading standard input from os.Stdin,
+// and returns the process exit code.
 func Run(args []string, stdout, stderr io.Writer) int {
+	return Execute("laxity", args, Streams{In: os.Stdin, Out: stdout, Err: stderr})
+}
+
+// Execute executes the command line args of the program named program (the
+// base name of its path, which says whether kubectl runs it as a plugin)
+// and returns the process exit code.
+func Execute(program string, args []string, streams Streams) int {
+	stdout, stderr := streams.Out, streams.Err
+	plugin := strings.TrimSuffix(program, ".exe") == PluginName
 	root := &cobra.Command{
 		Use:   "laxity",
 		Short: "Intermittent query processing on an elastic Spark pool, finished before every deadline at the lowest cost",
@@ -58,10 +84,16 @@ workload: which batch sizes, and how many nodes when.`,
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
+	if plugin {
+		// Help and usage then name the command as it is typed.
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl laxity"}
+	}
 	root.SetArgs(args)
+	root.SetIn(streams.In)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newPlanCommand(), newManagerCommand(), newDemoCommand(), newExperimentsCommand())
+	root.AddCommand(newPlanCommand(plugin), newManagerCommand(), newVersionCommand())
+	root.AddCommand(developerCommands()...)
 	for _, sub := range root.Commands() {
 		if sub.Args != nil {
 			sub.Args = usageArgs(sub.Args)
@@ -82,7 +114,7 @@ workload: which batch sizes, and how many nodes when.`,
 	var usage *usageError
 	// Cobra reports an unknown subcommand with an untyped error.
 	if errors.As(err, &usage) || strings.HasPrefix(err.Error(), "unknown command ") {
-		fmt.Fprintf(stderr, "laxity: %v\nRun 'laxity --help' for usage.\n", err)
+		fmt.Fprintf(stderr, "laxity: %v\nRun '%s --help' for usage.\n", err, root.DisplayName())
 		return exitInvalid
 	}
 	// An error met while running: the command line was fine, so no hint.

@@ -171,7 +171,7 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(o.Out, "While it runs: kubectl --kubeconfig %s get es,iq -A -o wide\n", path)
+		fmt.Fprintf(o.Out, "While it runs: kubectl --kubeconfig %s get laxity -A -o wide\n", path)
 	}
 
 	r, err := newRun(cp.cfg, set, o)

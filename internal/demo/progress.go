@@ -57,7 +57,7 @@ func (r *run) snapshot(ctx context.Context, now time.Time) (snapshot, error) {
 			}
 			qv := queryView{
 				name: q.Name, arrived: ptr.Deref(q.Status.ArrivedTuples, 0), processed: ptr.Deref(q.Status.ProcessedTuples, 0),
-				slack: q.Status.SlackSeconds, state: "Waiting",
+				slack: string(q.Status.SlackSeconds), state: "Waiting",
 			}
 			for _, b := range q.Status.Batches {
 				if b.Outcome == laxityv1alpha1.StepSucceeded {

@@ -203,7 +203,7 @@ func (r *run) suspend(ctx context.Context, rq *recurring) error {
 // own, or else the RecurringQuery's.
 func (r *run) noteLearned(ctx context.Context, rq *recurring, q *laxityv1alpha1.IntermittentQuery) error {
 	if l := q.Status.Learned; l != nil && l.SlowdownPercent != "" {
-		rq.learned[q.Name] = l.SlowdownPercent
+		rq.learned[q.Name] = string(l.SlowdownPercent)
 		return nil
 	}
 	var current laxityv1alpha1.RecurringQuery
@@ -212,7 +212,7 @@ func (r *run) noteLearned(ctx context.Context, rq *recurring, q *laxityv1alpha1.
 	}
 	rq.learned[q.Name] = ""
 	if l := current.Status.Learned; l != nil {
-		rq.learned[q.Name] = l.SlowdownPercent
+		rq.learned[q.Name] = string(l.SlowdownPercent)
 	}
 	return nil
 }

@@ -24,10 +24,13 @@ const (
 // arguments spec.arguments (laxity's --laxity-* ones included); spec.mainClass,
 // spec.deps, spec.image, the driver's and executors' cores and memory and
 // spec.sparkConf (laxity's spark.laxity.* settings included) become
-// spark-submit parameters; spec.executor.instances is the executor count.
-// The tags are app's laxity.dev/ labels and annotations (the step contract
-// of docs/design.md), except values longer than AWS allows, such as
-// a Kafka batch's offsets, which the arguments carry anyway.
+// spark-submit parameters, and the driver's and executors' labels the
+// spark.kubernetes.driver.label.* and spark.kubernetes.executor.label.*
+// settings that label their pods; spec.executor.instances is the executor
+// count. The tags are app's app.kubernetes.io/managed-by label and its
+// laxity.dev/ labels and annotations (the step contract of docs/design.md),
+// except values longer than AWS allows, such as a Kafka batch's offsets,
+// which the arguments carry anyway.
 //
 // Fields are named as in the query, spec.sparkApplication.<field>, when they
 // cannot be expressed.
@@ -72,6 +75,18 @@ func JobRunOf(app *unstructured.Unstructured, clientToken string) (JobRun, error
 	}
 	for _, key := range slices.Sorted(maps.Keys(conf)) {
 		t.conf("sparkConf."+key, key, conf[key])
+	}
+	// The pods' labels (laxity's among them, see sparkapp.Labels) are Spark
+	// settings on EMR on EKS; after sparkConf, so that laxity's win there
+	// too.
+	for _, role := range []string{"driver", "executor"} {
+		labels, _, err := unstructured.NestedStringMap(spec, role, "labels")
+		if err != nil {
+			t.problem(role+".labels", "%v", err)
+		}
+		for _, key := range slices.Sorted(maps.Keys(labels)) {
+			t.conf(role+".labels."+key, "spark.kubernetes."+role+".label."+key, labels[key])
+		}
 	}
 	instances, ok := t.number("executor", "instances")
 	if !ok {
@@ -152,13 +167,14 @@ func (t *translation) add(field, flag, value string) {
 	t.params = append(t.params, flag, value)
 }
 
-// tagsOf is app's laxity.dev/ labels and annotations that fit AWS's tag
-// limits, at most 50 of them in key order.
+// tagsOf is app's managed-by label and its laxity.dev/ labels and
+// annotations that fit AWS's tag limits, at most 50 of them in key order.
 func tagsOf(app *unstructured.Unstructured) map[string]string {
 	all := map[string]string{}
 	for _, m := range []map[string]string{app.GetLabels(), app.GetAnnotations()} {
 		for k, v := range m {
-			if strings.HasPrefix(k, sparkapp.KeyPrefix) && len(k) <= maxTagKeyLength && len(v) <= maxTagValueLength {
+			ours := strings.HasPrefix(k, sparkapp.KeyPrefix) || k == sparkapp.LabelManagedBy
+			if ours && len(k) <= maxTagKeyLength && len(v) <= maxTagValueLength {
 				all[k] = v
 			}
 		}

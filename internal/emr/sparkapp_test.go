@@ -42,8 +42,8 @@ func TestJobRunOf(t *testing.T) {
 	  "arguments": ["--table", "orders"],
 	  "deps": {"jars": ["s3://jobs/a.jar", "s3://jobs/b.jar"], "pyFiles": ["s3://jobs/x.py"]},
 	  "sparkConf": {"spark.ui.enabled": "false", "spark.driver.extraJavaOptions": "-Da=1 -Db=2"},
-	  "driver": {"cores": 1, "memory": "1g"},
-	  "executor": {"cores": 2, "memory": "4g"}
+	  "driver": {"cores": 1, "memory": "1g", "labels": {"team": "sales"}},
+	  "executor": {"cores": 2, "memory": "4g", "labels": {"laxity.dev/query": "not-q1"}}
 	}`, nil)
 	if run.Name != "q1-b3" || run.ClientToken != "token-1" || run.EntryPoint != "s3://jobs/count.jar" {
 		t.Errorf("name %q token %q entry point %q", run.Name, run.ClientToken, run.EntryPoint)
@@ -69,13 +69,24 @@ func TestJobRunOf(t *testing.T) {
 		"--conf 'spark.driver.extraJavaOptions=-Da=1 -Db=2'",
 		"--conf spark.laxity.fromTuple=300",
 		"--conf spark.ui.enabled=false",
+		// The pods' labels: the template's and laxity's, laxity's winning.
+		"--conf spark.kubernetes.driver.label.team=sales",
+		"--conf spark.kubernetes.driver.label.app.kubernetes.io/managed-by=laxity",
+		"--conf spark.kubernetes.driver.label.laxity.dev/query=q1",
+		"--conf spark.kubernetes.executor.label.laxity.dev/query=q1",
+		"--conf spark.kubernetes.executor.label.laxity.dev/schedule=tpch",
+		"--conf spark.kubernetes.executor.label.laxity.dev/step=batch",
 	} {
 		if !strings.Contains(run.SparkSubmitParameters, want) {
 			t.Errorf("spark-submit parameters %q lack %q", run.SparkSubmitParameters, want)
 		}
 	}
+	if strings.Contains(run.SparkSubmitParameters, "not-q1") {
+		t.Errorf("spark-submit parameters %q keep the template's laxity.dev/query label", run.SparkSubmitParameters)
+	}
 	want := map[string]string{
-		"laxity.dev/schedule": "tpch", "laxity.dev/query": "q1", "laxity.dev/step": "batch",
+		"app.kubernetes.io/managed-by": "laxity",
+		"laxity.dev/schedule":          "tpch", "laxity.dev/query": "q1", "laxity.dev/step": "batch",
 		"laxity.dev/batch-index": "3", "laxity.dev/from-tuple": "300", "laxity.dev/to-tuple": "400",
 		"laxity.dev/nodes": "4", "laxity.dev/attempt": "0", "laxity.dev/result": "s3a://results/analytics/q1/q1-b3",
 	}

@@ -8,8 +8,9 @@ import (
 
 // minimalTemplate is a small but complete SparkApplication spec with a
 // little of everything Render touches: arguments, sparkConf (with a stale
-// spark.laxity.* key), an executor.instances it replaces and an executor
-// nodeSelector that conflicts with the pool's on one key.
+// spark.laxity.* key), an executor.instances it replaces, an executor
+// nodeSelector that conflicts with the pool's on one key, a driver label
+// of its own and an executor label that conflicts with laxity's.
 const minimalTemplate = `{
   "type": "Scala",
   "mode": "cluster",
@@ -18,9 +19,10 @@ const minimalTemplate = `{
   "mainApplicationFile": "local:///opt/spark/jars/count.jar",
   "arguments": ["--table", "orders"],
   "sparkConf": {"spark.ui.enabled": "false", "spark.laxity.stale": "x"},
-  "driver": {"cores": 1, "memory": "1g"},
+  "driver": {"cores": 1, "memory": "1g", "labels": {"team": "sales"}},
   "executor": {"cores": 2, "memory": "4g", "instances": 99,
-               "nodeSelector": {"zone": "a", "laxity.dev/pool": "other"}}
+               "nodeSelector": {"zone": "a", "laxity.dev/pool": "other"},
+               "labels": {"laxity.dev/query": "not-q1"}}
 }`
 
 // query is an IntermittentQuery analytics/q1 of schedule tpch with the given

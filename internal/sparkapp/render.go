@@ -39,9 +39,16 @@ func NewList() *unstructured.UnstructuredList {
 	return list
 }
 
-// Labels of every SparkApplication laxity creates (docs/design.md, "The
-// SparkApplication a step becomes").
+// Labels of every SparkApplication laxity creates, and of its driver and
+// executor pods (docs/design.md, "The SparkApplication a step becomes"), so
+// that cost tools such as OpenCost and Kubecost, which aggregate by pod
+// label, can charge each query and each schedule its share of the pool.
 const (
+	// LabelManagedBy is the well-known label naming the tool that manages
+	// an object; its value is ManagedBy.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedBy is the value of LabelManagedBy on what laxity creates.
+	ManagedBy = "laxity"
 	// LabelSchedule is the name of the ElasticSchedule whose pool runs the
 	// step.
 	LabelSchedule = "laxity.dev/schedule"
@@ -224,6 +231,7 @@ func Render(q *v1alpha1.IntermittentQuery, es *v1alpha1.ElasticSchedule, s Step,
 		return nil, errors.Join(t.errs...)
 	}
 	t.setExecutors(spec, executors, es.Spec.NodePool.NodeSelector)
+	t.setPodLabels(spec, Labels(es.Name, q.Name, s.Kind))
 	t.setArguments(spec, arguments(q.Name, s, loc, result))
 	t.setSparkConf(spec, sparkConf(q.Name, s, loc, result))
 	if len(t.errs) > 0 {
@@ -234,13 +242,22 @@ func Render(q *v1alpha1.IntermittentQuery, es *v1alpha1.ElasticSchedule, s Step,
 	app.SetGroupVersionKind(GroupVersionKind)
 	app.SetName(name)
 	app.SetNamespace(q.Namespace)
-	app.SetLabels(map[string]string{
-		LabelSchedule: es.Name,
-		LabelQuery:    q.Name,
-		LabelStep:     string(s.Kind),
-	})
+	labels := Labels(es.Name, q.Name, s.Kind)
+	app.SetLabels(labels)
 	app.SetAnnotations(annotations(s, result))
 	return app, nil
+}
+
+// Labels are the labels of a step's SparkApplication (or EMR on EKS job
+// run) and of its pods: who manages it, and the schedule, query and step
+// kind it runs.
+func Labels(schedule, query string, kind planner.StepKind) map[string]string {
+	return map[string]string{
+		LabelManagedBy: ManagedBy,
+		LabelSchedule:  schedule,
+		LabelQuery:     query,
+		LabelStep:      string(kind),
+	}
 }
 
 // executorsPerNode is the schedule's executorsPerNode, with the API's
@@ -522,6 +539,22 @@ func (t *template) setExecutors(spec map[string]any, instances int64, pool map[s
 	}
 	maps.Copy(merged, pool)
 	executor["nodeSelector"] = toJSONMap(merged)
+}
+
+// setPodLabels adds laxity's labels to the driver's and the executors'
+// labels, which spark-operator puts on their pods; where the template sets
+// one of laxity's keys, laxity's value wins, so that a step's pods are
+// always charged to its own query and schedule.
+func (t *template) setPodLabels(spec map[string]any, ours map[string]string) {
+	for _, role := range []string{"driver", "executor"} {
+		pod, _ := t.object(spec, role, templateField+"."+role)
+		labels, _ := t.stringMap(pod, "labels", templateField+"."+role+".labels")
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		maps.Copy(labels, ours)
+		pod["labels"] = toJSONMap(labels)
+	}
 }
 
 // setArguments appends laxity's arguments to the template's.

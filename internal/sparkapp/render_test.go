@@ -41,18 +41,29 @@ func minimalSpec(instances int64, args []any, conf map[string]any) map[string]an
 	}
 }
 
+// sparkApplication is the SparkApplication of minimalTemplate's query q1 of
+// schedule tpch: laxity's labels on it and on its pods, merged with the
+// template's pod labels, laxity's winning.
 func sparkApplication(name, step string, annotations map[string]any, spec map[string]any) map[string]any {
+	labels := func() map[string]any {
+		return map[string]any{
+			"app.kubernetes.io/managed-by": "laxity",
+			"laxity.dev/schedule":          "tpch",
+			"laxity.dev/query":             "q1",
+			"laxity.dev/step":              step,
+		}
+	}
+	driver := labels()
+	driver["team"] = "sales"
+	spec["driver"].(map[string]any)["labels"] = driver
+	spec["executor"].(map[string]any)["labels"] = labels()
 	return map[string]any{
 		"apiVersion": "sparkoperator.k8s.io/v1beta2",
 		"kind":       "SparkApplication",
 		"metadata": map[string]any{
-			"name":      name,
-			"namespace": "analytics",
-			"labels": map[string]any{
-				"laxity.dev/schedule": "tpch",
-				"laxity.dev/query":    "q1",
-				"laxity.dev/step":     step,
-			},
+			"name":        name,
+			"namespace":   "analytics",
+			"labels":      labels(),
 			"annotations": annotations,
 		},
 		"spec": spec,
@@ -220,10 +231,22 @@ func TestRenderSample(t *testing.T) {
 				t.Fatalf("%s: %v", q.Name, err)
 			}
 			spec := app.Object["spec"].(map[string]any)
+			podLabels := map[string]any{
+				"app.kubernetes.io/managed-by": "laxity", "laxity.dev/schedule": "tpch",
+				"laxity.dev/query": q.Name, "laxity.dev/step": string(s.Kind),
+			}
+			driver := spec["driver"].(map[string]any)
+			if diff := cmp.Diff(podLabels, driver["labels"]); diff != "" {
+				t.Errorf("%s: spec.driver.labels (-want +got):\n%s", q.Name, diff)
+			}
 			for k, v := range template {
 				switch k {
 				case "executor", "arguments", "sparkConf":
 					continue
+				case "driver":
+					// As the template's, but for laxity's labels.
+					v = maps.Clone(v.(map[string]any))
+					v.(map[string]any)["labels"] = podLabels
 				}
 				got, _ := json.Marshal(spec[k])
 				want, _ := json.Marshal(v)
@@ -236,6 +259,7 @@ func TestRenderSample(t *testing.T) {
 				"cores": int64(4), "memory": "12g",
 				"instances":    int64(s.ReadyNodes), // executorsPerNode: 1
 				"nodeSelector": map[string]any{"laxity.dev/pool": "tpch"},
+				"labels":       podLabels,
 			}
 			if diff := cmp.Diff(wantExecutor, executor); diff != "" {
 				t.Errorf("%s: spec.executor (-want +got):\n%s", q.Name, diff)
@@ -417,6 +441,8 @@ func TestRenderTemplateErrors(t *testing.T) {
 		{name: "dynamic allocation a list", template: `{"driver": {}, "executor": {}, "dynamicAllocation": []}`, want: []string{"spec.sparkApplication.dynamicAllocation: must be an object, got a list"}},
 		{name: "restart policy Always", template: `{"driver": {}, "executor": {}, "restartPolicy": {"type": "Always"}}`, want: []string{"spec.sparkApplication.restartPolicy.type: must not be Always"}},
 		{name: "restart policy type a number", template: `{"driver": {}, "executor": {}, "restartPolicy": {"type": 1}}`, want: []string{"spec.sparkApplication.restartPolicy.type: must be a string, got a number"}},
+		{name: "driver labels a list", template: `{"driver": {"labels": ["a"]}, "executor": {}}`, want: []string{"spec.sparkApplication.driver.labels: must be an object, got a list"}},
+		{name: "an executor label a number", template: `{"driver": {}, "executor": {"labels": {"tier": 1}}}`, want: []string{"spec.sparkApplication.executor.labels.tier: must be a string, got a number"}},
 		{name: "restart policy a string", template: `{"driver": {}, "executor": {}, "restartPolicy": "Never"}`, want: []string{"spec.sparkApplication.restartPolicy: must be an object, got a string"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"math"
 	"strconv"
 	"time"
 
@@ -165,7 +164,7 @@ func ParseLearned(l *laxityv1alpha1.LearnedModel) (model costmodel.Model, margin
 	if model.Merge, err = mergeModel(l.CostModel.Merge); err != nil {
 		return costmodel.Model{}, 0, false
 	}
-	percent, err := strconv.ParseFloat(l.RuntimeMarginPercent, 64)
+	percent, err := l.RuntimeMarginPercent.Float64()
 	if err != nil || !(percent >= 0 && percent <= 1000) {
 		percent = 0
 	}
@@ -203,8 +202,8 @@ func LearnedStatus(l learn.Learned, kept []laxityv1alpha1.StepObservation, appli
 				ParallelSecondsPerInput: decimal(l.Model.Merge.Parallel),
 			},
 		},
-		SlowdownPercent:      strconv.FormatFloat(math.Round((l.Slowdown-1)*1000)/10, 'f', 1, 64),
-		RuntimeMarginPercent: strconv.FormatFloat(math.Round(l.Margin*1000)/10, 'f', 1, 64),
+		SlowdownPercent:      laxityv1alpha1.NewDecimal((l.Slowdown-1)*100, 1),
+		RuntimeMarginPercent: laxityv1alpha1.NewDecimal(l.Margin*100, 1),
 		Applied:              applied,
 		BatchObservations:    int32(l.Batches),
 		MergeObservations:    int32(l.Merges),

@@ -164,7 +164,7 @@ func TestLearnedStatusRoundTrips(t *testing.T) {
 	if !ok || model != l.Model {
 		t.Fatalf("ParseLearned(LearnedStatus(m)) = %+v, %v; want the model back to the bit", model, ok)
 	}
-	if margin != 0.125 || status.SlowdownPercent != "30.0" || status.BatchObservations != 7 || status.MergeObservations != 2 {
+	if margin != 0.125 || status.SlowdownPercent != "30" || status.BatchObservations != 7 || status.MergeObservations != 2 {
 		t.Errorf("margin %g, slowdown %q, observations %d+%d", margin, status.SlowdownPercent, status.BatchObservations, status.MergeObservations)
 	}
 	q := builder.AnalyticsQuery("q1", nil)

@@ -37,7 +37,7 @@ func TestWorkloadConvertsAndDefaults(t *testing.T) {
 		// size, a 60 s billing minimum, keep-alive twice the lead time.
 		Pool: planner.Pool{Sizes: []int{2, 4, 10}, IdleNodes: 2, PricePerNodeHour: 0.25, BillingMinimum: 60, ProvisioningLeadTime: 300, ReleaseAfterIdle: 600},
 		Planning: planner.Planning{
-			BatchSizeFactors: []int{1, 2, 4, 8, 16, 32}, BacktrackStep: 1, MaxBatchDuration: 600, Policy: planner.LeastLaxity,
+			BatchSizeFactors: []int{1, 2, 4, 8, 16, 32}, BacktrackStep: 1, MaxBatchDuration: 600, Policy: planner.LeastLaxity, Objective: planner.Executable,
 		},
 		Queries: []planner.Query{
 			{
