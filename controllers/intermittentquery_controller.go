@@ -146,7 +146,7 @@ func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1
 		return 0, err
 	}
 	state := queryState{now: now, failedOut: failedOutTaken(q, r.Options.MaxAttempts, namesTaken(launched)), inputErr: inputErr}
-	state.refusedReason, state.refused, _ = r.Refusals.Refusal(q)
+	state.refusedReason, _, state.refused = r.Refusals.Refusal(q)
 	if stored != nil {
 		pq, err := spec.Query(q, stored.doc.Origin)
 		if err != nil {

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func TestQueryEvents(t *testing.T) {
 	}
 	batch := func(index, attempt int32, outcome laxityv1alpha1.StepOutcome, message string) laxityv1alpha1.BatchStatus {
 		return laxityv1alpha1.BatchStatus{Index: index, FromTuple: int64(index) * 100, ToTuple: int64(index+1) * 100, Nodes: 2,
-			SparkApplication: "q1-b" + string(rune('0'+index)) + "-r" + string(rune('0'+attempt)), Attempt: attempt, Outcome: outcome, Message: message}
+			SparkApplication: fmt.Sprintf("q1-b%d-r%d", index, attempt), Attempt: attempt, Outcome: outcome, Message: message}
 	}
 	onTrack := cond("OnTrack", "True", "SlackPositive", "Slack 2m")
 	status := func(conditions []metav1.Condition, batches ...laxityv1alpha1.BatchStatus) *laxityv1alpha1.IntermittentQueryStatus {

@@ -211,7 +211,7 @@ func setQueryConditions(q *laxityv1alpha1.IntermittentQuery, s queryState) {
 		summary(metav1.ConditionFalse, laxityv1alpha1.ScheduleNotFoundReason, "", "",
 			fmt.Sprintf("ElasticSchedule %q not found in namespace %s", q.Spec.ScheduleName, q.Namespace))
 		return
-	case s.refused != nil && !(final != nil && final.Outcome == laxityv1alpha1.StepSucceeded):
+	case s.refused != nil && !succeeded:
 		summary(metav1.ConditionFalse, s.refusedReason, "", s.refusedReason, s.refused.Error())
 		return
 	case !s.planned:

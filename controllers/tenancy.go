@@ -233,17 +233,17 @@ type refusalEntry struct {
 
 // Refusal is why the schedule does not run q, with its condition reason
 // (NotPermitted or InvalidTemplate), or ok false when it runs it.
-func (r *Refusals) Refusal(q *laxityv1alpha1.IntermittentQuery) (reason string, err error, ok bool) {
+func (r *Refusals) Refusal(q *laxityv1alpha1.IntermittentQuery) (reason string, ok bool, err error) {
 	if r == nil {
-		return "", nil, false
+		return "", false, nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.m[client.ObjectKeyFromObject(q)]
 	if !ok || e.uid != q.UID || e.generation != q.Generation {
-		return "", nil, false
+		return "", false, nil
 	}
-	return e.reason, e.err, true
+	return e.reason, true, e.err
 }
 
 // permit records the pass's decision on q's grants: err nil permits it,
@@ -335,7 +335,7 @@ func (r *ElasticScheduleReconciler) admit(ns *tenancy.Namespace, queries []laxit
 				p.note(corev1.EventTypeWarning, laxityv1alpha1.NotPermittedReason, "Admit", fmt.Sprintf("IntermittentQuery %s is not run: %v", q.Name, refusal))
 			}
 		}
-		if _, _, held := r.Refusals.Refusal(q); held || refusal != nil {
+		if _, held, _ := r.Refusals.Refusal(q); held || refusal != nil {
 			continue
 		}
 		out = append(out, *q)

@@ -27,7 +27,7 @@ func TestRefusals(t *testing.T) {
 	invalid := errors.New("spec.sparkApplication.type: required")
 	var r Refusals
 
-	if _, _, ok := r.Refusal(q); ok {
+	if _, ok, _ := r.Refusal(q); ok {
 		t.Fatal("a query nothing was said of is refused")
 	}
 	if !r.permit(q, denied) {
@@ -36,31 +36,31 @@ func TestRefusals(t *testing.T) {
 	if r.permit(q, denied) {
 		t.Error("the same refusal again is a change")
 	}
-	if reason, err, ok := r.Refusal(q); !ok || reason != laxityv1alpha1.NotPermittedReason || err != denied {
+	if reason, ok, err := r.Refusal(q); !ok || reason != laxityv1alpha1.NotPermittedReason || !errors.Is(err, denied) {
 		t.Errorf("Refusal = %s, %v, %v", reason, err, ok)
 	}
 	r.permit(q, nil)
-	if _, _, ok := r.Refusal(q); ok {
+	if _, ok, _ := r.Refusal(q); ok {
 		t.Error("a grant made does not lift the refusal")
 	}
 
 	r.reject(q, invalid)
 	r.permit(q, nil)
-	if reason, err, ok := r.Refusal(q); !ok || reason != laxityv1alpha1.InvalidTemplateReason || err != invalid {
+	if reason, ok, err := r.Refusal(q); !ok || reason != laxityv1alpha1.InvalidTemplateReason || !errors.Is(err, invalid) {
 		t.Errorf("a template rejected at launch is lifted by a pass's permission: %s, %v, %v", reason, err, ok)
 	}
 	q.Generation = 2
-	if _, _, ok := r.Refusal(q); ok {
+	if _, ok, _ := r.Refusal(q); ok {
 		t.Error("a changed spec is still rejected")
 	}
 	r.permit(q, nil)
 	q.Generation = 1
-	if _, _, ok := r.Refusal(q); ok {
+	if _, ok, _ := r.Refusal(q); ok {
 		t.Error("the rejection of the old spec came back")
 	}
 
 	var none *Refusals
-	if _, _, ok := none.Refusal(q); ok || !none.permit(q, denied) {
+	if _, ok, _ := none.Refusal(q); ok || !none.permit(q, denied) {
 		t.Error("a nil Refusals holds something, or does not say a refusal is new")
 	}
 }

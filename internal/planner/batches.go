@@ -225,15 +225,3 @@ func layoutOf(qi int, q Query, arr arrivals, cost costModel, ends []int64) layou
 	}
 	return l
 }
-
-// uniform reports whether every batch but the last has the layout's batch
-// size: whether the layout is a cell of the grid rather than a shape the
-// improvement found.
-func (l *layout) uniform() bool {
-	for i := 0; i+1 < len(l.to); i++ {
-		if l.to[i]-l.from(i) != l.size {
-			return false
-		}
-	}
-	return true
-}

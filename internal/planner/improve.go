@@ -127,7 +127,7 @@ func (im *improver) plan(sh shape) trial {
 		}
 		s.replanSegments(initial, p.w.Planning.BacktrackStep)
 		o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[initial], BatchSizeFactor: im.factor, Feasible: true}, sim: s}
-		p.price(o, initial)
+		p.price(o)
 		return trial{o: o}
 	}
 	largest := len(p.w.Pool.Sizes) - 1
@@ -138,7 +138,7 @@ func (im *improver) plan(sh shape) trial {
 		late += max(end-ls[q].deadline, 0)
 	}
 	o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[largest], BatchSizeFactor: im.factor}, sim: s}
-	p.price(o, largest)
+	p.price(o)
 	return trial{o: o, late: max(late, 1e-6)}
 }
 

@@ -183,13 +183,13 @@ func (p *prepared) candidate(initial int, f factorLayouts) *outcome {
 		return o
 	}
 	s.replanSegments(initial, p.w.Planning.BacktrackStep)
-	p.price(o, initial)
+	p.price(o)
 	o.Feasible = true
 	return o
 }
 
 // price builds a simulated schedule's timelines and costs.
-func (p *prepared) price(o *outcome, initial int) {
+func (p *prepared) price(o *outcome) {
 	pool := p.w.Pool
 	o.nodes = o.sim.timeline(pool.IdleNodes, pool.BillingMinimum)
 	o.requests = RequestTimeline(o.nodes, pool)
@@ -216,7 +216,7 @@ func (p *prepared) closest(factors []factorLayouts) (*outcome, *Failure) {
 		s := p.newSim(f.layouts)
 		s.run(nodePolicy{fixed: largest}, runToEnd)
 		o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[largest], BatchSizeFactor: f.factor}, sim: s}
-		p.price(o, largest)
+		p.price(o)
 		f := s.firstLate()
 		if f == nil && fail != nil {
 			f = &Failure{Query: s.layouts[fail.query].name, LateSeconds: -fail.slack}

@@ -29,13 +29,13 @@ import (
 	"strings"
 )
 
-// AllowedNamespacesAnnotation, on a node pool object (a Karpenter NodePool,
-// a Cluster API MachineDeployment or MachinePool), lists the namespaces
+// AllowedNamespacesAnnotation is the annotation that, on a node pool object
+// (a Karpenter NodePool, a Cluster API MachineDeployment or MachinePool), lists the namespaces
 // whose ElasticSchedules may resize it, comma-separated ("team-a,team-b"),
 // or "*" for every namespace.
 const AllowedNamespacesAnnotation = "laxity.dev/allowed-namespaces"
 
-// Any, as an entry of a grant's list or of the annotation, matches every
+// Any is the entry of a grant's list or of the annotation that matches every
 // value.
 const Any = "*"
 
