@@ -174,14 +174,18 @@ func oracleWorkload(seed uint64, maxQueries, minUnits, maxUnits int) Workload {
 //     far, and the least node-seconds of the remaining work: one batch of
 //     the remaining tuples and a final merge, on the smallest size, since
 //     node-seconds grow with the nodes for this cost model.
-func optimum(w Workload) (instant, executable float64, feasible bool) {
+//
+// The search visits at most limit partial plans (no limit when limit is 0);
+// exact is false when it stopped there, and then the costs are only the
+// best found.
+func optimum(w Workload, limit int) (instant, executable float64, feasible, exact bool) {
 	p := newOracleProblem(w)
-	s := &oracleSearch{p: &p, bestInstant: math.Inf(1), bestExecutable: math.Inf(1)}
+	s := &oracleSearch{p: &p, bestInstant: math.Inf(1), bestExecutable: math.Inf(1), limit: limit}
 	s.next = make([]int, len(p.queries))
 	s.batches = make([]int, len(p.queries))
 	s.order = make([]int, len(p.queries))
 	s.walk(0, 0, 0)
-	return s.bestInstant, s.bestExecutable, s.found
+	return s.bestInstant, s.bestExecutable, s.found, !s.stopped
 }
 
 type oracleSearch struct {
@@ -190,7 +194,8 @@ type oracleSearch struct {
 	steps                       []Step
 	bestInstant, bestExecutable float64
 	found                       bool
-	leaves                      int
+	visited, limit              int
+	stopped                     bool
 }
 
 // leastRemaining is the least time query qi needs from now, started at t,
@@ -243,7 +248,10 @@ func (s *oracleSearch) hopeless(t float64) bool {
 // walk extends the partial plan s.steps, whose last step ends at t, whose
 // steps hold busyNodeSeconds over busySeconds.
 func (s *oracleSearch) walk(t, busyNodeSeconds, busySeconds float64) {
-	if s.hopeless(t) {
+	if s.visited++; s.limit > 0 && s.visited > s.limit {
+		s.stopped = true
+	}
+	if s.stopped || s.hopeless(t) {
 		return
 	}
 	pool := s.p.pool
@@ -256,7 +264,6 @@ func (s *oracleSearch) walk(t, busyNodeSeconds, busySeconds float64) {
 		}
 	}
 	if done {
-		s.leaves++
 		i, e := s.p.costs(s.steps)
 		s.bestInstant, s.bestExecutable, s.found = min(s.bestInstant, i), min(s.bestExecutable, e), true
 		return
