@@ -168,11 +168,13 @@ func oracleWorkload(seed uint64, maxQueries, minUnits, maxUnits int) Workload {
 //     deadline (preemptive earliest-deadline-first, which is optimal for
 //     that relaxation);
 //   - cost: both timelines bill every held node for at least the time it
-//     is held, and both hold at least the step's nodes while a step runs
-//     and the idle nodes otherwise, so a cost is at least the price times
-//     the node-seconds of the steps so far, the idle nodes over the gaps so
-//     far, and the least node-seconds of the remaining work: one batch of
-//     the remaining tuples and a final merge, on the smallest size, since
+//     is held, and the executable timeline holds at least what the instant
+//     one holds at every moment, so a cost is at least the price times the
+//     node-seconds of the instant timeline so far (the steps' nodes while
+//     they run, and between steps the idle nodes, or the fewer of both
+//     neighbours' nodes across a gap shorter than the billing minimum) and
+//     the least node-seconds of the remaining work: one batch of the
+//     remaining tuples and a final merge, on the smallest size, since
 //     node-seconds grow with the nodes for this cost model.
 //
 // The search visits at most limit partial plans (no limit when limit is 0);
@@ -184,7 +186,7 @@ func optimum(w Workload, limit int) (instant, executable float64, feasible, exac
 	s.next = make([]int, len(p.queries))
 	s.batches = make([]int, len(p.queries))
 	s.order = make([]int, len(p.queries))
-	s.walk(0, 0, 0)
+	s.walk(0, 0)
 	return s.bestInstant, s.bestExecutable, s.found, !s.stopped
 }
 
@@ -245,9 +247,23 @@ func (s *oracleSearch) hopeless(t float64) bool {
 	return false
 }
 
-// walk extends the partial plan s.steps, whose last step ends at t, whose
-// steps hold busyNodeSeconds over busySeconds.
-func (s *oracleSearch) walk(t, busyNodeSeconds, busySeconds float64) {
+// gapNodeSeconds is what the instant timeline holds between the last
+// step, which ends at t, and a step on nodes nodes starting at start.
+func (s *oracleSearch) gapNodeSeconds(t, start float64, nodes int) float64 {
+	gap := start - t
+	if gap <= 0 {
+		return 0
+	}
+	level := s.p.pool.IdleNodes
+	if len(s.steps) > 0 && gap < s.p.pool.BillingMinimum {
+		level = max(level, min(s.steps[len(s.steps)-1].Nodes, nodes))
+	}
+	return float64(level) * gap
+}
+
+// walk extends the partial plan s.steps, whose last step ends at t and
+// whose instant timeline holds nodeSeconds until then.
+func (s *oracleSearch) walk(t, nodeSeconds float64) {
 	if s.visited++; s.limit > 0 && s.visited > s.limit {
 		s.stopped = true
 	}
@@ -255,7 +271,7 @@ func (s *oracleSearch) walk(t, busyNodeSeconds, busySeconds float64) {
 		return
 	}
 	pool := s.p.pool
-	least := busyNodeSeconds + float64(pool.IdleNodes)*(t-busySeconds)
+	least := nodeSeconds
 	done := true
 	for qi, q := range s.p.queries {
 		if s.next[qi] < q.units {
@@ -282,16 +298,17 @@ func (s *oracleSearch) walk(t, busyNodeSeconds, busySeconds float64) {
 			for _, n := range pool.Sizes {
 				start := max(t, q.ready[end])
 				batch := q.cost.BatchSeconds(n, q.to[end]-q.to[from])
+				held := s.gapNodeSeconds(t, start, n)
 				s.steps = append(s.steps, Step{Query: q.name, Kind: StepBatch, Index: s.batches[qi], FromTuple: q.to[from], ToTuple: q.to[end], Ready: q.ready[end], Start: start, End: start + batch, Nodes: n})
 				s.next[qi], s.batches[qi] = end, s.batches[qi]+1
-				finish, held := start+batch, batch
+				finish, busy := start+batch, batch
 				if end == q.units {
 					merge := q.cost.MergeSeconds(n, s.batches[qi])
 					s.steps = append(s.steps, Step{Query: q.name, Kind: StepFinal, Index: 0, ToTuple: q.to[end], Inputs: s.batches[qi], Ready: finish, Start: finish, End: finish + merge, Nodes: n})
-					finish, held = finish+merge, held+merge
+					finish, busy = finish+merge, busy+merge
 				}
 				if end < q.units || finish <= q.deadline+eps {
-					s.walk(finish, busyNodeSeconds+float64(n)*held, busySeconds+held)
+					s.walk(finish, nodeSeconds+held+float64(n)*busy)
 				}
 				s.next[qi], s.batches[qi] = from, s.batches[qi]-1
 				if end == q.units {
