@@ -1,0 +1,79 @@
+package experiments
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/laxity-dev/laxity/internal/planner"
+)
+
+// beyond compares laxity's own search with the published one on the sample
+// at 1, 2 and 4 times its rate: the published search (the grid, ranked by
+// the instant bill), the same grid ranked by the executable bill, and the
+// default (the grid by the executable bill, then reshaped). The bill is the
+// executable one: what the pool is really asked for.
+func beyond(b *strings.Builder, base planner.Workload) error {
+	fmt.Fprint(b, `## Beyond the published search
+
+laxity's default search ranks plans by the executable bill (the timeline the
+operator really asks the pool for, with the 6-minute lead time, the
+keep-alive and the billing minimum) and then reshapes the best grid cell:
+batches of different sizes per query and per batch, queries cut into more
+or fewer batches (see [the design](design.md#the-planner)). The table gives
+the executable bill of each search's plan on the sample, and how much the
+default saves against the published search.
+
+| rate | published search (grid, instant bill) | grid, executable bill | laxity (reshaped) | saved | every deadline met | search |
+|---|---|---|---|---|---|---|
+`)
+	for _, rate := range []float64{1, 2, 4} {
+		v := variant{deadline: 1, rate: rate, factors: base.Planning.BatchSizeFactors, backtrack: 1}
+		published := v.apply(base)
+		grid := published
+		grid.Planning.Objective = planner.Executable
+		own := grid
+		own.Planning.GridOnly = false
+		var docs [3]planner.Document
+		var took time.Duration
+		for i, w := range []planner.Workload{published, grid, own} {
+			started := time.Now()
+			d, err := planner.Plan(w)
+			if err != nil {
+				return err
+			}
+			if i == 2 {
+				took = time.Since(started)
+			}
+			docs[i] = d
+		}
+		bill := func(d planner.Document) string {
+			if !d.Chosen.Feasible {
+				return "none meets every deadline"
+			}
+			return fmt.Sprintf("%.2f (INN %d, %dX, max %d)", d.Chosen.ExecutableCost, d.Chosen.InitialNodes, d.Chosen.BatchSizeFactor, d.Chosen.MaxNodes)
+		}
+		saved := "-"
+		if docs[0].Chosen.Feasible && docs[2].Chosen.Feasible {
+			saved = fmt.Sprintf("%.1f%%", 100*(1-docs[2].Chosen.ExecutableCost/docs[0].Chosen.ExecutableCost))
+		}
+		fmt.Fprintf(b, "| %gFR | %s | %s | %s | %s | %s | %s |\n", rate, bill(docs[0]), bill(docs[1]), bill(docs[2]), saved,
+			yesNo(docs[2].Chosen.Feasible), took.Round(100*time.Microsecond))
+	}
+	fmt.Fprint(b, `
+Against an exact optimum: `+"`TestPlannerAgainstTheOptimum`"+` in internal/planner
+searches every whole-unit split, order and node size of random tiny
+workloads (1-3 queries of 4-16 arrival units, pools such as {1, 2}, {1, 2,
+4}, {2, 4}, windows of 1-10 minutes, a 60 s billing minimum and lead time) by
+branch and bound, and holds the planner to it: never cheaper than the
+optimum, never without a plan where one exists. `+"`BenchmarkPlannerAgainstTheOptimum`"+`
+prints the distribution of planner/optimum; measured on 200 workloads, of
+which the search proved the optimum of 103 (47 of them with a plan that
+meets every deadline; the rest stop at its limit of 100,000 partial plans):
+the instant bill is 1.000 times the optimum at the median, 1.086 at p90 and
+1.424 at worst; the executable bill 1.000, 1.075 and 1.383; and the planner
+called none of them infeasible where the optimum has a plan.
+
+`)
+	return nil
+}
