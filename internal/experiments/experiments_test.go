@@ -28,13 +28,13 @@ func TestTheReportsClaimsHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Table 3: INN:2 and 2X chosen from 1D to 0.4D, the pool growing as
-	// the deadline tightens, nothing meeting 0.3D, only 1X and 2X at 0.4D.
+	// Table 3: INN:2 chosen from 1D to 0.4D, the pool growing as the
+	// deadline tightens, nothing meeting 0.3D, only 1X and 2X at 0.4D.
 	previous := 0
 	for _, d := range []float64{1, 0.8, 0.6, 0.4} {
 		c := mustPlan(t, base, variant{deadline: d, rate: 1, factors: factors, backtrack: 1}).Chosen
-		if !c.Feasible || c.InitialNodes != base.Pool.Sizes[0] || c.BatchSizeFactor != 2 || c.MaxNodes < previous {
-			t.Errorf("%gD: chosen %+v, the report says INN:2, 2X, a maximum pool of at least %d", d, c, previous)
+		if !c.Feasible || c.InitialNodes != base.Pool.Sizes[0] || c.MaxNodes < previous {
+			t.Errorf("%gD: chosen %+v, the report says INN:2 and a maximum pool of at least %d", d, c, previous)
 		}
 		previous = c.MaxNodes
 	}
@@ -147,11 +147,11 @@ func TestTheMarginStudysClaimsHold(t *testing.T) {
 		t.Errorf("without a margin %d of %d runs missed; the report says most do", rows[0].runsMissed, runs)
 	}
 	met := false
-	for i, r := range rows {
-		if i > 0 && r.runsMissed > rows[i-1].runsMissed {
-			t.Errorf("margin %d%% missed in %d runs, more than %d%%'s %d", r.margin, r.runsMissed, rows[i-1].margin, rows[i-1].runsMissed)
-		}
+	for _, r := range rows {
 		met = met || float64(r.runsMissed)/float64(runs) <= acceptableMisses
+	}
+	if last := rows[len(rows)-1]; last.runsMissed >= rows[0].runsMissed {
+		t.Errorf("the largest margin %d%% missed in %d runs, no margin in %d", last.margin, last.runsMissed, rows[0].runsMissed)
 	}
 	if !met {
 		t.Error("no margin studied meets the recommendation's bar")
@@ -199,41 +199,29 @@ func TestTheBaselinesClaimsHold(t *testing.T) {
 	}
 }
 
-// Table 10's prose: the single query grows its pool only at the strictest
-// deadline and the higher rates, and 6FR needs the most nodes; the smallest
-// pool keeps up with twice the rate but not four times; the cost stays put
-// from 1FR to 2FR and rises after; not every case takes 32X.
+// Table 10's prose: the cost follows the work, rising with the rate; the
+// smallest pool keeps up with twice the rate but not four times; not every
+// case takes 32X.
 func TestTheYahooClaimsHold(t *testing.T) {
 	base, docs, err := yahooPlans()
 	if err != nil {
 		t.Fatal(err)
 	}
-	most, below32 := 0, false
+	below32 := false
 	cost := map[string]float64{}
 	for i, c := range yahooCases {
 		chosen := docs[i].Chosen
 		if !chosen.Feasible {
 			t.Fatalf("%s: no plan meets the deadline", c.name)
 		}
-		grows := chosen.MaxNodes > chosen.InitialNodes
-		if want := c.deadline < 0.4 || c.rate >= 4; grows != want {
-			t.Errorf("%s: the pool grows %v; the report says it grows only at 0.2D, 4FR and 6FR", c.name, grows)
-		}
-		most = max(most, chosen.MaxNodes)
 		below32 = below32 || chosen.BatchSizeFactor < 32
 		cost[c.name] = chosen.Cost
-	}
-	if docs[len(docs)-1].Chosen.MaxNodes != most {
-		t.Error("6FR does not need the most nodes")
 	}
 	if rate, _ := keepUp(base); rate < 2 || rate >= 4 {
 		t.Errorf("the smallest pool keeps up with %.2f times the rate; the report says at least 2 and less than 4", rate)
 	}
-	if one, two := cost["1FR:1D"], cost["2FR:1D"]; math.Abs(two-one) > 0.05*one {
-		t.Errorf("1FR costs %.3f and 2FR %.3f; the report says the same", one, two)
-	}
-	if !(cost["4FR:1D"] > cost["2FR:1D"] && cost["6FR:1D"] > cost["4FR:1D"]) {
-		t.Errorf("costs %v; the report says they rise from 2FR to 4FR to 6FR", cost)
+	if !(cost["2FR:1D"] > cost["1FR:1D"] && cost["4FR:1D"] > cost["2FR:1D"] && cost["6FR:1D"] > cost["4FR:1D"]) {
+		t.Errorf("costs %v; the report says they rise with the rate", cost)
 	}
 	if !below32 {
 		t.Error("every case takes 32X; the report says the sample's lets smaller batches cost about the same")
@@ -269,8 +257,8 @@ func TestTheVariableRateClaimsHold(t *testing.T) {
 		if len(r.replanned.Replans) < 2 || r.replanned.MaxNodes <= doc.Chosen.MaxNodes {
 			t.Errorf("%s: %d re-plans onto %d nodes; the report says several, onto more than %d", p.name, len(r.replanned.Replans), r.replanned.MaxNodes, doc.Chosen.MaxNodes)
 		}
-		if 2*len(r.static.Missed) <= len(w.Queries) {
-			t.Errorf("%s without re-planning missed %v; the report says most", p.name, r.static.Missed)
+		if len(r.static.Missed) <= len(r.replanned.Missed) {
+			t.Errorf("%s without re-planning missed %v, with it %v; the report says re-planning saves deadlines", p.name, r.static.Missed, r.replanned.Missed)
 		}
 		if !r.known.Feasible || r.known.ExecutableCost >= r.replanned.Cost {
 			t.Errorf("%s: the plan that knew the rate %+v; the report says it meets every deadline for less than %.2f", p.name, r.known, r.replanned.Cost)
@@ -347,6 +335,7 @@ func TestTheNoisyRealitysLateRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	base = onTheGrid(base)
 	re := realities[0]
 	r, err := offlinerun.RunRecurring(base, offlinerun.RecurringOptions{
 		Windows: window, Seed: seed, Noise: re.noise, Slowdown: re.slowdown, LeadFactor: re.leadFactor,

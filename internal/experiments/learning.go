@@ -163,6 +163,7 @@ func knownPlan(base planner.Workload, re reality) (planner.Document, error) {
 }
 
 func learningStudy(base planner.Workload) ([]learningRow, error) {
+	base = onTheGrid(base)
 	var rows []learningRow
 	for _, re := range realities {
 		known, err := knownPlan(base, re)
@@ -216,6 +217,10 @@ func learning(b *strings.Builder, base planner.Workload) ([]byte, error) {
 		return nil, err
 	}
 	fmt.Fprintf(b, `## Learning across windows
+
+This study and the runtime-margin study above plan with the grid search
+(`+"`planning.search: Grid`"+`), each query's batches of one size; they have not
+been rerun with the reshaped plans of the default search yet.
 
 A recurring query runs the same window again and again, so laxity can learn
 from what ran: every finished batch and merge is an observation of its
@@ -417,4 +422,13 @@ func drawLearning(rows []learningRow) ([]byte, error) {
 	var out bytes.Buffer
 	_, err := canvas.WriteTo(&out)
 	return out.Bytes(), err
+}
+
+// onTheGrid is base planned on the grid alone. The noise and learning
+// studies were measured on the grid's plans, whose batches all have one
+// size; they are not yet rerun on reshaped plans (see the note under the
+// learning study).
+func onTheGrid(base planner.Workload) planner.Workload {
+	base.Planning.GridOnly = true
+	return base
 }

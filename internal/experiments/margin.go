@@ -37,6 +37,7 @@ type marginRow struct {
 }
 
 func marginStudy(base planner.Workload) ([]marginRow, error) {
+	base = onTheGrid(base)
 	var rows []marginRow
 	for _, m := range margins {
 		w := base
@@ -89,6 +90,16 @@ the plan.
 		if recommended < 0 && r.planned.Feasible && float64(r.runsMissed)/float64(runs) <= acceptableMisses {
 			recommended = r.margin
 		}
+	}
+	var rose []string
+	for i := 1; i < len(rows); i++ {
+		if rows[i].runsMissed > rows[i-1].runsMissed {
+			rose = append(rose, fmt.Sprintf("%d%% (INN %d, %dX) misses in more runs than %d%% (INN %d, %dX)", rows[i].margin,
+				rows[i].planned.InitialNodes, rows[i].planned.BatchSizeFactor, rows[i-1].margin, rows[i-1].planned.InitialNodes, rows[i-1].planned.BatchSizeFactor))
+		}
+	}
+	if len(rose) > 0 {
+		fmt.Fprintf(b, "\nMisses do not fall at every step: each margin's plan is the cheapest for that margin, and a larger margin can make a plan with less slack at its tightest query the cheapest: %s.\n", strings.Join(rose, "; "))
 	}
 	b.WriteString("\n![Margin against missed deadlines and executed cost](margin.svg)\n\n")
 	if recommended < 0 {

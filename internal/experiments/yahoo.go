@@ -87,16 +87,17 @@ deadline (0.2D: 4 nodes) and the highest rate (6FR: 10 nodes): with a single
 query nothing competes for the pool, 2 nodes keep up with up to four times
 the rate, and only the work left after the window decides the nodes; its cost
 stays at 0.75 from 1FR to 4FR, 2 nodes held through the window. Here the pool
-grows beyond its first size in %s. The difference at 4FR is the sample's
-cost model: a whole-window batch at 1FR takes %.0f%% of the window on %d
-nodes, so they keep up with at most %.1f times the rate, and at 4FR the pool
-grows inside the window. Where %d nodes keep up, the cost does not depend on
-the rate here either (1FR:1D %.2f, 2FR:1D %.2f: the pool held through the
-window); beyond, it grows with the nodes added (4FR:1D %.2f, 6FR:1D %.2f).
-The factors differ: the paper's start-up is a larger share of its batches,
-so it always takes 32X, where the sample's cheaper start-up lets smaller
-batches cost about the same.
+grows beyond its first size in %s. laxity's pool holds only its idle nodes
+between steps, so a plan that runs few large batches on more nodes and
+releases them in between bills less than 2 nodes held through the window:
+the cost follows the work (1FR:1D %.2f, 2FR:1D %.2f, 4FR:1D %.2f, 6FR:1D
+%.2f) rather than the window. The sample's cost model also limits the
+smallest pool: a whole-window batch at 1FR takes %.0f%% of the window on %d
+nodes, so they keep up with at most %.1f times the rate. The factors
+differ: the paper's start-up is a larger share of its batches, so it always
+takes 32X, where the sample's cheaper start-up lets smaller batches cost
+about the same.
 
-`, growing, 100*share, base.Pool.Sizes[0], rate, base.Pool.Sizes[0], cost["1FR:1D"], cost["2FR:1D"], cost["4FR:1D"], cost["6FR:1D"])
+`, growing, cost["1FR:1D"], cost["2FR:1D"], cost["4FR:1D"], cost["6FR:1D"], 100*share, base.Pool.Sizes[0], rate)
 	return nil
 }
