@@ -45,3 +45,6 @@ func CRDs(files ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 	}
 	return crds, nil
 }
+
+// Read is the named CRD file as it is.
+func Read(name string) ([]byte, error) { return fsys.ReadFile(name) }

@@ -317,6 +317,11 @@ func planSchedule(set *manifest.Set, s manifest.ElasticSchedule, origin *time.Ti
 		return fmt.Errorf("%s: %s %s/%s: %w", source, kind, es.Namespace, name, err)
 	}
 	w, err := spec.Workload(es, queries, t0)
+	for i := range queries {
+		if terr := checkTemplate(&queries[i], es); terr != nil {
+			err = errors.Join(err, &spec.ObjectError{Kind: "IntermittentQuery", Name: queries[i].Name, Err: terr})
+		}
+	}
 	if err != nil {
 		var errs []error
 		for _, e := range unjoin(err) {

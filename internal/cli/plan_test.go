@@ -515,3 +515,41 @@ func compactJSON(t *testing.T, doc string) string {
 	data, _ := json.Marshal(v)
 	return string(data)
 }
+
+// A SparkApplication template that laxity's rendering or the
+// SparkApplication CRD rejects fails the plan, naming the query and the
+// field, before anything runs.
+func TestPlanRejectsABadSparkApplicationTemplate(t *testing.T) {
+	sample, err := os.ReadFile(filepath.Join(samplesDir, "three-queries.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, from, to string
+		want           []string
+	}{
+		{"a field the CRD does not know", "driver: {cores: 1, memory: 2g}", "driver: {cores: 1, memory: 2g, coresPerTask: 3}", []string{"spec.sparkApplication.driver.coresPerTask"}},
+		{"a type the CRD refuses", "driver: {cores: 1, memory: 2g}", "driver: {cores: one, memory: 2g}", []string{"spec.sparkApplication.driver.cores"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "bad.yaml")
+			broken := strings.Replace(string(sample), tc.from, tc.to, 1)
+			if broken == string(sample) {
+				t.Fatalf("the sample has no %q", tc.from)
+			}
+			if err := os.WriteFile(path, []byte(broken), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := run(t, "plan", "-f", path)
+			if code != exitInvalid || out != "" {
+				t.Errorf("exit %d with output %q, want %d and none", code, out, exitInvalid)
+			}
+			for _, w := range append([]string{path, "IntermittentQuery"}, tc.want...) {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errOut)
+				}
+			}
+		})
+	}
+}
