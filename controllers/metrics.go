@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"strconv"
 	"sync"
 	"time"
@@ -176,7 +177,10 @@ func init() {
 		poolSpendMetric, stepDurationMetric, buildInfoMetric,
 	)
 	build := version.Get()
-	buildInfoMetric.WithLabelValues(build.Version, build.Revision, build.GoVersion).Set(1)
+	// A build outside a git checkout knows no revision; a label of its own
+	// says so rather than an empty one.
+	revision := cmp.Or(build.Revision, "unknown")
+	buildInfoMetric.WithLabelValues(build.Version, revision, build.GoVersion).Set(1)
 }
 
 // scheduleVecs are the vectors with namespace and schedule labels, whose

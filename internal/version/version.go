@@ -1,15 +1,11 @@
-// Package version says which build of laxity is running: its release
-// version and source revision, set when the binary is linked or else read
-// from the build information Go embeds in every binary.
+// Package version says which laxity this is. Version and Revision are set
+// when the binary is linked, for example
 //
-// A release build sets both at link time:
+//	go build -ldflags "-X github.com/laxity-dev/laxity/internal/version.Version=v0.3.0 -X github.com/laxity-dev/laxity/internal/version.Revision=$(git rev-parse HEAD)"
 //
-//	go build -ldflags "-X github.com/laxity-dev/laxity/internal/version.Version=v0.4.0 \
-//	  -X github.com/laxity-dev/laxity/internal/version.Revision=$(git rev-parse HEAD)"
-//
-// Without them, a binary built with go install module@version reports that
-// version, and one built in a git checkout reports the commit it was built
-// from (with "-dirty" when the work tree had changes).
+// and otherwise come from what the Go toolchain recorded in the binary: the
+// module version for `go install module@version`, the VCS revision for a
+// build inside a git checkout.
 package version
 
 import (
@@ -17,71 +13,60 @@ import (
 	"runtime/debug"
 )
 
-// Version is the release version, set at link time; see the package doc.
-var Version = ""
+// Version is the release, such as "v0.3.0"; "dev" when the build did not
+// set it.
+var Version = "dev"
 
-// Revision is the source commit, set at link time; see the package doc.
+// Revision is the source revision (a git commit) the binary was built
+// from; empty when unknown.
 var Revision = ""
 
-// Unknown is what Info holds for what neither the link nor the build
-// information says.
-const Unknown = "unknown"
-
-// Info is the identity of a build.
+// Info is what a binary says about itself.
 type Info struct {
-	// Version is the release version, such as v0.4.0.
-	Version string
-	// Revision is the source commit the binary was built from.
-	Revision string
-	// GoVersion is the Go toolchain that built it, such as go1.26.1.
-	GoVersion string
+	// Version is the release, or "dev".
+	Version string `json:"version"`
+	// Revision is the source revision, "" when unknown; with a "-dirty"
+	// suffix when the checkout had uncommitted changes.
+	Revision string `json:"revision"`
+	// GoVersion is the Go release that built the binary.
+	GoVersion string `json:"goVersion"`
 }
 
-// Get is this binary's Info.
+// Get returns the version of the running binary: the values set at link
+// time, each completed from the build information the toolchain embedded
+// when it was not set.
 func Get() Info {
-	return from(Version, Revision, debug.ReadBuildInfo)
+	build, _ := debug.ReadBuildInfo()
+	return fromBuild(Version, Revision, build)
 }
 
-// from is the Info of a build linked with version and revision ("" when
-// not set) whose build information read returns.
-func from(version, revision string, read func() (*debug.BuildInfo, bool)) Info {
-	out := Info{Version: version, Revision: revision, GoVersion: runtime.Version()}
-	if info, ok := read(); ok && info != nil {
-		if info.GoVersion != "" {
-			out.GoVersion = info.GoVersion
-		}
-		// "(devel)" is what Go reports for a main module built from its
-		// own checkout: no version at all.
-		if out.Version == "" && info.Main.Version != "(devel)" {
-			out.Version = info.Main.Version
-		}
-		if out.Revision == "" {
-			out.Revision = vcsRevision(info.Settings)
-		}
+// fromBuild fills what linking left unset from the build information,
+// which may be nil (a binary built without module support).
+func fromBuild(version, revision string, build *debug.BuildInfo) Info {
+	info := Info{Version: version, Revision: revision, GoVersion: runtime.Version()}
+	if build == nil {
+		return info
 	}
-	if out.Version == "" {
-		out.Version = Unknown
+	if build.GoVersion != "" {
+		info.GoVersion = build.GoVersion
 	}
-	if out.Revision == "" {
-		out.Revision = Unknown
+	// "(devel)" is what a build from a checkout records: no release.
+	if info.Version == "dev" && build.Main.Version != "" && build.Main.Version != "(devel)" {
+		info.Version = build.Main.Version
 	}
-	return out
-}
-
-// vcsRevision is the commit the build information records, "" when none.
-func vcsRevision(settings []debug.BuildSetting) string {
-	var revision string
-	modified := false
-	for _, s := range settings {
-		switch s.Key {
-		case "vcs.revision":
-			revision = s.Value
-		case "vcs.modified":
-			modified = s.Value == "true"
+	if info.Revision == "" {
+		modified := false
+		for _, s := range build.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				info.Revision = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+		if info.Revision != "" && modified {
+			info.Revision += "-dirty"
 		}
 	}
-	if revision != "" && modified {
-		revision += "-dirty"
-	}
-	return revision
+	return info
 }
