@@ -66,6 +66,13 @@ var (
 		Help: "Cost of the plan in force, in the currency of pricePerNodeHour, for its simulated (instantaneous) and its executable node timeline.",
 	}, []string{labelNamespace, labelSchedule, labelTimeline})
 
+	// planFeasibleMetric says whether the plan in force meets every
+	// deadline, for an alert on a schedule that cannot.
+	planFeasibleMetric = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: metricsNamespace, Name: "plan_feasible",
+		Help: "1 when the plan in force meets every query's deadline, 0 when no plan does (a ratio: no unit).",
+	}, []string{labelNamespace, labelSchedule})
+
 	// planSearchSecondsMetric is the wall-clock time one plan search took.
 	// It is measured with the wall clock, not the controllers' clock, so a
 	// fake or scaled clock (tests, the demo) does not distort it; the plan's
@@ -169,7 +176,7 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(
-		planCostMetric, planSearchSecondsMetric, replansMetric,
+		planCostMetric, planFeasibleMetric, planSearchSecondsMetric, replansMetric,
 		nodesRequestedMetric, nodesReadyMetric,
 		stepsLaunchedMetric, stepsFinishedMetric,
 		querySlackMetric, deadlineMissesMetric,
@@ -187,7 +194,7 @@ func init() {
 // series go with the schedule.
 var scheduleVecs = []interface {
 	DeletePartialMatch(prometheus.Labels) int
-}{planCostMetric, replansMetric, nodesRequestedMetric, nodesReadyMetric, stepsLaunchedMetric, stepsFinishedMetric, deadlineMissesMetric, leadTimeMetric, plannedLeadTimeMetric,
+}{planCostMetric, planFeasibleMetric, replansMetric, nodesRequestedMetric, nodesReadyMetric, stepsLaunchedMetric, stepsFinishedMetric, deadlineMissesMetric, leadTimeMetric, plannedLeadTimeMetric,
 	poolSpendMetric, stepDurationMetric}
 
 // recordReplan counts a plan made and stored, and how long its search took
@@ -214,10 +221,16 @@ func recordScheduleStatus(es *laxityv1alpha1.ElasticSchedule) {
 		}
 		g.WithLabelValues(labels...).Set(*v)
 	}
-	var simulated, executable *float64
+	var simulated, executable, feasible *float64
 	if c := es.Status.Chosen; c != nil {
 		simulated, executable = parseFloat(string(c.Cost)), parseFloat(string(c.ExecutableCost))
+		met := 0.0
+		if c.Feasible {
+			met = 1
+		}
+		feasible = &met
 	}
+	setOrDelete(planFeasibleMetric, feasible, ns, name)
 	setOrDelete(planCostMetric, simulated, ns, name, TimelineSimulated)
 	setOrDelete(planCostMetric, executable, ns, name, TimelineExecutable)
 	setOrDelete(nodesRequestedMetric, int32Float(es.Status.NodesRequested), ns, name)
