@@ -25,8 +25,8 @@ func generatedCRDs(t *testing.T) map[string]*apiextensionsv1.CustomResourceDefin
 		}
 		out[c.Spec.Names.Kind] = c
 	}
-	if len(out) != 3 {
-		t.Fatalf("%d CRDs, want ElasticSchedule, IntermittentQuery and RecurringQuery", len(out))
+	if len(out) != 4 {
+		t.Fatalf("%d CRDs, want ElasticSchedule, IntermittentQuery, RecurringQuery and TenantPolicy", len(out))
 	}
 	return out
 }
@@ -99,7 +99,7 @@ func TestNamesAndCategory(t *testing.T) {
 		"flinkdep", "sessionjob", // Flink operator
 		"np", "nc", "ec2nc", // Karpenter, and NetworkPolicy's netpol's neighbours
 	}
-	want := map[string]string{"ElasticSchedule": "lxes", "IntermittentQuery": "lxiq", "RecurringQuery": "lxrq"}
+	want := map[string]string{"ElasticSchedule": "lxes", "IntermittentQuery": "lxiq", "RecurringQuery": "lxrq", "TenantPolicy": "lxtp"}
 	for kind, c := range generatedCRDs(t) {
 		if got := c.Spec.Names.ShortNames; !slices.Equal(got, []string{want[kind]}) {
 			t.Errorf("%s: short names %v, want [%s]", kind, got, want[kind])
@@ -152,6 +152,11 @@ func TestPrinterColumns(t *testing.T) {
 			{"Slowdown %", "number", ".status.learned.slowdownPercent", true},
 			{"Margin %", "number", ".status.learned.runtimeMarginPercent", true},
 			{"Result", "string", ".status.final.resultLocation", true},
+		},
+		"TenantPolicy": {
+			{"Age", "date", ".metadata.creationTimestamp", false},
+			{"Host Path", "boolean", ".spec.allowHostPath", true},
+			{"Privileged", "boolean", ".spec.allowPrivileged", true},
 		},
 		"RecurringQuery": {
 			{"Schedule", "string", ".spec.schedule", false},

@@ -176,8 +176,10 @@ type NodegroupGrant struct {
 }
 
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,categories=laxity
+// +kubebuilder:resource:scope=Cluster,shortName=lxtp,categories=laxity
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Host Path",type=boolean,JSONPath=`.spec.allowHostPath`,priority=1,description="Whether SparkApplication templates of the selected namespaces may mount host paths"
+// +kubebuilder:printcolumn:name="Privileged",type=boolean,JSONPath=`.spec.allowPrivileged`,priority=1,description="Whether SparkApplication templates of the selected namespaces may run privileged"
 
 // TenantPolicy is an administrator's grant to the namespaces it selects:
 // the shared node pools their ElasticSchedules may resize, the service

@@ -57,8 +57,8 @@ default saves against the published search.
 		if docs[0].Chosen.Feasible && docs[2].Chosen.Feasible {
 			saved = fmt.Sprintf("%.1f%%", 100*(1-docs[2].Chosen.ExecutableCost/docs[0].Chosen.ExecutableCost))
 		}
-		fmt.Fprintf(b, "| %gFR | %s | %s | %s | %s | %s | %s |\n", rate, bill(docs[0]), bill(docs[1]), bill(docs[2]), saved,
-			yesNo(docs[2].Chosen.Feasible), took.Round(100*time.Microsecond))
+		fmt.Fprintf(b, "| %gFR | %s | %s | %s | %s | %s | %.1f ms |\n", rate, bill(docs[0]), bill(docs[1]), bill(docs[2]), saved,
+			yesNo(docs[2].Chosen.Feasible), took.Seconds()*1000)
 	}
 	fmt.Fprint(b, `
 Against an exact optimum: `+"`TestPlannerAgainstTheOptimum`"+` in internal/planner
