@@ -214,6 +214,8 @@ func TestReadTyped(t *testing.T) {
 		BacktrackStep:        1,
 		MaxBatchDuration:     metav1.Duration{Duration: 10 * time.Minute},
 		Policy:               "LeastLaxity",
+		Objective:            v1alpha1.ObjectiveExecutable,
+		Search:               v1alpha1.SearchImprove,
 		RateModel:            "Pessimistic",
 		RateWindow:           metav1.Duration{Duration: 3 * time.Minute},
 		RateTolerancePercent: ptr(int32(2)),

@@ -16,8 +16,9 @@ import (
 var allowedLiterals = map[string]string{
 	// Status fixtures of the condition and metric unit tests: each sets a
 	// deadline next to the status it is about, inline in its test.
-	"controllers/conditions_test.go": "inline status fixtures",
-	"controllers/metrics_test.go":    "inline status fixtures",
+	"controllers/conditions_test.go":   "inline status fixtures",
+	"controllers/metrics_test.go":      "inline status fixtures",
+	"controllers/query_events_test.go": "inline status fixtures",
 }
 
 // TestNoRepeatedTestSupport keeps the test support in one place: every

@@ -26,7 +26,7 @@ func TestCRDs(t *testing.T) {
 	for _, c := range crds {
 		names = append(names, c.Name)
 	}
-	want := "elasticschedules.laxity.dev intermittentqueries.laxity.dev recurringqueries.laxity.dev sparkapplications.sparkoperator.k8s.io machinedeployments.cluster.x-k8s.io nodepools.karpenter.sh"
+	want := "elasticschedules.laxity.dev intermittentqueries.laxity.dev recurringqueries.laxity.dev tenantpolicies.laxity.dev sparkapplications.sparkoperator.k8s.io machinedeployments.cluster.x-k8s.io nodepools.karpenter.sh"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("CRDs: %s, want %s", got, want)
 	}
