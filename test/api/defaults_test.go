@@ -72,6 +72,8 @@ var _ = Describe("Defaults", func() {
 			BacktrackStep:        1,
 			MaxBatchDuration:     duration(10 * time.Minute),
 			Policy:               laxityv1alpha1.PolicyLeastLaxity,
+			Objective:            laxityv1alpha1.ObjectiveExecutable,
+			Search:               laxityv1alpha1.SearchImprove,
 			RateModel:            laxityv1alpha1.RateModelPessimistic,
 			RateWindow:           duration(3 * time.Minute),
 			RateTolerancePercent: ptr.To[int32](2),
