@@ -73,7 +73,7 @@ func TestFieldDescriptionsReadAsDocumentation(t *testing.T) {
 func TestNotForReadersCatches(t *testing.T) {
 	for _, text := range []string{
 		"as in the paper", "the seed's rule", "see section 3.2", "by Eq. 8", "equation (4)", "Algorithm 1 says",
-		"see docs/design.md", "see DESIGN.md", "capped at Cmax", "the fraction φ",
+		"see docs/design.md", "capped at Cmax", "the fraction φ",
 	} {
 		if !notForReaders.MatchString(text) {
 			t.Errorf("%q is not caught", text)

@@ -68,8 +68,8 @@ type improver struct {
 // spent reports whether the phase has used its share of the work.
 func (im *improver) spent() bool { return im.p.budget.events >= im.until }
 
-// improve returns a plan at least as good as start (nil when start is
-// already the best it finds), and whether it meets every deadline.
+// improve returns a reshaped plan that meets every deadline and is better
+// than start, or nil when it finds none.
 func (p *prepared) improve(start *outcome, initial int) *outcome {
 	grid := p.budget.events
 	im := &improver{p: p, factor: start.BatchSizeFactor, initial: initial}

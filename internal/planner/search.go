@@ -16,7 +16,6 @@ type prepared struct {
 	costs    []costModel
 	// unitSize and limit are each query's 1X batch size and Cmax cap.
 	unitSize, limit []int64
-	windowStart     []float64
 	// budget ends the search when the caller's context does.
 	budget *budget
 }
@@ -461,7 +460,6 @@ func prepare(w Workload) (*prepared, error) {
 		p.costs = append(p.costs, cost)
 		p.unitSize = append(p.unitSize, x)
 		p.limit = append(p.limit, limit)
-		p.windowStart = append(p.windowStart, q.WindowStart)
 	}
 	if err := p.checkWork(); err != nil {
 		return nil, err
