@@ -51,7 +51,7 @@ func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, v *view, dqs [
 func (r *ElasticScheduleReconciler) dispatchOnce(ctx context.Context, v *view, dqs []dispatch.Query, p *passResult) (_ dispatch.Decision, created *dispatch.Step, _ error) {
 	es, now, doc := v.es, v.now, &v.stored.doc
 	current := dispatch.Pool{Ready: int(v.ready)}
-	current.Coming, current.ComingBy = dispatch.Coming(doc.Origin, doc.Requests, v.lead, now)
+	current.Coming, current.ComingBy = dispatch.Coming(doc.Origin, doc.Requests, doc.Nodes, v.lead, now)
 	decision := dispatch.Decide(now, spec.DispatchSettings(es, r.Options.MaxAttempts, r.Options.Backoff), dqs, current)
 	logger := log.FromContext(ctx)
 	if decision.Launch == nil {

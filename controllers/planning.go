@@ -330,7 +330,7 @@ func (r *ElasticScheduleReconciler) plan(ctx context.Context, v *view) (planner.
 func (v *view) nodesNow(w planner.Workload) planner.PoolNow {
 	requested, by := int(v.ready), 0.0
 	if v.stored != nil {
-		coming, comingBy := dispatch.Coming(v.stored.doc.Origin, v.stored.doc.Requests, v.lead, v.now)
+		coming, comingBy := dispatch.Coming(v.stored.doc.Origin, v.stored.doc.Requests, v.stored.doc.Nodes, v.lead, v.now)
 		requested, by = max(coming, requested), comingBy.Sub(v.now).Seconds()
 	}
 	return replan.NodesNow(w, int(v.ready), requested, by)

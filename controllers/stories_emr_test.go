@@ -275,7 +275,7 @@ var _ = Describe("EMR on EKS job runs that fail, are throttled and are cancelled
 		// The first start is throttled past the client's retries: the pass
 		// fails, and the next one starts the run its record describes.
 		aws.Fail(emrfake.OpStartJobRun, emr.DefaultMaxAttempts, http.StatusTooManyRequests, "ThrottlingException", "Rate exceeded")
-		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4).LeadTime(lead).Backend(emrbuilder.Backend(aws.Config())).Obj()
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4).LeadTime(lead).Backend(emrbuilder.Backend(aws.Config())).SmallBatches().Obj()
 		w.create(ctx, w.schedule,
 			builder.Query(w.ns, "delta").Rate("40").Slack(3*time.Minute).Obj(),
 			builder.Query(w.ns, "echo").Rate("30").Slack(5*time.Minute).Obj(),

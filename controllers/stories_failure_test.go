@@ -195,7 +195,7 @@ var _ = Describe("A batch that fails twice and then succeeds", Ordered, func() {
 		w = newWorld(ctx, "story4-retry", lead)
 		opts = w.es.Options
 		w.spark.Fail = func(app *unstructured.Unstructured) bool { return failed[app.GetName()] }
-		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).SmallBatches().Obj()
 		w.create(ctx, w.schedule,
 			builder.Query(w.ns, "alpha").Rate("50").Slack(3*time.Minute).Obj(),
 			builder.Query(w.ns, "bravo").Rate("40").Slack(4*time.Minute).Obj(),
@@ -361,7 +361,7 @@ var _ = Describe("A batch that fails on every attempt", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
 		w = newWorld(ctx, "story4-exhausted", lead)
 		w.spark.Fail = func(app *unstructured.Unstructured) bool { return strings.HasPrefix(app.GetName(), "delta-b1") }
-		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).SmallBatches().Obj()
 		delta := builder.Query(w.ns, "delta").Rate("50").Slack(3 * time.Minute).Obj()
 		deadline = delta.Spec.Deadline.Time
 		w.create(ctx, w.schedule, delta, builder.Query(w.ns, "echo").Rate("40").Slack(4*time.Minute).Obj())
@@ -602,7 +602,7 @@ var _ = Describe("A manager stopped and restarted at 20 random points", Ordered,
 	)
 	BeforeAll(func(ctx SpecContext) {
 		w = newWorld(ctx, "story5-restart", lead)
-		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).SmallBatches().Obj()
 		w.create(ctx, w.schedule,
 			builder.Query(w.ns, "alpha").Rate("50").Slack(90*time.Second).Obj(),
 			builder.Query(w.ns, "bravo").Rate("40").Slack(3*time.Minute).Obj(),

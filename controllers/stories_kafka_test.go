@@ -66,7 +66,7 @@ var _ = Describe("A query reading a Kafka topic", Ordered, func() {
 		}
 
 		w = newWorld(ctx, "kafka", lead)
-		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).SmallBatches().Obj()
 		q := builder.Query(w.ns, "orders").Rate("50").Slack(90 * time.Second).Obj()
 		q.Spec.Input.Kafka = &laxityv1alpha1.KafkaInput{Brokers: cluster.ListenAddrs(), Topic: topic}
 		w.create(ctx, w.schedule, q)
@@ -156,7 +156,7 @@ var _ = Describe("A Kafka query whose Secret is missing", Ordered, func() {
 		w = newWorld(ctx, "kafka-secret", 2*time.Minute)
 		w.es.Sources = &Sources{Reader: k8sClient}
 		w.iq.Sources = w.es.Sources
-		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(2 * time.Minute).Obj()
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(2 * time.Minute).SmallBatches().Obj()
 		payments := builder.Query(w.ns, "payments").Rate("20").Slack(3 * time.Minute).Obj()
 		payments.Spec.Input.Kafka = &laxityv1alpha1.KafkaInput{Brokers: cluster.ListenAddrs(), Topic: topic, SecretRef: &laxityv1alpha1.SecretReference{Name: "payments-kafka"}}
 		w.create(ctx, w.schedule, payments, builder.Query(w.ns, "steady").Rate("30").Slack(3*time.Minute).Obj())

@@ -27,7 +27,7 @@ func slowWorld(ctx context.Context, name string, lead time.Duration, slowdown fl
 	w := newWorld(ctx, name, lead)
 	w.spark.Duration = standin.Slower(standin.ModelledDuration(k8sClient, spec.CostModel), slowdown, 0, 0)
 	w.iq.Recorder = events.NewFakeRecorder(1000)
-	w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
+	w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).SmallBatches().Obj()
 	w.schedule.Spec.Planning.Learning = learning
 	w.create(ctx, w.schedule)
 	w.create(ctx, threeQueries(w.ns)...)
@@ -165,7 +165,7 @@ var _ = Describe("A RecurringQuery over six windows whose Spark runs 30% slower 
 		w = newWorld(ctx, "learn-recurring", lead)
 		w.spark.Duration = standin.Slower(standin.ModelledDuration(k8sClient, spec.CostModel), 0.3, 0, 0)
 		rqr = &RecurringQueryReconciler{Client: k8sClient, Clock: w.clock, Recorder: events.NewFakeRecorder(1000)}
-		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).SmallBatches().Obj()
 		w.create(ctx, w.schedule)
 		w.create(ctx, builder.Recurring(w.ns, "orders").Limits(10, 10).Obj())
 		// Windows start every 10 minutes from the first after origin (at

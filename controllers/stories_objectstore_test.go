@@ -57,7 +57,7 @@ var _ = Describe("A query reading files from object storage", Ordered, func() {
 
 		w.es.Sources = &Sources{Reader: k8sClient}
 		w.iq.Sources = w.es.Sources
-		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(2 * time.Minute).Obj()
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(2 * time.Minute).SmallBatches().Obj()
 		q := builder.Query(w.ns, "clicks").Rate("50").Slack(3 * time.Minute).Obj()
 		q.Spec.Input.ObjectStore = &laxityv1alpha1.ObjectStoreInput{
 			Endpoint: server.URL, Region: "eu-west-1", Bucket: bucket, Prefix: prefix, PathStyle: true,

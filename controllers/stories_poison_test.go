@@ -245,7 +245,7 @@ var _ = Describe("A healthy tenant next to poisoned ones", Ordered, func() {
 
 		healthy = newWorld(ctx, "poison-healthy", lead)
 		healthy.useCache(cached)
-		healthy.schedule = builder.Schedule(healthy.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
+		healthy.schedule = builder.Schedule(healthy.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).SmallBatches().Obj()
 		healthy.create(ctx, healthy.schedule)
 		healthy.create(ctx, threeQueries(healthy.ns)...)
 

@@ -145,7 +145,7 @@ var _ = Describe("A query created while others run", Ordered, func() {
 	const lead = 2 * time.Minute
 	BeforeAll(func(ctx SpecContext) {
 		w = newWorld(ctx, "story2", lead)
-		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).SmallBatches().Obj()
 		w.create(ctx, w.schedule,
 			builder.Query(w.ns, "alpha").Rate("50").Slack(90*time.Second).Obj(),
 			builder.Query(w.ns, "bravo").Rate("40").Slack(3*time.Minute).Obj(),
@@ -255,6 +255,13 @@ var _ = Describe("A stream that arrives faster than the plan supports", Ordered,
 		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
 		w.schedule.Spec.Planning.RateWindow = metav1.Duration{Duration: rateWindow}
 		w.schedule.Spec.Planning.RateTolerancePercent = ptr.To[int32](2)
+		// The stand-in Spark starts a step on the pass after it is created,
+		// and the schedule sees it end on the pass after it ends: up to two
+		// 5 s passes per step that the cost model does not hold, which the
+		// default search's plans, fitted closely to the deadline, have no
+		// room for. A runtime margin covers them, as it covers a real
+		// cluster's start-up.
+		w.schedule.Spec.Planning.RuntimeMarginPercent = ptr.To[int32](20)
 		q = builder.Query(w.ns, "surge").Rate(strconv.FormatFloat(declared, 'f', -1, 64)).Slack(90 * time.Second).Obj()
 		q.Spec.Input.ActualProfile = []laxityv1alpha1.RateSegment{
 			{After: metav1.Duration{}, RatePerSecond: strconv.FormatFloat(declared, 'f', -1, 64)},
@@ -296,13 +303,30 @@ var _ = Describe("A stream that arrives faster than the plan supports", Ordered,
 	It("ends on a plan with more nodes than the first, made from when they can be ready", func() {
 		first, last := plans[0], plans[len(plans)-1]
 		Expect(last.doc.Chosen.MaxNodes).To(BeNumerically(">", first.doc.Chosen.MaxNodes))
-		// The pool had 2 ready nodes; more take the lead time to come, so
-		// the plan that counts on them starts when they can be there.
-		Expect(last.doc.Origin).To(BeTemporally("==", last.seen.Add(lead)))
+		// The plan starts from the pool as it is when it is made: 2 nodes
+		// ready, more only a lead time after they are asked for, which was
+		// no earlier than the first re-plan. No step of it counts on more
+		// nodes before they can be there.
+		Expect(last.doc.Origin).To(BeTemporally("==", last.seen))
+		firstMore := plans[1].seen.Add(lead)
+		for _, s := range last.doc.Steps {
+			if s.Nodes > 2 {
+				start := last.doc.Origin.Add(time.Duration(s.Start * float64(time.Second)))
+				Expect(start).NotTo(BeTemporally("<", firstMore), "%s %s %d on %d nodes", s.Query, s.Kind, s.Index, s.Nodes)
+			}
+		}
 	})
 
-	It("does not thrash: a few re-plans while the measured rate climbs, then none", func() {
-		Expect(len(plans)).To(BeNumerically("<=", 6))
+	It("does not thrash: re-plans only while the measured rate climbs, each for a faster rate, then none", func() {
+		// A plan fits the rate it assumes closely (its maximum supported
+		// rate factor may be 1), so while the rate measured over the last
+		// minute climbs toward the new one, a pass that measures it higher
+		// re-plans: at most one re-plan per 5 s pass over one rate window,
+		// each assuming a faster rate than the one before, never back.
+		Expect(len(plans) - 1).To(BeNumerically("<=", int(rateWindow/(5*time.Second))+1))
+		for i := 2; i < len(plans); i++ {
+			Expect(plans[i].rates["surge"]).To(BeNumerically(">", plans[i-1].rates["surge"]), "plan %d", i)
+		}
 		last := plans[len(plans)-1]
 		// The measured rate reaches the actual one a rate window after
 		// the jump; the plan in force by then supports it.

@@ -198,7 +198,7 @@ var _ = Describe("Forged SparkApplications created mid-window", Ordered, func() 
 	const lead = 2 * time.Minute
 	BeforeAll(func(ctx SpecContext) {
 		w = newWorld(ctx, "steps-forged", lead)
-		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).SmallBatches().Obj()
 		w.create(ctx, w.schedule,
 			builder.Query(w.ns, "alpha").Rate("50").Slack(3*time.Minute).Obj(),
 			builder.Query(w.ns, "bravo").Rate("40").Slack(4*time.Minute).Obj(),
@@ -288,7 +288,7 @@ var _ = Describe("Step names taken before laxity launches the steps", Ordered, f
 		// is 3).
 		failed := map[string]bool{"alpha-b0-r1": true, "alpha-b0-r2": true}
 		w.spark.Fail = func(app *unstructured.Unstructured) bool { return failed[app.GetName()] }
-		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).SmallBatches().Obj()
 		w.create(ctx, w.schedule,
 			builder.Query(w.ns, "alpha").Rate("50").Slack(4*time.Minute).Obj(),
 			builder.Query(w.ns, "bravo").Rate("40").Slack(5*time.Minute).Obj(),
@@ -352,7 +352,7 @@ var _ = Describe("A step stuck in SUBMITTED", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
 		w = newWorld(ctx, "steps-stuck", lead)
 		w.spark.Client = &ssHoldingClient{Client: k8sClient, held: map[string]bool{"alpha-b2": true}}
-		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).Obj()
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).SmallBatches().Obj()
 		w.create(ctx, w.schedule,
 			builder.Query(w.ns, "alpha").Rate("50").Slack(4*time.Minute).Obj(),
 			builder.Query(w.ns, "bravo").Rate("40").Slack(5*time.Minute).Obj(),

@@ -61,7 +61,7 @@ var _ = Describe("Story: several workers", func() {
 		// One Sources for all four reconcilers, as Setup shares it.
 		b.es.Sources, b.iq.Sources, a.iq.Sources = a.es.Sources, a.es.Sources, a.es.Sources
 		for _, w := range []*world{a, b} {
-			w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 10).LeadTime(2 * time.Minute).Obj()
+			w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 10).LeadTime(2 * time.Minute).SmallBatches().Obj()
 			w.create(ctx, append([]client.Object{w.schedule}, threeQueries(w.ns)...)...)
 		}
 		var wg sync.WaitGroup

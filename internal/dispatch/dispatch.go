@@ -628,15 +628,22 @@ func RequestAt(origin time.Time, requests []planner.NodeLevel, now time.Time) in
 
 // Coming is the pool size the plan's executable timeline has asked for by
 // now and when the plan expects those nodes ready: a provisioning lead time
-// after the request that raised the size to its current level, or the
-// timeline's start for its first level (the planner takes the initial pool
-// as ready at its origin).
-func Coming(origin time.Time, requests []planner.NodeLevel, lead time.Duration, now time.Time) (int, time.Time) {
+// after the request that raised the size to its current level, or, for the
+// level the plan starts with, when its node timeline (nodes) first holds
+// that many; a plan is made from the pool as it is, whose nodes asked for
+// before the plan may still be on their way at its origin.
+func Coming(origin time.Time, requests, nodes []planner.NodeLevel, lead time.Duration, now time.Time) (int, time.Time) {
 	if len(requests) == 0 {
 		return 0, time.Time{}
 	}
 	offset := now.Sub(origin).Seconds()
 	level, by := requests[0].Nodes, origin.Add(seconds(requests[0].At))
+	for _, n := range nodes {
+		if n.Nodes >= level {
+			by = origin.Add(seconds(max(n.At, requests[0].At)))
+			break
+		}
+	}
 	for _, r := range requests[1:] {
 		if r.At > offset {
 			break

@@ -354,7 +354,7 @@ func TestComing(t *testing.T) {
 		{300, 4, at(160)},
 		{400, 6, at(460)},
 	} {
-		nodes, by := Coming(t0, requests, time.Minute, at(tc.now))
+		nodes, by := Coming(t0, requests, nil, time.Minute, at(tc.now))
 		if nodes != tc.nodes || !by.Equal(tc.readBy) {
 			t.Errorf("Coming(%v) = %d by %v, want %d by %v", tc.now, nodes, by, tc.nodes, tc.readBy)
 		}
@@ -362,8 +362,16 @@ func TestComing(t *testing.T) {
 			t.Errorf("Coming(%v) = %d nodes, RequestAt says %d", tc.now, nodes, want)
 		}
 	}
-	if nodes, by := Coming(t0, nil, time.Minute, at(5)); nodes != 0 || !by.IsZero() {
+	if nodes, by := Coming(t0, nil, nil, time.Minute, at(5)); nodes != 0 || !by.IsZero() {
 		t.Errorf("Coming with no requests = %d by %v, want nothing", nodes, by)
+	}
+	// A plan made while 4 nodes asked for earlier were on their way: it
+	// asks for 4 from its origin, and its node timeline has them at 90 s.
+	timeline := []planner.NodeLevel{{At: 0, Nodes: 2}, {At: 90, Nodes: 4}, {At: 400, Nodes: 0}}
+	for _, now := range []float64{0, 30, 120} {
+		if nodes, by := Coming(t0, []planner.NodeLevel{{At: 0, Nodes: 4}, {At: 400, Nodes: 0}}, timeline, time.Minute, at(now)); nodes != 4 || !by.Equal(at(90)) {
+			t.Errorf("Coming(%v) on the way = %d by %v, want 4 by %v", now, nodes, by, at(90))
+		}
 	}
 }
 

@@ -363,7 +363,7 @@ func (s *sim) pool(now time.Time) dispatch.Pool {
 			p.Ready++
 		}
 	}
-	p.Coming, p.ComingBy = dispatch.Coming(s.doc.Origin, s.doc.Requests, s.plannedLead, now)
+	p.Coming, p.ComingBy = dispatch.Coming(s.doc.Origin, s.doc.Requests, s.doc.Nodes, s.plannedLead, now)
 	return p
 }
 

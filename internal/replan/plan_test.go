@@ -170,6 +170,9 @@ func TestCompare(t *testing.T) {
 		{"nothing measured", 0, 1000, 1500, 1, replan.Holds, 0},
 		{"back below the assumed rate by less than a unit", 1460, 1000, 1500, 1, replan.Holds, 20},
 		{"back below the assumed rate by more than a unit", 1440, 1000, 1500, 1, replan.FellBack, 20},
+		{"above the assumed rate by less than a unit", 1030, 1000, 0, 1, replan.Holds, 40},
+		{"above the assumed rate by more than a unit", 1045, 1000, 0, 1, replan.Exceeds, 40},
+		{"a unit is nothing next to the plan's headroom", 1250, 1000, 0, 1.2, replan.Exceeds, 20},
 	} {
 		o := replan.Observed{Measured: tc.measured, Resolution: tc.resolution}
 		if got := replan.Compare(o, tc.declared, tc.assumed, tc.factor, rules); got != tc.want {

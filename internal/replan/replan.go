@@ -102,15 +102,19 @@ const (
 // re-plan had raised the rate. An infeasible plan supports no rate (factor
 // 0): re-planning it for rates would only make the same plan again.
 //
-// A stream falls back only when it is slower than the assumed rate by more
-// than the tolerance and the measurement's resolution: a stream that keeps
-// to its rate measures a unit more or less from one pass to the next.
+// A stream that keeps to its rate measures a unit more or less from one
+// pass to the next (the measurement's resolution). So a stream exceeds the
+// plan only when it is also measurably faster than the rate the plan
+// assumed: a plan with less headroom than one unit would otherwise be
+// re-made for a unit that happened to fall inside the measuring window.
+// And it falls back only when it is slower than the assumed rate by more
+// than the tolerance and the resolution.
 func Compare(o Observed, declared, assumed, factor float64, r Rates) Verdict {
 	planned := max(declared, assumed)
 	switch {
 	case factor <= 0 || planned <= 0 || o.Measured <= 0:
 		return Holds
-	case o.Measured > planned*factor*(1+r.Tolerance):
+	case o.Measured > max(planned*factor*(1+r.Tolerance), planned+o.Resolution):
 		return Exceeds
 	case assumed > declared && o.Measured+o.Resolution < assumed*(1-r.Tolerance):
 		return FellBack

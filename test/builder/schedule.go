@@ -145,6 +145,20 @@ func (b *ScheduleBuilder) Planning(planning laxityv1alpha1.Planning) *ScheduleBu
 	return b
 }
 
+// SmallBatches plans every query's window in batches of the base size
+// (1X, spec.planning.batchSizeFactors [1]) on the grid of initial pool
+// sizes alone (spec.planning.search Grid), ranked by the instant-node bill:
+// each query in several batches. Stories about what happens to single steps
+// (retries, restarts, names taken, learning from several steps) need those
+// several batches; the default search cuts a query into the fewest batches
+// that meet its deadline and cost least, often one after its window closes.
+func (b *ScheduleBuilder) SmallBatches() *ScheduleBuilder {
+	b.es.Spec.Planning.Search = laxityv1alpha1.SearchGrid
+	b.es.Spec.Planning.Objective = laxityv1alpha1.ObjectiveInstant
+	b.es.Spec.Planning.BatchSizeFactors = []int32{1}
+	return b
+}
+
 // Obj is the schedule built; every call returns a new copy.
 func (b *ScheduleBuilder) Obj() *laxityv1alpha1.ElasticSchedule {
 	es := b.es.DeepCopy()
