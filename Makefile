@@ -106,7 +106,7 @@ test: envtest $(HELM) $(KUSTOMIZE) ## Run all tests with -race: unit, property, 
 e2e-cluster: envtest cluster-binaries ## Run the local-cluster smoke suite: kube-scheduler, kube-controller-manager, KWOK and Karpenter against envtest's control plane.
 	KUBEBUILDER_ASSETS="$$(KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN))" \
 	LAXITY_CLUSTER_BINARIES="$$($(CLUSTER_BINARIES) $(LOCALBIN))" \
-		go test -tags cluster ./test/cluster/... -count=1 -timeout 30m $(GINKGO_TEST_FLAGS)
+		go test -tags cluster ./test/cluster/... -count=1 -timeout 30m -v $(GINKGO_TEST_FLAGS)
 
 .PHONY: test-e2e
 test-e2e: envtest ## Run only the e2e suite: the built laxity binary against a local kube-apiserver and etcd.
