@@ -165,9 +165,8 @@ func (c *Cluster) start(ctx context.Context, bins string, opts Options) error {
 		args, env    []string
 	}
 	var components []component
-	port := func() (int, error) { return freePort() }
 	for _, name := range []string{"kube-scheduler", "kube-controller-manager"} {
-		p, err := port()
+		p, err := freePort()
 		if err != nil {
 			return err
 		}
@@ -208,7 +207,7 @@ func (c *Cluster) start(ctx context.Context, bins string, opts Options) error {
 		}
 		components = append(components, component{name: name, args: args, health: fmt.Sprintf("https://127.0.0.1:%d/healthz", p)})
 	}
-	kwokPort, err := port()
+	kwokPort, err := freePort()
 	if err != nil {
 		return err
 	}
@@ -230,11 +229,11 @@ func (c *Cluster) start(ctx context.Context, bins string, opts Options) error {
 		env:    []string{"HOME=" + kwokHome},
 		health: fmt.Sprintf("http://127.0.0.1:%d/healthz", kwokPort),
 	})
-	metricsPort, err := port()
+	metricsPort, err := freePort()
 	if err != nil {
 		return err
 	}
-	probePort, err := port()
+	probePort, err := freePort()
 	if err != nil {
 		return err
 	}

@@ -103,7 +103,11 @@ func (p *process) waitHealthy(ctx context.Context, url string) error {
 		}
 		select {
 		case <-p.exited:
-			return fmt.Errorf("%s exited before it was healthy (%v); %s", p.name, p.err, p.logTail(20))
+			how := "exit status 0"
+			if p.err != nil {
+				how = p.err.Error()
+			}
+			return fmt.Errorf("%s exited before it was healthy (%s); %s", p.name, how, p.logTail(20))
 		case <-ctx.Done():
 			return fmt.Errorf("%s was not healthy at %s in time (last: %s); %s", p.name, url, last, p.logTail(20))
 		case <-tick.C:
