@@ -12,7 +12,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
 	"github.com/laxity-dev/laxity/test/cluster"
+	"github.com/laxity-dev/laxity/test/testenv"
 )
 
 // leadTime is the provisioning lead time of the suite's cluster: a node is
@@ -32,7 +36,11 @@ func TestCluster(t *testing.T) {
 var _ = BeforeSuite(func(ctx SpecContext) {
 	started := time.Now()
 	var err error
-	theCluster, err = cluster.Start(ctx, cluster.Options{NodeReadyDelay: leadTime})
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	theCluster, err = cluster.Start(ctx, cluster.Options{
+		NodeReadyDelay: leadTime,
+		TestEnv:        []testenv.Option{testenv.WithThirdPartyCRDs(testenv.SparkApplications)},
+	})
 	Expect(err).NotTo(HaveOccurred())
 	AddReportEntry("cluster start", time.Since(started).Round(time.Millisecond).String(), ReportEntryVisibilityAlways)
 	AddReportEntry("run directory", theCluster.Dir, ReportEntryVisibilityAlways)
