@@ -130,11 +130,16 @@ install_file() {
 	mv "$(dirname "${to}")/.$(basename "${to}").tmp" "${to}"
 }
 
-missing() {
-	local b f
-	for b in "${binaries[@]}"; do [[ -x "${cache_dir}/${b}" ]] || return 0; done
+crds_missing() {
+	local f
 	for f in "${crds[@]}"; do [[ -f "${cache_dir}/crds/${f}" ]] || return 0; done
 	return 1
+}
+
+missing() {
+	local b
+	for b in "${binaries[@]}"; do [[ -x "${cache_dir}/${b}" ]] || return 0; done
+	crds_missing
 }
 
 if missing; then
@@ -142,7 +147,7 @@ if missing; then
 	trap 'rm -rf "${work}"' EXIT
 	mkdir -p "${work}/out"
 	export GOFLAGS="${GOFLAGS:-} -mod=mod"
-	if [[ ! -f "${cache_dir}/crds/${crds[0]}" || ! -f "${cache_dir}/crds/${crds[1]}" || ! -f "${cache_dir}/crds/${crds[2]}" ]]; then
+	if crds_missing; then
 		log "copying Karpenter v${KARPENTER_VERSION}'s CRDs"
 		copy_crds "${work}"
 		for f in "${crds[@]}"; do install_file "${work}/out/crds/${f}" "${cache_dir}/crds/${f}"; done
