@@ -240,6 +240,9 @@ func (c *Cluster) start(ctx context.Context, bins string, opts Options) error {
 	if err != nil {
 		return err
 	}
+	// Karpenter v1.15 reads its settings from these variables (its
+	// pkg/operator/options); it serves no webhooks and reads no cluster
+	// name or system namespace.
 	karpenterEnv := append([]string{
 		"KUBECONFIG=" + kubeconfig,
 		// One replica against a private control plane: nothing to elect.
@@ -247,8 +250,9 @@ func (c *Cluster) start(ctx context.Context, bins string, opts Options) error {
 		// NodePools with spec.replicas (static capacity) are alpha.
 		"FEATURE_GATES=StaticCapacity=true",
 		"METRICS_PORT=" + strconv.Itoa(metricsPort),
+		// Both bind every interface (":port"); only the probe is read,
+		// on the loopback address.
 		"HEALTH_PROBE_PORT=" + strconv.Itoa(probePort),
-		"SYSTEM_NAMESPACE=kube-system",
 		"LOG_LEVEL=debug",
 	}, opts.KarpenterEnv...)
 	components = append(components, component{
