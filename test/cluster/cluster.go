@@ -201,11 +201,10 @@ func (c *Cluster) start(ctx context.Context, bins string, opts Options) error {
 				// A node still booting (for the whole provisioning lead
 				// time) is not unhealthy; KWOK's node leases are the
 				// heartbeats afterwards.
-				"--node-startup-grace-period=1h",
+				"--node-startup-grace-period="+max(time.Hour, 2*opts.NodeReadyDelay).String(),
 				// The key envtest's API server verifies service account
 				// tokens with (--service-account-key-file).
 				"--service-account-private-key-file="+filepath.Join(c.Environment.ControlPlane.APIServer.CertDir, "sa-signer.key"),
-				"--use-service-account-credentials=false",
 			)
 		}
 		components = append(components, component{name: name, args: args, health: fmt.Sprintf("https://127.0.0.1:%d/healthz", p)})

@@ -175,7 +175,16 @@ func (s *SparkStandIn) submit(ctx context.Context, app *unstructured.Unstructure
 	if _, found, _ := unstructured.NestedFieldNoCopy(app.Object, "status", "driverInfo"); !found {
 		_ = unstructured.SetNestedMap(app.Object, map[string]any{}, "status", "driverInfo")
 	}
-	driver, err := s.pod(ctx, app, "driver", 0)
+	// Like spark-submit, check the executors' settings before launching
+	// the driver, so that a bad spec starts nothing.
+	_, err := executorCount(app)
+	if err == nil {
+		_, err = s.pod(ctx, app, "executor", 1)
+	}
+	var driver *corev1.Pod
+	if err == nil {
+		driver, err = s.pod(ctx, app, "driver", 0)
+	}
 	if err == nil {
 		err = controllerutil.SetControllerReference(app, driver, s.Scheme)
 	}
@@ -215,7 +224,10 @@ func (s *SparkStandIn) follow(ctx context.Context, app *unstructured.Unstructure
 		if state == sparkapp.StateRunning {
 			return nil
 		}
-		if err := s.startExecutors(ctx, app, driver); err != nil {
+		var invalid *invalidSpecError
+		if err := s.startExecutors(ctx, app, driver); errors.As(err, &invalid) {
+			return s.end(ctx, app, nil, sparkapp.StateFailed, invalid.Error())
+		} else if err != nil {
 			return err
 		}
 		setState(app, sparkapp.StateRunning, "")
@@ -225,23 +237,16 @@ func (s *SparkStandIn) follow(ctx context.Context, app *unstructured.Unstructure
 	}
 }
 
-// startExecutors creates the executor pods the driver would ask for.
+// startExecutors creates the executor pods the driver would ask for; an
+// *invalidSpecError says the spec cannot make them.
 func (s *SparkStandIn) startExecutors(ctx context.Context, app *unstructured.Unstructured, driver *corev1.Pod) error {
-	n, found, err := unstructured.NestedFieldNoCopy(app.Object, "spec", "executor", "instances")
-	instances := int64(defaultExecutors)
-	if err == nil && found {
-		v, ok := asInt64(n)
-		if !ok || v < 0 {
-			return s.end(ctx, app, nil, sparkapp.StateFailed, fmt.Sprintf("spec.executor.instances %v is not a count", n))
-		}
-		instances = v
+	instances, err := executorCount(app)
+	if err != nil {
+		return err
 	}
 	for i := int64(1); i <= instances; i++ {
 		pod, err := s.pod(ctx, app, "executor", i)
-		var invalid *invalidSpecError
-		if errors.As(err, &invalid) {
-			return s.end(ctx, app, nil, sparkapp.StateFailed, invalid.Error())
-		} else if err != nil {
+		if err != nil {
 			return err
 		}
 		if err := controllerutil.SetControllerReference(driver, pod, s.Scheme); err != nil {
@@ -252,6 +257,19 @@ func (s *SparkStandIn) startExecutors(ctx context.Context, app *unstructured.Uns
 		}
 	}
 	return nil
+}
+
+// executorCount is spec.executor.instances, Spark's default when unset.
+func executorCount(app *unstructured.Unstructured) (int64, error) {
+	n, found, err := unstructured.NestedFieldNoCopy(app.Object, "spec", "executor", "instances")
+	if err != nil || !found || n == nil {
+		return defaultExecutors, nil
+	}
+	v, ok := asInt64(n)
+	if !ok || v < 0 {
+		return 0, invalidf("spec.executor.instances %v is not a count", n)
+	}
+	return v, nil
 }
 
 // end deletes the executors and writes a final state; the termination time

@@ -163,3 +163,29 @@ func TestPodsOfMalformedSpecs(t *testing.T) {
 		}
 	}
 }
+
+func TestExecutorCount(t *testing.T) {
+	for _, c := range []struct {
+		executor any
+		want     int64
+		ok       bool
+	}{
+		{nil, defaultExecutors, true},
+		{map[string]any{}, defaultExecutors, true},
+		{map[string]any{"instances": int64(5)}, 5, true},
+		{map[string]any{"instances": float64(4)}, 4, true},
+		{map[string]any{"instances": int64(0)}, 0, true},
+		{map[string]any{"instances": int64(-1)}, 0, false},
+		{map[string]any{"instances": "many"}, 0, false},
+		{"not an object", defaultExecutors, true},
+	} {
+		spec := map[string]any{}
+		if c.executor != nil {
+			spec["executor"] = c.executor
+		}
+		got, err := executorCount(application(spec))
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("executorCount of executor %v = %d, %v; want %d (ok %v)", c.executor, got, err, c.want, c.ok)
+		}
+	}
+}
