@@ -13,6 +13,11 @@ KUSTOMIZE_VERSION ?= v5.8.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
 ENVTEST_K8S_VERSION ?= 1.37.2
 ENVTEST_ETCD_VERSION ?= 3.7.0
+# The local cluster of test/cluster beyond envtest's control plane.
+CLUSTER_KWOK_VERSION ?= 0.8.0
+CLUSTER_KARPENTER_VERSION ?= 1.15.0
+
+CLUSTER_BINARIES := KUBE_VERSION=$(ENVTEST_K8S_VERSION) KWOK_VERSION=$(CLUSTER_KWOK_VERSION) KARPENTER_VERSION=$(CLUSTER_KARPENTER_VERSION) hack/cluster-binaries.sh
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
@@ -81,6 +86,10 @@ verify: manifests generate ## Regenerate and fail on any diff; check purity, lay
 envtest: ## Build the envtest control plane (kube-apiserver, etcd) from Go modules, once per machine.
 	@KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN) >/dev/null
 
+.PHONY: cluster-binaries
+cluster-binaries: ## Build the local cluster's kube-scheduler, kube-controller-manager, KWOK and Karpenter (KWOK provider) from Go modules, once per machine.
+	@$(CLUSTER_BINARIES) $(LOCALBIN) >/dev/null
+
 .PHONY: test
 test: envtest $(HELM) $(KUSTOMIZE) ## Run all tests with -race: unit, property, fuzz seeds, envtest suites (with the chart and kustomize manifests), and the e2e suite (the built binary).
 	KUBEBUILDER_ASSETS="$$(KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN))"; \
@@ -92,6 +101,12 @@ test: envtest $(HELM) $(KUSTOMIZE) ## Run all tests with -race: unit, property, 
 	if [[ -n "$$plain" ]]; then go test $(GO_TEST_FLAGS) $$plain; fi; \
 	if [[ -n "$$suites" ]]; then go test $(GO_TEST_FLAGS) $$suites $(GINKGO_TEST_FLAGS); fi; \
 	go test $(GO_TEST_FLAGS) -tags e2e ./test/e2e/... $(GINKGO_TEST_FLAGS)
+
+.PHONY: e2e-cluster
+e2e-cluster: envtest cluster-binaries ## Run the local-cluster smoke suite: kube-scheduler, kube-controller-manager, KWOK and Karpenter against envtest's control plane.
+	KUBEBUILDER_ASSETS="$$(KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN))" \
+	LAXITY_CLUSTER_BINARIES="$$($(CLUSTER_BINARIES) $(LOCALBIN))" \
+		go test -tags cluster ./test/cluster/... -count=1 -timeout 30m -v $(GINKGO_TEST_FLAGS)
 
 .PHONY: test-e2e
 test-e2e: envtest ## Run only the e2e suite: the built laxity binary against a local kube-apiserver and etcd.

@@ -61,6 +61,7 @@ type Option func(*settings)
 type settings struct {
 	withoutLaxity  bool
 	thirdParty     []string
+	crds           []*apiextensionsv1.CustomResourceDefinition
 	apiServerFlags [][2]string
 }
 
@@ -68,6 +69,12 @@ type settings struct {
 // (SparkApplications, MachineDeployments, NodePools).
 func WithThirdPartyCRDs(files ...string) Option {
 	return func(s *settings) { s.thirdParty = append(s.thirdParty, files...) }
+}
+
+// WithCRDs installs the given CRDs too, for a suite that brings schemas
+// of its own (the local cluster installs those of the Karpenter it runs).
+func WithCRDs(crds ...*apiextensionsv1.CustomResourceDefinition) Option {
+	return func(s *settings) { s.crds = append(s.crds, crds...) }
 }
 
 // WithoutLaxityCRDs leaves laxity's own CRDs out, for a suite that judges
@@ -109,6 +116,7 @@ func Start(opts ...Option) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	crds = append(crds, s.crds...)
 	scheme, err := NewScheme()
 	if err != nil {
 		return nil, err

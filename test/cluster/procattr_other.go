@@ -1,0 +1,21 @@
+//go:build unix && !linux
+
+package cluster
+
+import (
+	"os"
+	"syscall"
+)
+
+// sysProcAttr puts a component in a process group of its own, so that stop
+// reaches whatever it started.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
+
+func signalGroup(p *os.Process, sig syscall.Signal) {
+	// The negative pid signals the whole group.
+	if err := syscall.Kill(-p.Pid, sig); err != nil {
+		_ = p.Signal(sig)
+	}
+}
