@@ -21,7 +21,6 @@ KARPENTER_VERSION="${KARPENTER_VERSION:-1.15.0}"
 # Karpenter's go.mod asks for a newer Go than the machine may have; the
 # toolchain is fetched through the module proxy for that one build only.
 KARPENTER_GOTOOLCHAIN="${KARPENTER_GOTOOLCHAIN:-go1.27.3}"
-STAGING_VERSION="0.${KUBE_VERSION#1.}"
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin_dir="${1:-${repo_root}/bin}"
@@ -32,46 +31,15 @@ link_dir="${bin_dir}/cluster/${key}"
 binaries=(kube-scheduler kube-controller-manager kwok karpenter-kwok)
 crds=(karpenter.sh_nodepools.yaml karpenter.sh_nodeclaims.yaml karpenter.kwok.sh_kwoknodeclasses.yaml)
 
-log() { echo "cluster-binaries: $*" >&2; }
+LOG_PREFIX=cluster-binaries
+# shellcheck source=hack/lib/build.sh
+source "${repo_root}/hack/lib/build.sh"
 
-# with_progress runs a long build, saying every 30 seconds that it goes on
-# and, at the end, how long it took.
-with_progress() {
-	local what="$1"
-	shift
-	("$@") &
-	local pid=$! started=${SECONDS}
-	while kill -0 "${pid}" 2>/dev/null; do
-		sleep 5
-		if (((SECONDS - started) % 30 < 5)) && kill -0 "${pid}" 2>/dev/null; then
-			log "still building ${what} ($(((SECONDS - started) / 60))m$(((SECONDS - started) % 60))s so far)"
-		fi
-	done
-	wait "${pid}"
-	log "built ${what} in $(((SECONDS - started) / 60))m$(((SECONDS - started) % 60))s"
-}
-
-# build_kube builds kube-scheduler and kube-controller-manager from one
+# build_kube resolves kube-scheduler and kube-controller-manager in one
 # throwaway module, so the second build reuses the first one's packages.
 build_kube() {
 	local work="$1"
-	mkdir -p "${work}/kube"
-	cd "${work}/kube"
-	go mod init laxity.invalid/cluster-kube >/dev/null 2>&1
-	# k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them
-	# with local directories, which does not apply to a dependency: pin every
-	# one of them to the matching published version instead.
-	local gomod
-	gomod="$(go mod download -json "k8s.io/kubernetes@v${KUBE_VERSION}" | sed -n 's/^\s*"GoMod": "\(.*\)",$/\1/p')"
-	local staged
-	staged="$(sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\1#p' "${gomod}")"
-	if [[ -z "${staged}" ]]; then
-		log "found no staging modules in k8s.io/kubernetes@v${KUBE_VERSION}'s go.mod"
-		return 1
-	fi
-	local args=()
-	for m in ${staged}; do args+=("-replace=${m}=${m}@v${STAGING_VERSION}"); done
-	go mod edit "${args[@]}"
+	kube_module "${work}/kube" laxity.invalid/cluster-kube "${KUBE_VERSION}"
 	go get -tool "k8s.io/kubernetes/cmd/kube-scheduler@v${KUBE_VERSION}" "k8s.io/kubernetes/cmd/kube-controller-manager@v${KUBE_VERSION}"
 }
 
@@ -121,15 +89,6 @@ copy_crds() {
 		cp "${src}" "${work}/out/crds/${f}"
 		chmod u+w "${work}/out/crds/${f}"
 	done
-}
-
-# install moves a built file into the cache atomically, so an interrupted
-# build never leaves half a binary that looks cached.
-install_file() {
-	local from="$1" to="$2"
-	mkdir -p "$(dirname "${to}")"
-	cp "${from}" "$(dirname "${to}")/.$(basename "${to}").tmp"
-	mv "$(dirname "${to}")/.$(basename "${to}").tmp" "${to}"
 }
 
 crds_missing() {

@@ -10,7 +10,6 @@ set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-3.7.0}"
-STAGING_VERSION="0.${KUBE_VERSION#1.}"
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin_dir="${1:-${repo_root}/bin}"
@@ -18,42 +17,13 @@ key="kube-apiserver-v${KUBE_VERSION}_etcd-v${ETCD_VERSION}_$(go env GOOS)-$(go e
 cache_dir="${LAXITY_ENVTEST_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/laxity/envtest}/${key}"
 assets_dir="${bin_dir}/k8s/${key}"
 
-log() { echo "envtest: $*" >&2; }
-
-# with_progress runs a long build, saying every 30 seconds that it goes on.
-with_progress() {
-	local what="$1"
-	shift
-	("$@") &
-	local pid=$! started=${SECONDS}
-	while kill -0 "${pid}" 2>/dev/null; do
-		sleep 5
-		if (((SECONDS - started) % 30 < 5)) && kill -0 "${pid}" 2>/dev/null; then
-			log "still building ${what} ($(((SECONDS - started) / 60))m$(((SECONDS - started) % 60))s so far)"
-		fi
-	done
-	wait "${pid}"
-}
+LOG_PREFIX=envtest
+# shellcheck source=hack/lib/build.sh
+source "${repo_root}/hack/lib/build.sh"
 
 build_kube_apiserver() {
 	local work="$1"
-	mkdir -p "${work}/apiserver"
-	cd "${work}/apiserver"
-	go mod init laxity.invalid/envtest-apiserver >/dev/null 2>&1
-	# k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them
-	# with local directories, which does not apply to a dependency: pin every
-	# one of them to the matching published version instead.
-	local gomod
-	gomod="$(go mod download -json "k8s.io/kubernetes@v${KUBE_VERSION}" | sed -n 's/^\s*"GoMod": "\(.*\)",$/\1/p')"
-	local staged
-	staged="$(sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\1#p' "${gomod}")"
-	if [[ -z "${staged}" ]]; then
-		log "found no staging modules in k8s.io/kubernetes@v${KUBE_VERSION}'s go.mod"
-		return 1
-	fi
-	local args=()
-	for m in ${staged}; do args+=("-replace=${m}=${m}@v${STAGING_VERSION}"); done
-	go mod edit "${args[@]}"
+	kube_module "${work}/apiserver" laxity.invalid/envtest-apiserver "${KUBE_VERSION}"
 	go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@v${KUBE_VERSION}"
 	CGO_ENABLED=0 go build -trimpath -o "${work}/out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
 }
@@ -90,10 +60,8 @@ if [[ ! -x "${cache_dir}/kube-apiserver" || ! -x "${cache_dir}/etcd" ]]; then
 	log "building kube-apiserver v${KUBE_VERSION} from source (once per machine; 10-16 minutes on 2 cores)"
 	with_progress "kube-apiserver" build_kube_apiserver "${work}"
 	mkdir -p "${cache_dir}"
-	# Install atomically so an interrupted build never leaves a half binary.
 	for b in etcd kube-apiserver; do
-		cp "${work}/out/${b}" "${cache_dir}/.${b}.tmp"
-		mv "${cache_dir}/.${b}.tmp" "${cache_dir}/${b}"
+		install_file "${work}/out/${b}" "${cache_dir}/${b}"
 	done
 	log "cached in ${cache_dir}"
 fi
