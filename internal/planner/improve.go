@@ -23,6 +23,13 @@ const (
 	minImprovementEvents = 1 << 16
 )
 
+// reserveSeconds is the slack the improvement phase leaves every query, or
+// as much as the grid plan it starts from left it when that is less. The
+// cheapest reshaping often ends a query exactly at its deadline, and the
+// seconds the cost model does not hold (a pod's start, the operator seeing
+// a step end and launching the next) would make such a plan late.
+const reserveSeconds = 30
+
 // shape is every query's batch ends, in tuples.
 type shape [][]int64
 
@@ -61,6 +68,8 @@ type improver struct {
 	p       *prepared
 	factor  int
 	initial int
+	// reserve is, by query, the slack a reshaped plan must leave it.
+	reserve []float64
 	// until is the budget's event count the phase stops at.
 	until int
 }
@@ -72,7 +81,10 @@ func (im *improver) spent() bool { return im.p.budget.events >= im.until }
 // than start, or nil when it finds none.
 func (p *prepared) improve(start *outcome, initial int) *outcome {
 	grid := p.budget.events
-	im := &improver{p: p, factor: start.BatchSizeFactor, initial: initial}
+	im := &improver{p: p, factor: start.BatchSizeFactor, initial: initial, reserve: make([]float64, len(start.sim.layouts))}
+	for q, end := range start.sim.finishes() {
+		im.reserve[q] = min(reserveSeconds, max(start.sim.layouts[q].deadline-end, 0))
+	}
 	im.until = grid + max(improvementShare*grid, minImprovementEvents)
 	sh := shapeOf(start)
 	cur := im.plan(sh)
@@ -111,8 +123,9 @@ func (p *prepared) improve(start *outcome, initial int) *outcome {
 }
 
 // plan plans a shape as a grid cell is planned, from the phase's initial
-// size; when that meets no deadline, from every larger one, and when none
-// does, it measures how late the shape is on the largest size.
+// size; when that meets no deadline with the reserve, from every larger
+// one, and when none does, it measures how late the shape is, against the
+// deadlines less the reserve, on the largest size.
 func (im *improver) plan(sh shape) trial {
 	p := im.p
 	ls := make([]layout, len(sh))
@@ -126,6 +139,9 @@ func (im *improver) plan(sh shape) trial {
 			continue
 		}
 		s.replanSegments(initial, p.w.Planning.BacktrackStep)
+		if im.short(s) > 0 {
+			continue
+		}
 		o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[initial], BatchSizeFactor: im.factor, Feasible: true}, sim: s}
 		p.price(o)
 		return trial{o: o}
@@ -133,13 +149,22 @@ func (im *improver) plan(sh shape) trial {
 	largest := len(p.w.Pool.Sizes) - 1
 	s := p.newSim(ls)
 	s.run(nodePolicy{fixed: largest}, runToEnd)
-	late := 0.0
-	for q, end := range s.finishes() {
-		late += max(end-ls[q].deadline, 0)
-	}
 	o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[largest], BatchSizeFactor: im.factor}, sim: s}
 	p.price(o)
-	return trial{o: o, late: max(late, 1e-6)}
+	return trial{o: o, late: max(im.short(s), 1e-6)}
+}
+
+// short is how many seconds, summed over the queries, s finishes them past
+// their deadlines less their reserves.
+func (im *improver) short(s *sim) float64 {
+	const tolerance = 1e-9
+	late := 0.0
+	for q, end := range s.finishes() {
+		if over := end - (s.layouts[q].deadline - im.reserve[q]); over > tolerance {
+			late += over
+		}
+	}
+	return late
 }
 
 // moves are the shapes one move away from query q's batch ends, in the

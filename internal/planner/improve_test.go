@@ -66,6 +66,29 @@ func TestImprovementNeverCostsMoreThanTheGrid(t *testing.T) {
 	}
 }
 
+// A reshaped plan leaves every query the reserve of slack, or as much as
+// the grid's plan left it when that is less: the cheapest shape must not
+// end a query at its deadline.
+func TestImprovementKeepsTheReserve(t *testing.T) {
+	for _, w := range []Workload{tail(130), tpchWorkload(1, 1), tpchWorkload(1, 2), tpchWorkload(1, 4), generatedWorkload(60, 3)} {
+		grid := w
+		grid.Planning.GridOnly = true
+		g, d := mustPlan(t, grid), mustPlan(t, w)
+		if !d.Chosen.Improved {
+			continue
+		}
+		gridSlack := map[string]float64{}
+		for _, q := range g.Queries {
+			gridSlack[q.Name] = q.Slack
+		}
+		for _, q := range d.Queries {
+			if want := min(reserveSeconds, max(gridSlack[q.Name], 0)); q.Slack < want-1e-6 {
+				t.Errorf("%s: %s has %.3fs of slack, want at least %.3fs", w.Name, q.Name, q.Slack, want)
+			}
+		}
+	}
+}
+
 // A plan made now from a pool with no ready node starts no step before
 // nodes asked for now can be there; nodes on their way are used when they
 // come.
