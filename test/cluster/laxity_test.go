@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -336,7 +337,7 @@ func (r *laxityRun) check() {
 	By(r.name + ": laxity's requests, and the NodeClaims and Ready nodes that followed")
 	Expect(o.requests).NotTo(BeEmpty())
 	var timeline []string
-	var leads []time.Duration
+	var leads, ahead []time.Duration
 	maxRequested := int64(0)
 	for i, req := range o.requests {
 		timeline = append(timeline, fmt.Sprintf("%s→%d", req.at.Sub(o.started).Round(time.Second), req.n))
@@ -363,12 +364,21 @@ func (r *laxityRun) check() {
 		Expect(readied).NotTo(BeZero(), "%s: laxity asked for %d nodes at %s; that many were never Ready before it asked for fewer", r.name, req.n, req.at)
 		lead := readied.Sub(req.at)
 		leads = append(leads, lead)
+		// Ahead of need: the first step planned on that many nodes
+		// launched once they were Ready. Its creationTimestamp is in whole
+		// seconds and the poll that saw the nodes Ready up to a period late.
+		if launch := o.firstLaunch(req.at, req.n); !launch.IsZero() {
+			ahead = append(ahead, launch.Sub(readied))
+			Expect(launch).To(BeTemporally(">=", readied.Add(-time.Second-o.period)),
+				"%s: a step on %d nodes launched at %s, before they were Ready at %s", r.name, req.n, launch, readied)
+		}
 		// The polling adds up to one period on each end.
 		Expect(lead).To(BeNumerically("<=", declaredLead+2*o.period), "%s: %d nodes were Ready %s after laxity's request; it declared %s", r.name, req.n, lead, declaredLead)
 	}
 	AddReportEntry(r.name+": laxity's requests (since the run began → nodes)", strings.Join(timeline, ", "), ReportEntryVisibilityAlways)
 	AddReportEntry(r.name+": observed lead time, request → nodes Ready (declared "+declaredLead.String()+", KWOK "+leadTime.String()+")",
 		durations(leads), ReportEntryVisibilityAlways)
+	AddReportEntry(r.name+": nodes Ready → first step planned on them launched", durations(ahead), ReportEntryVisibilityAlways)
 	maxNodes := 0
 	for _, n := range o.nodeCounts {
 		maxNodes = max(maxNodes, n)
@@ -570,6 +580,24 @@ func (o *observer) reached(from, to time.Time, n int64) (claimed, readied time.T
 		}
 	}
 	return claimed, readied
+}
+
+// firstLaunch is when the first SparkApplication created after from and
+// planned on at least n nodes was created (zero when none was).
+func (o *observer) firstLaunch(from time.Time, n int64) time.Time {
+	var first time.Time
+	for _, app := range o.apps {
+		nodes, err := strconv.ParseInt(app.GetAnnotations()[sparkapp.AnnotationNodes], 10, 64)
+		created := app.GetCreationTimestamp().Time
+		// Creation times are whole seconds.
+		if err != nil || nodes < n || created.Before(from.Truncate(time.Second)) {
+			continue
+		}
+		if first.IsZero() || created.Before(first) {
+			first = created
+		}
+	}
+	return first
 }
 
 func (o *observer) podsSeen() []*corev1.Pod {
