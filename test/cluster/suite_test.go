@@ -21,7 +21,7 @@ import (
 
 // leadTime is the provisioning lead time of the suite's cluster: a node is
 // Ready this long after Karpenter creates it.
-const leadTime = 10 * time.Second
+const leadTime = 15 * time.Second
 
 var (
 	theCluster *cluster.Cluster

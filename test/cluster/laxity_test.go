@@ -1,0 +1,611 @@
+//go:build cluster
+
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/controllers"
+	"github.com/laxity-dev/laxity/internal/pool"
+	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/internal/spec"
+	"github.com/laxity-dev/laxity/internal/standin"
+	"github.com/laxity-dev/laxity/internal/tenancy"
+	"github.com/laxity-dev/laxity/test/builder"
+	"github.com/laxity-dev/laxity/test/cluster"
+)
+
+// laxity itself on the local cluster: its reconcilers on a real clock, the
+// Spark stand-in running its SparkApplications as pods, kube-scheduler
+// placing them and Karpenter provisioning the nodes. The workload is
+// config/samples/three-queries.yaml scaled from half an hour to two
+// minutes: a window of 120 s that turns six times busier for its last 40 s,
+// deadlines 20, 30 and 40 s after it, so the plan grows the pool for the
+// busy part and releases it after.
+//
+// Both backends run at once, each with its own NodePool and namespace, so
+// that the two stories share the wall time of one.
+const (
+	// declaredLead is the schedules' provisioningLeadTime: KWOK's node
+	// delay (leadTime) plus what Karpenter takes to create the node.
+	declaredLead = leadTime + 5*time.Second
+	// keepAlive is the schedules' releaseAfterIdle.
+	keepAlive = 20 * time.Second
+	// windowOpensIn leaves time to plan before the window opens.
+	windowOpensIn = 25 * time.Second
+	windowLength  = 120 * time.Second
+	busyAfter     = 80 * time.Second
+	// driverPool is a static NodePool of one node for the Spark drivers:
+	// laxity pins only the executors to the elastic pool (internal/sparkapp).
+	driverPool = "drivers"
+	// pendingBound is how long an executor may wait for kube-scheduler
+	// after its launch: preempting a placeholder takes a scheduling cycle
+	// and KWOK's deletion of the victim.
+	pendingBound = 5 * time.Second
+)
+
+// The pods of the template fit a KWOK node of cluster.DefaultInstanceType:
+// 4 CPUs and 8Gi, of which Karpenter's KWOK provider keeps 100m and 10Mi
+// (kube-reserved), leaving 3900m and 8182Mi allocatable. An executor of 3
+// cores and 4g asks 3 CPUs and 4506Mi (4g plus Spark's 410Mi overhead): one
+// per node, as executorsPerNode 1 says. A driver of 1 core and 1g asks 1
+// CPU and 1408Mi; three fit on the driver node.
+const (
+	executorCores  = 3
+	executorMemory = "4g"
+	// placeholderCPU and placeholderMemory size a placeholder pod like an
+	// executor: one per node, and an executor that preempts it fits.
+	placeholderCPU    = "3"
+	placeholderMemory = "4Gi"
+)
+
+func sparkTemplate(mainClass string) string {
+	return fmt.Sprintf(`{"type":"Scala","mode":"cluster","image":"apache/spark:3.5.3","sparkVersion":"3.5.3",`+
+		`"mainClass":%q,"mainApplicationFile":"local:///opt/spark/examples/jars/laxity-events.jar",`+
+		`"driver":{"cores":1,"memory":"1g","nodeSelector":{%q:%q}},"executor":{"cores":%d,"memory":%q}}`,
+		mainClass, cluster.NodePoolLabel, driverPool, executorCores, executorMemory)
+}
+
+// threeQueries are the sample's queries on schedule "events" with windows
+// opening at open, with the sample's rates and serial costs; the parallel
+// costs are half the sample's and the overheads shorter, so that four nodes
+// meet every deadline with slack for the pods' start-up, which the cost
+// models do not see.
+func threeQueries(ns string, open time.Time) []*laxityv1alpha1.IntermittentQuery {
+	profile := []laxityv1alpha1.RateSegment{
+		{After: metav1.Duration{}, RatePerSecond: "2000"},
+		{After: metav1.Duration{Duration: busyAfter}, RatePerSecond: "12000"},
+	}
+	merge := builder.MergeCost("3", "0.3", "0.5")
+	query := func(name, mainClass string, slack time.Duration, batch laxityv1alpha1.BatchCostModel) *laxityv1alpha1.IntermittentQuery {
+		return builder.Query(ns, name).Schedule("events").Window(open, windowLength).Slack(slack).
+			Rate("").Profile(profile...).Granularity(2000).
+			CostModel(builder.CostModel(batch, merge)).Template(sparkTemplate(mainClass)).Obj()
+	}
+	return []*laxityv1alpha1.IntermittentQuery{
+		query("errors-by-service", "dev.laxity.examples.ErrorsByService", 20*time.Second, builder.BatchCost("4", "1e-6", "3e-5")),
+		query("latency-percentiles", "dev.laxity.examples.LatencyPercentiles", 30*time.Second, builder.BatchCost("5", "2e-6", "5e-5")),
+		query("active-users", "dev.laxity.examples.ActiveUsers", 40*time.Second, builder.BatchCost("3", "5e-7", "2e-5")),
+	}
+}
+
+// eventsSchedule is the sample's schedule on the KWOK nodes of NodePool
+// poolName, at the lead time and keep-alive of the local cluster.
+func eventsSchedule(ns, poolName string, backend laxityv1alpha1.PoolBackend) *laxityv1alpha1.ElasticSchedule {
+	return builder.Schedule(ns, "events").Sizes(1, 2, 4).IdleNodes(ptr.To[int32](0)).Price("0.40").
+		LeadTime(declaredLead).ReleaseAfterIdle(keepAlive).ExecutorsPerNode(1).
+		NodeSelector(map[string]string{cluster.NodePoolLabel: poolName}).Backend(backend).Obj()
+}
+
+var _ = Describe("laxity on the local cluster", Ordered, func() {
+	var scaleRun, placeholderRun *laxityRun
+
+	BeforeAll(func(ctx SpecContext) {
+		c := theCluster.Client
+		stopSpark, err := theCluster.StartSparkStandIn(&cluster.SparkStandIn{
+			// Each step runs as long as its query's cost model says.
+			Duration: standin.ModelledDuration(c, spec.CostModel),
+		})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(stopSpark)
+
+		Expect(c.Create(ctx, cluster.NewNodePool(driverPool, ptr.To[int64](1)))).To(Succeed())
+		DeferCleanup(deletePool, driverPool)
+
+		stopManager := startLaxity(ctx)
+		DeferCleanup(stopManager)
+
+		// The node for the drivers comes up while the windows wait to open.
+		open := time.Now().Add(windowOpensIn)
+		scaleRun = startScaleRun(ctx, open)
+		placeholderRun = startPlaceholderRun(ctx, open)
+		Eventually(ctx, func(g Gomega) {
+			list, err := nodes(ctx, driverPool)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(list).To(HaveLen(1))
+			g.Expect(ready(&list[0])).To(BeTrue())
+		}).WithTimeout(windowOpensIn).Should(Succeed())
+	}, NodeTimeout(2*time.Minute))
+
+	It("runs the sample on a static NodePool through its replicas (scale backend): nodes a lead time ahead, every deadline met, nodes released", func(ctx SpecContext) {
+		scaleRun.finish(ctx)
+		scaleRun.check()
+	}, SpecTimeout(6*time.Minute))
+
+	It("runs the sample on a dynamic NodePool through placeholder pods the executors preempt: nodes a lead time ahead, every deadline met, nodes released", func(ctx SpecContext) {
+		placeholderRun.finish(ctx)
+		placeholderRun.check()
+		By("the placeholder pods ranking below the executors")
+		var placeholders, executors []int32
+		for _, p := range placeholderRun.obs.podsSeen() {
+			prio := ptr.Deref(p.Spec.Priority, 0)
+			switch {
+			case p.Labels[pool.LabelRole] == pool.RolePlaceholder:
+				placeholders = append(placeholders, prio)
+			case p.Labels[cluster.SparkRoleLabel] == "executor":
+				executors = append(executors, prio)
+			}
+		}
+		Expect(placeholders).NotTo(BeEmpty())
+		Expect(executors).NotTo(BeEmpty())
+		AddReportEntry("placeholder: priorities (placeholders, executors)", fmt.Sprintf("%d..%d, %d..%d",
+			slices.Min(placeholders), slices.Max(placeholders), slices.Min(executors), slices.Max(executors)), ReportEntryVisibilityAlways)
+		Expect(slices.Max(placeholders)).To(BeNumerically("<", slices.Min(executors)))
+	}, SpecTimeout(6*time.Minute))
+
+	// Pending until laxity steps the placeholders aside for the executors:
+	// the placeholder Deployment keeps one pod per requested node while a
+	// step runs, so every placeholder an executor preempts is recreated,
+	// Pending, and Karpenter provisions a node for it, a wave per step (on
+	// the first run, 24 NodeClaims for at most 4 nodes requested). The
+	// spec above reports the counts on every run.
+	It("holds no more nodes on the dynamic NodePool than laxity asked for", Pending, func() {
+		placeholderRun.strictCount = true
+		placeholderRun.check()
+	})
+})
+
+// startLaxity runs laxity's reconcilers as `laxity manager` does, on the
+// wall clock, against the cluster; its log goes to laxity.log in the run
+// directory.
+func startLaxity(ctx context.Context) (stop func()) {
+	logFile, err := os.Create(filepath.Join(theCluster.Dir, "laxity.log"))
+	Expect(err).NotTo(HaveOccurred())
+	mgr, err := ctrl.NewManager(theCluster.Config, ctrl.Options{
+		Scheme: theCluster.Scheme, Cache: controllers.CacheOptions(), Client: controllers.ClientOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Logger: zap.New(zap.WriteTo(logFile), zap.UseDevMode(true)),
+	})
+	Expect(err).NotTo(HaveOccurred())
+	opts := controllers.Options{MaxAttempts: 3, Backoff: 2 * time.Second, ResultRoot: "s3a://results", Poll: time.Second}
+	Expect(controllers.Setup(ctx, mgr, clock.RealClock{}, opts, "pause")).To(Succeed())
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(runCtx)).To(Succeed())
+	}()
+	return func() { cancel(); <-done; _ = logFile.Close() }
+}
+
+// laxityRun is one backend's story: its namespace, NodePool, schedule and
+// queries, and what the observer saw of them.
+type laxityRun struct {
+	name, ns, pool string
+	queries        []*laxityv1alpha1.IntermittentQuery
+	obs            *observer
+	// strictCount: the pool never holds more nodes than laxity asked for.
+	strictCount bool
+	// done is when every query had ended (Succeeded or DeadlineMissed).
+	done time.Time
+}
+
+// startScaleRun makes a static NodePool of zero replicas, annotated to let
+// the namespace's schedules resize it, and a schedule resizing it through
+// /scale.
+func startScaleRun(ctx context.Context, open time.Time) *laxityRun {
+	ns := namespace(ctx, "laxity-scale")
+	poolName := "laxity-" + ns
+	np := cluster.NewNodePool(poolName, ptr.To[int64](0))
+	// A NodePool is cluster-scoped: the annotation is how its owner lets
+	// the schedule's namespace resize it (internal/tenancy).
+	np.SetAnnotations(map[string]string{tenancy.AllowedNamespacesAnnotation: ns})
+	Expect(theCluster.Client.Create(ctx, np)).To(Succeed())
+	DeferCleanup(deletePool, poolName)
+	target := func(ctx context.Context) (int64, error) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(cluster.NodePoolKind)
+		if err := theCluster.Client.Get(ctx, client.ObjectKey{Name: poolName}, u); err != nil {
+			return 0, err
+		}
+		n, _, err := unstructured.NestedInt64(u.Object, "spec", "replicas")
+		return n, err
+	}
+	backend := builder.ScaleBackend(cluster.NodePoolKind.GroupVersion().String(), cluster.NodePoolKind.Kind, poolName)
+	r := startRun(ctx, "scale", ns, poolName, backend, target, open)
+	r.strictCount = true
+	return r
+}
+
+// startPlaceholderRun makes a dynamic NodePool and a schedule holding its
+// nodes with placeholder pods.
+func startPlaceholderRun(ctx context.Context, open time.Time) *laxityRun {
+	ns := namespace(ctx, "laxity-placeholder")
+	poolName := "laxity-" + ns
+	np := cluster.NewNodePool(poolName, nil)
+	// Karpenter's default budget disrupts 10% of a pool's nodes at a time:
+	// all of them may go once laxity releases the pool.
+	Expect(unstructured.SetNestedSlice(np.Object, []any{map[string]any{"nodes": "100%"}}, "spec", "disruption", "budgets")).To(Succeed())
+	Expect(theCluster.Client.Create(ctx, np)).To(Succeed())
+	DeferCleanup(deletePool, poolName)
+	target := func(ctx context.Context) (int64, error) {
+		var d appsv1.Deployment
+		err := theCluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pool.PlaceholderDeploymentName("events")}, &d)
+		if apierrors.IsNotFound(err) {
+			return 0, nil
+		}
+		return int64(ptr.Deref(d.Spec.Replicas, 0)), err
+	}
+	backend := builder.PlaceholderBackend(corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(placeholderCPU),
+		corev1.ResourceMemory: resource.MustParse(placeholderMemory),
+	})
+	return startRun(ctx, "placeholder", ns, poolName, backend, target, open)
+}
+
+func startRun(ctx context.Context, name, ns, poolName string, backend laxityv1alpha1.PoolBackend, target func(context.Context) (int64, error), open time.Time) *laxityRun {
+	r := &laxityRun{name: name, ns: ns, pool: poolName, queries: threeQueries(ns, open)}
+	Expect(theCluster.Client.Create(ctx, eventsSchedule(ns, poolName, backend))).To(Succeed())
+	for _, q := range r.queries {
+		Expect(theCluster.Client.Create(ctx, q)).To(Succeed())
+	}
+	r.obs = newObserver(ns, poolName, target)
+	DeferCleanup(r.obs.start())
+	return r
+}
+
+// finish waits for every query to end, then for Karpenter to remove the
+// pool's nodes once laxity released them.
+func (r *laxityRun) finish(ctx context.Context) {
+	c := theCluster.Client
+	By(r.name + ": every query ending")
+	Eventually(ctx, func(g Gomega) {
+		for _, q := range r.queries {
+			var got laxityv1alpha1.IntermittentQuery
+			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(q), &got)).To(Succeed())
+			ended := meta.IsStatusConditionTrue(got.Status.Conditions, laxityv1alpha1.IntermittentQuerySucceededCondition) ||
+				meta.IsStatusConditionTrue(got.Status.Conditions, laxityv1alpha1.IntermittentQueryDeadlineMissedCondition)
+			g.Expect(ended).To(BeTrue(), "query %s has not ended", q.Name)
+		}
+	}).WithTimeout(time.Until(r.queries[0].Spec.Deadline.Time) + 2*time.Minute).WithPolling(time.Second).Should(Succeed())
+	r.done = time.Now()
+
+	By(r.name + ": Karpenter removing the pool's nodes after the keep-alive")
+	Eventually(ctx, nodes).WithArguments(r.pool).WithTimeout(keepAlive + 2*time.Minute).WithPolling(time.Second).Should(BeEmpty())
+	Eventually(ctx, nodeClaims).WithArguments(r.pool).WithTimeout(time.Minute).WithPolling(time.Second).Should(BeEmpty())
+	gone := time.Now()
+	r.obs.stop()
+	AddReportEntry(r.name+": last query ended → pool nodes gone (keep-alive "+keepAlive.String()+")", gone.Sub(r.done).Round(time.Second).String(), ReportEntryVisibilityAlways)
+}
+
+// check holds what the observer saw against what laxity asked for.
+func (r *laxityRun) check() {
+	c := theCluster.Client
+	ctx := context.Background()
+	o := r.obs
+	o.mu.Lock()
+	defer o.mu.Unlock()
+
+	By(r.name + ": every deadline met")
+	for _, q := range r.queries {
+		var got laxityv1alpha1.IntermittentQuery
+		Expect(c.Get(ctx, client.ObjectKeyFromObject(q), &got)).To(Succeed())
+		Expect(meta.IsStatusConditionTrue(got.Status.Conditions, laxityv1alpha1.IntermittentQuerySucceededCondition)).To(BeTrue(),
+			"query %s did not succeed: %v", q.Name, got.Status.Conditions)
+		Expect(meta.IsStatusConditionTrue(got.Status.Conditions, laxityv1alpha1.IntermittentQueryDeadlineMissedCondition)).To(BeFalse(),
+			"query %s missed its deadline", q.Name)
+	}
+
+	By(r.name + ": laxity's requests, and the NodeClaims and Ready nodes that followed")
+	Expect(o.requests).NotTo(BeEmpty())
+	var timeline []string
+	var leads, ahead []time.Duration
+	maxRequested := int64(0)
+	for i, req := range o.requests {
+		timeline = append(timeline, fmt.Sprintf("%s→%d", req.at.Sub(o.started).Round(time.Second), req.n))
+		maxRequested = max(maxRequested, req.n)
+		prev := int64(0)
+		if i > 0 {
+			prev = o.requests[i-1].n
+		}
+		if req.n <= prev {
+			continue
+		}
+		// A later request for more does not cancel this one; one for fewer
+		// does.
+		end := o.stopped
+		for _, later := range o.requests[i+1:] {
+			if later.n < req.n {
+				end = later.at
+				break
+			}
+		}
+		claimed, readied := o.reached(req.at, end, req.n)
+		Expect(claimed).NotTo(BeZero(), "%s: laxity asked for %d nodes at %s; the pool never had that many NodeClaims before it asked for fewer", r.name, req.n, req.at)
+		Expect(claimed.Sub(req.at)).To(BeNumerically("<=", pendingBound), "%s: NodeClaims for %d nodes came %s after laxity's request", r.name, req.n, claimed.Sub(req.at))
+		Expect(readied).NotTo(BeZero(), "%s: laxity asked for %d nodes at %s; that many were never Ready before it asked for fewer", r.name, req.n, req.at)
+		lead := readied.Sub(req.at)
+		leads = append(leads, lead)
+		// Ahead of need: the first step planned on that many nodes
+		// launched once they were Ready. Its creationTimestamp is in whole
+		// seconds and the poll that saw the nodes Ready up to a period late.
+		if launch := o.firstLaunch(req.at, req.n); !launch.IsZero() {
+			ahead = append(ahead, launch.Sub(readied))
+			Expect(launch).To(BeTemporally(">=", readied.Add(-time.Second-o.period)),
+				"%s: a step on %d nodes launched at %s, before they were Ready at %s", r.name, req.n, launch, readied)
+		}
+		// The polling adds up to one period on each end.
+		Expect(lead).To(BeNumerically("<=", declaredLead+2*o.period), "%s: %d nodes were Ready %s after laxity's request; it declared %s", r.name, req.n, lead, declaredLead)
+	}
+	AddReportEntry(r.name+": laxity's requests (since the run began → nodes)", strings.Join(timeline, ", "), ReportEntryVisibilityAlways)
+	AddReportEntry(r.name+": observed lead time, request → nodes Ready (declared "+declaredLead.String()+", KWOK "+leadTime.String()+")",
+		durations(leads), ReportEntryVisibilityAlways)
+	AddReportEntry(r.name+": nodes Ready → first step planned on them launched", durations(ahead), ReportEntryVisibilityAlways)
+	maxNodes := 0
+	for _, n := range o.nodeCounts {
+		maxNodes = max(maxNodes, n)
+	}
+	AddReportEntry(r.name+": most nodes at once, NodeClaims made, most requested", fmt.Sprintf("%d, %d, %d", maxNodes, len(o.claimNames), maxRequested), ReportEntryVisibilityAlways)
+	if r.strictCount {
+		Expect(int64(maxNodes)).To(BeNumerically("<=", maxRequested), "%s: the pool had more nodes than laxity asked for", r.name)
+		Expect(int64(len(o.claimNames))).To(BeNumerically("<=", maxRequested), "%s: Karpenter made more NodeClaims than laxity asked for nodes", r.name)
+	}
+
+	By(r.name + ": every executor placed on a pool node within seconds of its launch")
+	var pending []time.Duration
+	executors := 0
+	for _, p := range o.pods {
+		if p.Labels[cluster.SparkRoleLabel] != "executor" {
+			continue
+		}
+		executors++
+		scheduled := podScheduled(p)
+		Expect(scheduled).NotTo(BeZero(), "%s: executor %s was never scheduled (%v)", r.name, p.Name, p.Status.Conditions)
+		Expect(o.nodeNames).To(HaveKey(p.Spec.NodeName), "%s: executor %s ran on %q, not a node of pool %s", r.name, p.Name, p.Spec.NodeName, r.pool)
+		wait := scheduled.Sub(p.CreationTimestamp.Time)
+		pending = append(pending, wait)
+		Expect(wait).To(BeNumerically("<=", pendingBound), "%s: executor %s was Pending %s", r.name, p.Name, wait)
+	}
+	Expect(executors).NotTo(BeZero())
+	sort.Slice(pending, func(i, j int) bool { return pending[i] < pending[j] })
+	AddReportEntry(r.name+": executors, longest Pending (launch → scheduled, whole seconds)",
+		fmt.Sprintf("%d, %s", executors, pending[len(pending)-1]), ReportEntryVisibilityAlways)
+
+	By(r.name + ": no duplicate SparkApplication")
+	steps := map[string][]string{}
+	for name, app := range o.apps {
+		key := strings.Join([]string{app.GetLabels()[sparkapp.LabelQuery], app.GetLabels()[sparkapp.LabelStep], app.GetAnnotations()[sparkapp.AnnotationBatchIndex]}, "/")
+		if sparkapp.Observe(app).Phase == laxityv1alpha1.StepFailed {
+			// A retry follows a failed attempt under a name of its own.
+			continue
+		}
+		steps[key] = append(steps[key], name)
+	}
+	for key, names := range steps {
+		Expect(names).To(HaveLen(1), "%s: step %s ran as %v", r.name, key, names)
+	}
+	AddReportEntry(r.name+": SparkApplications", fmt.Sprint(len(o.apps)), ReportEntryVisibilityAlways)
+}
+
+func durations(ds []time.Duration) string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.Round(100 * time.Millisecond).String()
+	}
+	return strings.Join(out, ", ")
+}
+
+func podScheduled(p *corev1.Pod) time.Time {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
+// observer polls what a run is made of and keeps the last state of every
+// object it saw, for objects that are gone by the end (executors, nodes).
+type observer struct {
+	ns, pool string
+	target   func(context.Context) (int64, error)
+	period   time.Duration
+
+	mu               sync.Mutex
+	started, stopped time.Time
+	// requests are laxity's requests: the target's replicas when they
+	// changed.
+	requests []request
+	// claims and ready are, at every poll, how many NodeClaims and Ready
+	// nodes the pool had.
+	polls      []time.Time
+	claimCount []int
+	readyCount []int
+	nodeCounts []int
+	nodeNames  map[string]bool
+	claimNames map[string]bool
+	pods       map[string]*corev1.Pod
+	apps       map[string]*unstructured.Unstructured
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type request struct {
+	at time.Time
+	n  int64
+}
+
+func newObserver(ns, poolName string, target func(context.Context) (int64, error)) *observer {
+	return &observer{ns: ns, pool: poolName, target: target, period: 500 * time.Millisecond,
+		nodeNames: map[string]bool{}, claimNames: map[string]bool{}, pods: map[string]*corev1.Pod{}, apps: map[string]*unstructured.Unstructured{}}
+}
+
+func (o *observer) start() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	o.cancel, o.done = cancel, make(chan struct{})
+	o.started = time.Now()
+	go func() {
+		defer close(o.done)
+		tick := time.NewTicker(o.period)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			// Pods and SparkApplications live for seconds: every other
+			// poll sees them.
+			o.poll(ctx, i%2 == 0)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return o.stop
+}
+
+func (o *observer) stop() {
+	if o.cancel == nil {
+		return
+	}
+	o.cancel()
+	<-o.done
+	o.mu.Lock()
+	if o.stopped.IsZero() {
+		o.stopped = time.Now()
+	}
+	o.mu.Unlock()
+}
+
+func (o *observer) poll(ctx context.Context, all bool) {
+	c := theCluster.Client
+	at := time.Now()
+	replicas, err := o.target(ctx)
+	if err != nil {
+		return
+	}
+	claims, err := nodeClaims(ctx, o.pool)
+	if err != nil {
+		return
+	}
+	list, err := nodes(ctx, o.pool)
+	if err != nil {
+		return
+	}
+	var pods corev1.PodList
+	apps := &unstructured.UnstructuredList{}
+	apps.SetGroupVersionKind(sparkapp.GroupVersionKind.GroupVersion().WithKind(sparkapp.GroupVersionKind.Kind + "List"))
+	if all {
+		if c.List(ctx, &pods, client.InNamespace(o.ns)) != nil || c.List(ctx, apps, client.InNamespace(o.ns)) != nil {
+			return
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if n := len(o.requests); n == 0 && replicas > 0 || n > 0 && o.requests[n-1].n != replicas {
+		o.requests = append(o.requests, request{at: at, n: replicas})
+	}
+	readyNodes := 0
+	for i := range claims {
+		o.claimNames[claims[i].GetName()] = true
+	}
+	for i := range list {
+		o.nodeNames[list[i].Name] = true
+		if ready(&list[i]) {
+			readyNodes++
+		}
+	}
+	o.polls = append(o.polls, at)
+	o.claimCount = append(o.claimCount, len(claims))
+	o.readyCount = append(o.readyCount, readyNodes)
+	o.nodeCounts = append(o.nodeCounts, len(list))
+	for i := range pods.Items {
+		o.pods[pods.Items[i].Name+"/"+string(pods.Items[i].UID)] = &pods.Items[i]
+	}
+	for i := range apps.Items {
+		o.apps[apps.Items[i].GetName()] = &apps.Items[i]
+	}
+}
+
+// reached is the first poll in [from, to) at which the pool had at least n
+// NodeClaims, and the first at which it had at least n Ready nodes (zero
+// when it did not).
+func (o *observer) reached(from, to time.Time, n int64) (claimed, readied time.Time) {
+	for i, at := range o.polls {
+		if at.Before(from) || !at.Before(to) {
+			continue
+		}
+		if claimed.IsZero() && int64(o.claimCount[i]) >= n {
+			claimed = at
+		}
+		if readied.IsZero() && int64(o.readyCount[i]) >= n {
+			readied = at
+		}
+	}
+	return claimed, readied
+}
+
+// firstLaunch is when the first SparkApplication created after from and
+// planned on at least n nodes was created (zero when none was).
+func (o *observer) firstLaunch(from time.Time, n int64) time.Time {
+	var first time.Time
+	for _, app := range o.apps {
+		nodes, err := strconv.ParseInt(app.GetAnnotations()[sparkapp.AnnotationNodes], 10, 64)
+		created := app.GetCreationTimestamp().Time
+		// Creation times are whole seconds.
+		if err != nil || nodes < n || created.Before(from.Truncate(time.Second)) {
+			continue
+		}
+		if first.IsZero() || created.Before(first) {
+			first = created
+		}
+	}
+	return first
+}
+
+func (o *observer) podsSeen() []*corev1.Pod {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]*corev1.Pod, 0, len(o.pods))
+	for _, p := range o.pods {
+		out = append(out, p)
+	}
+	return out
+}
