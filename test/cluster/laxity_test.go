@@ -147,10 +147,7 @@ var _ = Describe("laxity on the local cluster", Ordered, func() {
 		scaleRun = startScaleRun(ctx, open)
 		placeholderRun = startPlaceholderRun(ctx, open)
 		Eventually(ctx, func(g Gomega) {
-			list, err := nodes(ctx, driverPool)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(list).To(HaveLen(1))
-			g.Expect(ready(&list[0])).To(BeTrue())
+			expectReadyNodes(ctx, g, driverPool, 1)
 		}).WithTimeout(windowOpensIn).Should(Succeed())
 	}, NodeTimeout(2*time.Minute))
 

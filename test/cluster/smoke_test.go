@@ -37,12 +37,7 @@ var _ = Describe("The local cluster", func() {
 		By("KWOK making them Ready after the lead time")
 		var readyAfter time.Duration
 		Eventually(ctx, func(g Gomega) {
-			list, err := nodes(ctx, poolName)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(list).To(HaveLen(2))
-			for i := range list {
-				g.Expect(ready(&list[i])).To(BeTrue(), "node %s is not Ready", list[i].Name)
-			}
+			expectReadyNodes(ctx, g, poolName, 2)
 			readyAfter = time.Since(requested)
 		}).WithTimeout(leadTime + 2*time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
 		AddReportEntry("static NodePool: request → both nodes Ready", readyAfter.Round(time.Millisecond).String(), ReportEntryVisibilityAlways)
@@ -161,6 +156,16 @@ func nodes(ctx context.Context, pool string) ([]corev1.Node, error) {
 	var list corev1.NodeList
 	err := theCluster.Client.List(ctx, &list, client.MatchingLabels{cluster.NodePoolLabel: pool})
 	return list.Items, err
+}
+
+// expectReadyNodes expects the pool to have n nodes, every one Ready.
+func expectReadyNodes(ctx context.Context, g Gomega, pool string, n int) {
+	list, err := nodes(ctx, pool)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(list).To(HaveLen(n))
+	for i := range list {
+		g.Expect(ready(&list[i])).To(BeTrue(), "node %s is not Ready", list[i].Name)
+	}
 }
 
 func ready(n *corev1.Node) bool {

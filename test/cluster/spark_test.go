@@ -31,12 +31,7 @@ var _ = Describe("The Spark stand-in", func() {
 		Expect(c.Create(ctx, cluster.NewNodePool(poolName, new(int64(2))))).To(Succeed())
 		DeferCleanup(deletePool, poolName)
 		Eventually(ctx, func(g Gomega) {
-			list, err := nodes(ctx, poolName)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(list).To(HaveLen(2))
-			for i := range list {
-				g.Expect(ready(&list[i])).To(BeTrue())
-			}
+			expectReadyNodes(ctx, g, poolName, 2)
 		}).WithTimeout(leadTime + 2*time.Minute).Should(Succeed())
 
 		By("a SparkApplication of three executors of 1 core and 2g, running 6 seconds")
