@@ -82,6 +82,7 @@ func (r *ElasticScheduleReconciler) dispatchOnce(ctx context.Context, v *view, d
 	// so squatting neither costs a try nor stops the query; the foreign
 	// object is never read as the step, so nothing runs twice or is lost.
 	// At most maxNamesTaken names are passed over in one pass.
+	handedOver := false
 	for taken := 0; ; taken++ {
 		app, err := sparkapp.Render(q, es, step, sparkapp.Locations{Input: q.Spec.Input.Location, ResultRoot: r.Options.ResultRoot})
 		if templateRejected(err) {
@@ -94,6 +95,14 @@ func (r *ElasticScheduleReconciler) dispatchOnce(ctx context.Context, v *view, d
 			// Deleted as stuck; the cache has not shown its record yet.
 			logger.Info("holding a launch: the step was cancelled as stuck and its record is not seen yet", "step", app.GetName())
 			return decision, nil, nil
+		}
+		if !handedOver {
+			// Failing to, the executors preempt the pods holding the
+			// nodes: the step still launches.
+			if err := p.keep(r.handOver(ctx, es, int32(l.Nodes), p)); err != nil {
+				return decision, nil, err
+			}
+			handedOver = true
 		}
 		// A job run whose start failed after its record was written is
 		// launched: the next pass starts it.

@@ -176,7 +176,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 		return ctrl.Result{}, p.notes, err
 	}
 	wanted := max(dispatch.RequestAt(doc.Origin, doc.Requests, v.now), dispatch.BehindSchedule(doc, dqs, r.Options.MaxAttempts, v.now))
-	if err := p.keep(r.request(ctx, es, int32(wanted), p)); err != nil {
+	if err := p.keep(r.request(ctx, es, poolAsk{nodes: int32(wanted), busy: int32(dispatch.Busy(dqs))}, p)); err != nil {
 		return ctrl.Result{}, p.notes, err
 	}
 	if lead := spec.ObserveLeadTime(es, int32(wanted), v.ready, v.now); lead > 0 {
@@ -201,7 +201,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 // idle is the pass of a schedule without queries: the pool goes to its
 // idle size.
 func (r *ElasticScheduleReconciler) idle(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, p *passResult) (ctrl.Result, []note, error) {
-	if err := p.keep(r.request(ctx, es, spec.IdleNodes(es), p)); err != nil {
+	if err := p.keep(r.request(ctx, es, poolAsk{nodes: spec.IdleNodes(es)}, p)); err != nil {
 		return ctrl.Result{}, p.notes, err
 	}
 	backendErr := joinBackendErrors(p.backendErrs)
@@ -259,24 +259,43 @@ func queriesOf(ctx context.Context, c client.Reader, es *laxityv1alpha1.ElasticS
 	return decodableQueries(ctx, es.Name, list.Items), nil
 }
 
-// request asks the pool for n nodes.
-func (r *ElasticScheduleReconciler) request(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, n int32, p *passResult) error {
+// request asks the pool for ask.nodes nodes, ask.busy of which laxity's
+// steps hold.
+func (r *ElasticScheduleReconciler) request(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, ask poolAsk, p *passResult) error {
 	backend, err := r.Backend(ctx, es)
 	if err != nil {
 		return &backendError{fmt.Errorf("spec.nodePool.backend: %w", err)}
 	}
-	current, err := backend.Requested(ctx)
+	n := ask.nodes
+	from, err := pool.Request(ctx, backend, n, ask.busy)
 	if err != nil {
-		return &backendError{fmt.Errorf("reading the pool size: %w", err)}
+		return &backendError{fmt.Errorf("resizing the pool to %d nodes: %w", n, err)}
 	}
-	if current != n {
-		if err := backend.Request(ctx, n); err != nil {
-			return &backendError{fmt.Errorf("resizing the pool to %d nodes: %w", n, err)}
-		}
-		log.FromContext(ctx).Info("resized the pool", "from", current, "to", n)
-		p.note(corev1.EventTypeNormal, "Resized", "Resize", fmt.Sprintf("Requested %d nodes (was %d)", n, current))
+	p.asked = &ask
+	if from != n {
+		log.FromContext(ctx).Info("resized the pool", "from", from, "to", n)
+		p.note(corev1.EventTypeNormal, "Resized", "Resize", fmt.Sprintf("Requested %d nodes (was %d)", n, from))
 	}
 	es.Status.NodesRequested = &n
+	return nil
+}
+
+// handOver frees the nodes a step about to launch takes, on a backend that
+// holds them with pods of its own (pool.HandOver), once the pass has asked
+// the pool for its size.
+func (r *ElasticScheduleReconciler) handOver(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, nodes int32, p *passResult) error {
+	if p.asked == nil {
+		return nil
+	}
+	backend, err := r.Backend(ctx, es)
+	if err != nil {
+		return &backendError{fmt.Errorf("spec.nodePool.backend: %w", err)}
+	}
+	ask := poolAsk{nodes: p.asked.nodes, busy: p.asked.busy + nodes}
+	if err := pool.HandOver(ctx, backend, ask.nodes, ask.busy); err != nil {
+		return &backendError{fmt.Errorf("freeing %d of the pool's %d nodes for a step: %w", nodes, ask.nodes, err)}
+	}
+	p.asked = &ask
 	return nil
 }
 

@@ -70,6 +70,14 @@ type input struct {
 type passResult struct {
 	notes       []note
 	backendErrs []error
+	// asked is what the pass asked of the pool, nil until it did.
+	asked *poolAsk
+}
+
+// poolAsk is what a pass asks of the pool: nodes, busy of which laxity's
+// launched steps hold (pool.Request).
+type poolAsk struct {
+	nodes, busy int32
 }
 
 func (p *passResult) note(kind, reason, action, message string) {

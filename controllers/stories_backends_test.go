@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -21,6 +22,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/dispatch"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/pool"
+	"github.com/laxity-dev/laxity/internal/sparkapp"
 	"github.com/laxity-dev/laxity/test/builder"
 )
 
@@ -93,17 +95,30 @@ func (p poolTarget) get(ctx context.Context) (*unstructured.Unstructured, error)
 	return u, k8sClient.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: p.name}, u)
 }
 
-// replicas is the target's spec.replicas, or -1 while it does not exist.
+// replicas is the nodes the target holds, or -1 while it does not exist:
+// its spec.replicas, and for the placeholder Deployment also the nodes
+// laxity's steps use in its place (inUse, its annotation).
 func (p poolTarget) replicas(ctx context.Context) int64 {
+	n, inUse := p.held(ctx)
+	return n + inUse
+}
+
+// held is the target's spec.replicas (-1 while it does not exist) and the
+// nodes the placeholder Deployment says laxity's steps use.
+func (p poolTarget) held(ctx context.Context) (replicas, inUse int64) {
 	u, err := p.get(ctx)
 	if apierrors.IsNotFound(err) {
-		return -1
+		return -1, 0
 	}
 	Expect(err).NotTo(HaveOccurred())
 	n, found, err := unstructured.NestedInt64(u.Object, "spec", "replicas")
 	Expect(err).NotTo(HaveOccurred())
 	Expect(found).To(BeTrue(), "%s %s has no spec.replicas", p.gvk.Kind, p.name)
-	return n
+	if a, ok := u.GetAnnotations()[pool.AnnotationNodesInUse]; ok {
+		inUse, err = strconv.ParseInt(a, 10, 64)
+		Expect(err).NotTo(HaveOccurred())
+	}
+	return n, inUse
 }
 
 // untouched is what a /scale write must not change: the target's spec
@@ -120,8 +135,12 @@ func (p poolTarget) untouched(ctx context.Context) map[string]any {
 // poolSample is the pool as seen after one tick.
 type poolSample struct {
 	at time.Time
-	// replicas is the target's spec.replicas (-1: no target object yet).
-	replicas int64
+	// replicas is the nodes the target holds (-1: no target object yet):
+	// its spec.replicas, and for the placeholder backend also inUse, the
+	// nodes laxity's steps use in place of its placeholders.
+	replicas, placeholders, inUse int64
+	// stepNodes is the nodes of the SparkApplications not yet ended.
+	stepNodes int64
 	// requested is the schedule's status.nodesRequested.
 	requested int32
 	// planned is what the plan in force's requests timeline asks for now.
@@ -137,7 +156,7 @@ type poolSample struct {
 }
 
 func (s poolSample) String() string {
-	return fmt.Sprintf("%5.0fs replicas %2d requested %2d planned %2d", s.at.Sub(origin).Seconds(), s.replicas, s.requested, s.planned)
+	return fmt.Sprintf("%5.0fs replicas %2d (in use %d) requested %2d planned %2d", s.at.Sub(origin).Seconds(), s.replicas, s.inUse, s.requested, s.planned)
 }
 
 // backendStory is one run of the story on one backend.
@@ -212,7 +231,19 @@ func newBackendStory(ctx context.Context, name string, idle int32, backend func(
 func (s *backendStory) sample(ctx context.Context, now time.Time) {
 	var es laxityv1alpha1.ElasticSchedule
 	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(s.w.schedule), &es)).To(Succeed())
-	p := poolSample{at: now, replicas: s.target.replicas(ctx), requested: ptr.Deref(es.Status.NodesRequested, -1)}
+	p := poolSample{at: now, requested: ptr.Deref(es.Status.NodesRequested, -1)}
+	p.placeholders, p.inUse = s.target.held(ctx)
+	p.replicas = p.placeholders + p.inUse
+	apps := &unstructured.UnstructuredList{}
+	apps.SetGroupVersionKind(sparkapp.GroupVersionKind.GroupVersion().WithKind(sparkapp.GroupVersionKind.Kind + "List"))
+	Expect(k8sClient.List(ctx, apps, client.InNamespace(s.w.ns))).To(Succeed())
+	for i := range apps.Items {
+		if phase := sparkapp.Observe(&apps.Items[i]).Phase; phase == laxityv1alpha1.StepPending || phase == laxityv1alpha1.StepRunning {
+			n, err := strconv.ParseInt(apps.Items[i].GetAnnotations()[sparkapp.AnnotationNodes], 10, 64)
+			Expect(err).NotTo(HaveOccurred())
+			p.stepNodes += n
+		}
+	}
 	stored, err := loadPlan(ctx, k8sClient, &es)
 	Expect(err).NotTo(HaveOccurred())
 	if stored != nil {
@@ -430,5 +461,21 @@ var _ = Describe("Story 7: a schedule on placeholder pods", Ordered, func() {
 			Expect(p.replicas).To(BeNumerically("<=", 0), "%s", p)
 		}
 		Expect(s.samples[len(s.samples)-1].replicas).To(BeZero())
+	})
+
+	It("holds placeholders only on the nodes no step uses", func() {
+		busy := 0
+		for _, p := range s.samples {
+			if p.placeholders < 0 {
+				continue
+			}
+			Expect(p.inUse).To(Equal(min(p.stepNodes, int64(p.requested))), "%s: the steps not yet ended hold %d nodes", p, p.stepNodes)
+			Expect(p.placeholders).To(Equal(max(int64(p.requested)-p.inUse, 0)), "%s", p)
+			if p.inUse > 0 {
+				busy++
+			}
+		}
+		fmt.Fprintf(GinkgoWriter, "%d of %d ticks with nodes in use by a step\n", busy, len(s.samples))
+		Expect(busy).To(BeNumerically(">", 0), "no tick saw a step's nodes taken from the placeholders")
 	})
 })

@@ -399,6 +399,30 @@ func FreeAt(queries []Query, now time.Time) time.Time {
 	return free
 }
 
+// Busy is how many of the pool's nodes the queries' launched steps hold:
+// the nodes of every attempt Pending or Running.
+func Busy(queries []Query) int {
+	busy := 0
+	hold := func(a Attempt) {
+		if a.State == Pending || a.State == Running {
+			busy += a.Nodes
+		}
+	}
+	for i := range queries {
+		q := &queries[i]
+		for _, b := range q.Batches {
+			hold(b.Attempt)
+		}
+		for _, p := range q.Partials {
+			hold(p)
+		}
+		if q.Final != nil {
+			hold(*q.Final)
+		}
+	}
+	return busy
+}
+
 // busy reports a launched step that holds the pool.
 func (q *Query) busy() (string, bool) {
 	for i, b := range q.Batches {

@@ -187,3 +187,33 @@ func TestNodesLost(t *testing.T) {
 		t.Errorf("Holding with nothing running = %d, want 0", got)
 	}
 }
+
+func TestBusy(t *testing.T) {
+	withFinal := func(q Query, a Attempt) Query { q.Final = &a; return q }
+	withPartials := func(q Query, as ...Attempt) Query { q.Partials = as; return q }
+	for _, tc := range []struct {
+		name    string
+		queries []Query
+		want    int
+	}{
+		{name: "no query", want: 0},
+		{name: "only ended steps", queries: []Query{query("a", 900, 300, done(0, 100),
+			Batch{From: 100, To: 200, Attempt: Attempt{State: Failed, Nodes: 4}})}, want: 0},
+		{name: "a pending batch holds its nodes", queries: []Query{query("a", 900, 300, done(0, 100),
+			Batch{From: 100, To: 200, Attempt: Attempt{State: Pending, Nodes: 2}})}, want: 2},
+		{name: "a running batch and a running final merge of another query", queries: []Query{
+			query("a", 900, 300, Batch{From: 0, To: 100, Attempt: Attempt{State: Running, Nodes: 2}}),
+			withFinal(query("b", 900, 300, done(0, 100)), Attempt{State: Running, Nodes: 4}),
+		}, want: 6},
+		{name: "a pending partial merge, a succeeded final merge", queries: []Query{
+			withPartials(query("a", 900, 300, done(0, 100)), Attempt{State: Succeeded, Nodes: 8}, Attempt{State: Pending, Nodes: 1}),
+			withFinal(query("b", 900, 300), Attempt{State: Succeeded, Nodes: 4}),
+		}, want: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Busy(tc.queries); got != tc.want {
+				t.Errorf("Busy = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}

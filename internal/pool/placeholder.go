@@ -2,7 +2,11 @@ package pool
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +19,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	schedulingv1ac "k8s.io/client-go/applyconfigurations/scheduling/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -46,6 +51,18 @@ const (
 	PlaceholderPriority int32 = -10
 	// placeholderPriorityDescription is the PriorityClass's description.
 	placeholderPriorityDescription = "laxity placeholder pods: hold nodes of an elastic pool ahead of batches, which preempt them. Never preempts other pods."
+)
+
+// Annotations of the placeholder Deployment: what laxity asked of the pool.
+// Its replicas are the difference, the nodes no step of laxity's uses.
+const (
+	// AnnotationNodesRequested is the node count laxity asks of the pool.
+	AnnotationNodesRequested = "laxity.dev/nodes-requested"
+	// AnnotationNodesInUse is how many of them laxity's running steps use.
+	AnnotationNodesInUse = "laxity.dev/nodes-in-use"
+	// annotationPodTemplateHash identifies the pod template the Deployment
+	// was last applied with.
+	annotationPodTemplateHash = "laxity.dev/pod-template-hash"
 )
 
 // placeholderField is the field every error of the placeholder backend names.
@@ -96,29 +113,57 @@ func newPlaceholderBackend(opts Options, schedule *laxityv1alpha1.ElasticSchedul
 	return &placeholderBackend{client: opts.Client, schedule: schedule.DeepCopy(), image: opts.PlaceholderImage}, nil
 }
 
-// Request implements Backend: it makes sure the placeholder PriorityClass
-// exists and applies the placeholder Deployment with n replicas (server-side
-// apply, field owner laxity). Applying what is already there changes nothing,
-// so the API server writes nothing.
-//
-// Request(0) is Release: it creates nothing.
+// Request implements Backend: it holds n nodes, none of them used by a step.
 func (b *placeholderBackend) Request(ctx context.Context, n int32) error {
+	_, err := b.Share(ctx, n, 0)
+	return err
+}
+
+// Share implements Sharer: it makes sure the placeholder PriorityClass
+// exists and applies the placeholder Deployment with one pod for each of the
+// n nodes that the busy ones of laxity's steps leave (server-side apply,
+// field owner laxity), recording n and busy in its annotations. A
+// Deployment that already says so is not written. It returns the node count
+// asked before.
+//
+// Share(0, _) is Release: it creates nothing.
+func (b *placeholderBackend) Share(ctx context.Context, n, busy int32) (int32, error) {
 	if err := checkCount(n); err != nil {
-		return fmt.Errorf("%s: %w", placeholderField, err)
+		return 0, fmt.Errorf("%s: %w", placeholderField, err)
 	}
+	busy = min(max(busy, 0), n)
+	d, err := b.deployment(ctx)
+	if err != nil {
+		return 0, err
+	}
+	from := requestedBy(d)
 	if n == 0 {
 		_, err := b.Release(ctx)
-		return err
+		return from, err
 	}
-	if err := b.ensurePriorityClass(ctx); err != nil {
-		return err
+	apply := placeholderDeployment(b.schedule, b.image, n-busy)
+	podHash, err := templateHash(apply)
+	if err != nil {
+		return from, err
 	}
-	d := placeholderDeployment(b.schedule, b.image, n)
-	if err := b.client.Apply(ctx, d, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("%s: applying Deployment %s/%s with %d replicas: %w", placeholderField, *d.Namespace, *d.Name, n, err)
+	annotations := map[string]string{
+		AnnotationNodesRequested: strconv.Itoa(int(n)), AnnotationNodesInUse: strconv.Itoa(int(busy)), annotationPodTemplateHash: podHash,
 	}
-	ctrl.LoggerFrom(ctx).V(1).Info("Applied placeholder Deployment", "Deployment", klog.KRef(*d.Namespace, *d.Name), "replicas", n)
-	return nil
+	if d != nil && d.DeletionTimestamp.IsZero() && ptr.Deref(d.Spec.Replicas, -1) == n-busy && hasAnnotations(d, annotations) {
+		return from, nil
+	}
+	// New pods need their PriorityClass: ensured whenever pods are added.
+	if d == nil || n-busy > ptr.Deref(d.Spec.Replicas, 0) || d.Annotations[annotationPodTemplateHash] != podHash {
+		if err := b.ensurePriorityClass(ctx); err != nil {
+			return from, err
+		}
+	}
+	apply.WithAnnotations(annotations)
+	if err := b.client.Apply(ctx, apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return from, fmt.Errorf("%s: applying Deployment %s/%s with %d replicas: %w", placeholderField, *apply.Namespace, *apply.Name, n-busy, err)
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Applied placeholder Deployment", "Deployment", klog.KRef(*apply.Namespace, *apply.Name), "nodes", n, "inUse", busy, "replicas", n-busy)
+	return from, nil
 }
 
 // Release implements Releaser: it scales an existing placeholder Deployment
@@ -139,10 +184,11 @@ func (b *placeholderBackend) Release(ctx context.Context) (Released, error) {
 	if !d.DeletionTimestamp.IsZero() {
 		return releasedNothing("the placeholder Deployment %s is being deleted", key), nil
 	}
-	if d.Spec.Replicas != nil && *d.Spec.Replicas == 0 {
+	if requestedBy(&d) == 0 {
 		return Released{}, nil
 	}
-	apply := placeholderDeployment(b.schedule, b.image, 0)
+	apply := placeholderDeployment(b.schedule, b.image, 0).
+		WithAnnotations(map[string]string{AnnotationNodesRequested: "0", AnnotationNodesInUse: "0"})
 	if err := b.client.Apply(ctx, apply, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 			return releasedNothing("the placeholder Deployment %s is gone and its namespace is being deleted", key), nil
@@ -161,6 +207,10 @@ func (b *placeholderBackend) Release(ctx context.Context) (Released, error) {
 func (b *placeholderBackend) ensurePriorityClass(ctx context.Context) error {
 	name := b.schedule.Spec.NodePool.Backend.Placeholder.PriorityClassName
 	if name == "" {
+		var have schedulingv1.PriorityClass
+		if err := b.client.Get(ctx, client.ObjectKey{Name: DefaultPriorityClassName}, &have); err == nil && isPlaceholderPriorityClass(&have) {
+			return nil
+		}
 		pc := placeholderPriorityClass(DefaultPriorityClassName)
 		if err := b.client.Apply(ctx, pc, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 			return fmt.Errorf("%s: applying PriorityClass %s: %w", placeholderField, DefaultPriorityClassName, err)
@@ -177,21 +227,70 @@ func (b *placeholderBackend) ensurePriorityClass(ctx context.Context) error {
 	return nil
 }
 
-// Requested implements Backend: the placeholder Deployment's spec.replicas,
-// 0 when there is no Deployment yet.
+// Requested implements Backend: the nodes the placeholder Deployment holds,
+// its replicas and those laxity's steps use (requestedBy), 0 when there is
+// no Deployment yet.
 func (b *placeholderBackend) Requested(ctx context.Context) (int32, error) {
+	d, err := b.deployment(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return requestedBy(d), nil
+}
+
+// templateHash identifies the placeholder pods' template, so that a
+// Deployment already holding the pods asked for is not written again.
+func templateHash(d *appsv1ac.DeploymentApplyConfiguration) (string, error) {
+	b, err := json.Marshal(d.Spec.Template)
+	if err != nil {
+		return "", fmt.Errorf("%s: encoding the placeholder pod template: %w", placeholderField, err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+func hasAnnotations(d *appsv1.Deployment, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := d.Annotations[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// deployment reads the placeholder Deployment, nil when there is none.
+func (b *placeholderBackend) deployment(ctx context.Context) (*appsv1.Deployment, error) {
 	var d appsv1.Deployment
 	key := client.ObjectKey{Namespace: b.schedule.Namespace, Name: PlaceholderDeploymentName(b.schedule.Name)}
 	if err := b.client.Get(ctx, key, &d); err != nil {
 		if apierrors.IsNotFound(err) {
-			return 0, nil
+			return nil, nil
 		}
-		return 0, fmt.Errorf("%s: getting Deployment %s: %w", placeholderField, key, err)
+		return nil, fmt.Errorf("%s: getting Deployment %s: %w", placeholderField, key, err)
 	}
-	if d.Spec.Replicas == nil {
-		return 0, nil
+	return &d, nil
+}
+
+// requestedBy is the node count a placeholder Deployment holds: its
+// replicas and the nodes laxity's steps use in their place (0 for no
+// Deployment). Scaled by hand, it holds what its replicas say.
+func requestedBy(d *appsv1.Deployment) int32 {
+	if d == nil {
+		return 0
 	}
-	return *d.Spec.Replicas, nil
+	inUse, err := strconv.ParseInt(d.Annotations[AnnotationNodesInUse], 10, 32)
+	if err != nil || inUse < 0 {
+		inUse = 0
+	}
+	return ptr.Deref(d.Spec.Replicas, 0) + int32(inUse)
+}
+
+// isPlaceholderPriorityClass reports whether pc is as laxity applies its
+// own placeholder PriorityClass.
+func isPlaceholderPriorityClass(pc *schedulingv1.PriorityClass) bool {
+	return pc.DeletionTimestamp.IsZero() && pc.Value == PlaceholderPriority && !pc.GlobalDefault &&
+		ptr.Deref(pc.PreemptionPolicy, "") == corev1.PreemptNever && pc.Description == placeholderPriorityDescription &&
+		pc.Labels[LabelManagedBy] == FieldOwner
 }
 
 // placeholderPriorityClass is the PriorityClass of the placeholder pods:

@@ -121,6 +121,44 @@ var _ = Describe("placeholder backend", func() {
 		Expect(deploymentOf(es).Spec.Replicas).To(HaveValue(BeEquivalentTo(1)))
 	})
 
+	It("holds only the nodes laxity's steps leave, and takes them back when the steps end", func() {
+		es := createSchedule(namespace, placeholder(""), nodeSelector)
+		b, err := New(opts, es)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(b).To(BeAssignableToTypeOf(&placeholderBackend{}))
+		Expect(Request(ctx, b, 4, 0)).To(BeEquivalentTo(0))
+		d := deploymentOf(es)
+		Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(4)))
+
+		By("freeing a step's two nodes before it launches")
+		Expect(HandOver(ctx, b, 4, 2)).To(Succeed())
+		d = deploymentOf(es)
+		Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(2)))
+		Expect(d.Annotations).To(HaveKeyWithValue(AnnotationNodesRequested, "4"))
+		Expect(d.Annotations).To(HaveKeyWithValue(AnnotationNodesInUse, "2"))
+		Expect(b.Requested(ctx)).To(BeEquivalentTo(4), "the pool still holds four nodes")
+
+		By("writing nothing while the step runs")
+		Expect(Request(ctx, b, 4, 2)).To(BeEquivalentTo(4))
+		Expect(deploymentOf(es).ResourceVersion).To(Equal(d.ResourceVersion))
+
+		By("holding every node again once the step has ended")
+		Expect(Request(ctx, b, 4, 0)).To(BeEquivalentTo(4))
+		Expect(deploymentOf(es).Spec.Replicas).To(HaveValue(BeEquivalentTo(4)))
+
+		By("holding none while steps use more nodes than are asked for")
+		Expect(Request(ctx, b, 2, 3)).To(BeEquivalentTo(4))
+		d = deploymentOf(es)
+		Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(0)))
+		Expect(b.Requested(ctx)).To(BeEquivalentTo(2))
+
+		By("releasing everything")
+		_, err = Release(ctx, b)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(deploymentOf(es).Spec.Replicas).To(HaveValue(BeEquivalentTo(0)))
+		Expect(b.Requested(ctx)).To(BeEquivalentTo(0))
+	})
+
 	It("updates the pods when the backend's resources or the pool's nodeSelector change", func() {
 		es := createSchedule(namespace, placeholder(""), nodeSelector)
 		b, err := New(opts, es)

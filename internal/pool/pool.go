@@ -9,10 +9,12 @@
 //     (Cluster API MachineDeployment or MachinePool, a static Karpenter
 //     NodePool) through the /scale subresource only, at exactly the
 //     apiVersion the backend reference names, and never rewrites the object.
-//   - placeholder runs one low-priority pause pod per wanted node, pinned to
-//     the pool's nodeSelector and spread one per node, so that the cluster
-//     autoscaler or Karpenter provisions the nodes ahead of the batches; the
-//     batches' executors preempt the placeholders.
+//   - placeholder runs one low-priority pause pod per wanted node that no
+//     step of laxity's uses, pinned to the pool's nodeSelector and spread
+//     one per node, so that the cluster autoscaler or Karpenter provisions
+//     the nodes ahead of the batches. It is a Sharer: before a step
+//     launches, its nodes' placeholders go, and they come back when it
+//     ends; an executor that comes first preempts them.
 //
 // Errors name the field of the ElasticSchedule they come from, such as
 // spec.nodePool.backend.scale. Errors New returns because the backend cannot
@@ -59,6 +61,46 @@ type Backend interface {
 	// Requested is the node count currently asked of the pool (what the
 	// target object says).
 	Requested(ctx context.Context) (int32, error)
+}
+
+// Sharer is a Backend that holds its nodes with pods of its own (the
+// placeholder backend). It is told how many of the requested nodes
+// laxity's steps use and holds only the others. A holder a step's executor
+// preempted would otherwise be recreated, left Pending, and an autoscaler
+// would add a node for it: one node more per executor, for nothing. Told
+// before a launch, it frees the nodes the step is about to take.
+type Sharer interface {
+	Backend
+	// Share asks for n nodes, busy of which laxity's steps use, and returns
+	// the node count asked before.
+	Share(ctx context.Context, n, busy int32) (from int32, err error)
+}
+
+// Request asks b for n nodes, busy of which laxity's steps use, and
+// returns the node count asked before. A Sharer holds the n − busy others;
+// any other backend is asked for n when that is not already its size.
+func Request(ctx context.Context, b Backend, n, busy int32) (from int32, err error) {
+	if s, ok := b.(Sharer); ok {
+		return s.Share(ctx, n, busy)
+	}
+	from, err = b.Requested(ctx)
+	if err != nil || from == n {
+		return from, err
+	}
+	return from, b.Request(ctx, n)
+}
+
+// HandOver tells b that laxity's steps are about to hold busy of its n
+// nodes, before a step launches. Only a Sharer holds nodes a step needs and
+// frees them; any other backend's nodes are the steps' already, and nothing
+// is asked of it.
+func HandOver(ctx context.Context, b Backend, n, busy int32) error {
+	s, ok := b.(Sharer)
+	if !ok {
+		return nil
+	}
+	_, err := s.Share(ctx, n, busy)
+	return err
 }
 
 // Options are what New needs besides the ElasticSchedule: the manager's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -282,4 +283,38 @@ func (c staleDeployments) Get(ctx context.Context, key client.ObjectKey, obj cli
 		return nil
 	}
 	return c.Client.Get(ctx, key, obj, o...)
+}
+
+// sized is a Backend of a given size that is no Sharer.
+type sized struct {
+	requestOnly
+	size int32
+}
+
+func (s *sized) Requested(context.Context) (int32, error) { return s.size, nil }
+
+func TestRequestOfABackendThatIsNoSharer(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		size      int32
+		n, busy   int32
+		wantAsked []int32
+	}{
+		{name: "at the size already: nothing asked", size: 4, n: 4, busy: 2},
+		{name: "another size: asked for all n nodes, busy ones included", size: 2, n: 4, busy: 2, wantAsked: []int32{4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &sized{size: tc.size}
+			from, err := Request(context.Background(), b, tc.n, tc.busy)
+			if err != nil || from != tc.size {
+				t.Fatalf("Request = %d, %v; want %d, nil", from, err, tc.size)
+			}
+			if !slices.Equal(b.requested, tc.wantAsked) {
+				t.Errorf("asked %v, want %v", b.requested, tc.wantAsked)
+			}
+			if err := HandOver(context.Background(), b, tc.n, tc.busy+1); err != nil || len(b.requested) != len(tc.wantAsked) {
+				t.Errorf("HandOver asked %v (%v); a backend that is no Sharer is asked nothing", b.requested, err)
+			}
+		})
+	}
 }
