@@ -13,7 +13,7 @@ KUSTOMIZE_VERSION ?= v5.8.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
 ENVTEST_K8S_VERSION ?= 1.37.2
 ENVTEST_ETCD_VERSION ?= 3.7.0
-# The local cluster of test/cluster beyond envtest's control plane.
+# The local cluster of internal/localcluster (make e2e-cluster, make demo-cluster) beyond envtest's control plane.
 CLUSTER_KWOK_VERSION ?= 0.8.0
 CLUSTER_KARPENTER_VERSION ?= 1.15.0
 

@@ -1,4 +1,4 @@
-package cluster
+package localcluster
 
 import (
 	"context"
@@ -86,8 +86,7 @@ type SparkStandIn struct {
 
 // StartSparkStandIn runs standIn against the cluster (setting its Client
 // and Scheme when unset) until the returned stop is called. The cluster
-// needs the SparkApplication CRD (testenv.WithThirdPartyCRDs with
-// testenv.SparkApplications among Options.TestEnv).
+// has the SparkApplication CRD: Start installs it.
 func (c *Cluster) StartSparkStandIn(standIn *SparkStandIn) (stop func(), err error) {
 	if standIn.Client == nil {
 		standIn.Client = c.Client

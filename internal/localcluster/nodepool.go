@@ -1,4 +1,4 @@
-package cluster
+package localcluster
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
