@@ -25,14 +25,14 @@ const (
 // time.
 const (
 	// MinClusterLeadTime is the shortest compressed provisioning lead time:
-	// Karpenter takes a few seconds to turn a request into a node before
-	// KWOK's delay starts (KarpenterLatency), and KWOK counts in whole
-	// seconds.
+	// Karpenter takes a moment to turn a request into a node before KWOK's
+	// delay starts (KarpenterLatency), laxity samples the pool every second
+	// or so, and KWOK counts in whole seconds.
 	MinClusterLeadTime = 5 * time.Second
 	// KarpenterLatency is what Karpenter takes, on the local cluster, from
-	// a NodePool's new replicas to the Node KWOK times from; KWOK's delay
-	// is the compressed lead time less this.
-	KarpenterLatency = 2 * time.Second
+	// a NodePool's new replicas to the Node KWOK times from (measured: under
+	// a second); KWOK's delay is the compressed lead time less this.
+	KarpenterLatency = time.Second
 	// MinClusterDeadlineSlack is the shortest compressed time from a
 	// window's end to its deadline: the steps after the window run as pods
 	// that take about a second each to start, which no cost model sees.

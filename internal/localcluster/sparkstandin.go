@@ -427,6 +427,23 @@ func cpuRequest(roleSpec map[string]any, field string) (resource.Quantity, error
 	return *resource.NewQuantity(cores, resource.DecimalSI), nil
 }
 
+// PodRequests is what a pod of role ("driver" or "executor") of a
+// SparkApplication with this spec asks for, as the stand-in makes it: for
+// choosing nodes that hold it. Errors name the field.
+func PodRequests(spec map[string]any, role string) (corev1.ResourceList, error) {
+	roleSpec, _ := spec[role].(map[string]any)
+	field := "spec." + role
+	cpu, err := cpuRequest(roleSpec, field)
+	if err != nil {
+		return nil, err
+	}
+	memory, err := memoryRequest(roleSpec, field, str(spec, "type"))
+	if err != nil {
+		return nil, err
+	}
+	return corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory}, nil
+}
+
 // Spark's memory overhead: at least 384 MiB, else a fraction of the memory
 // (spark.kubernetes.memoryOverheadFactor: 0.1 for the JVM, 0.4 for Python
 // and R).
