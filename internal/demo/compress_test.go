@@ -65,7 +65,7 @@ func TestCompressSchedule(t *testing.T) {
 				{"releaseAfterIdle", got.ReleaseAfterIdle, tc.want.ReleaseAfterIdle},
 				{"billingMinimum", got.BillingMinimum, tc.want.BillingMinimum},
 			} {
-				if f.got == nil || f.got.Duration != f.want.Duration.Round(time.Millisecond) {
+				if f.got == nil || f.got.Duration != f.want.Round(time.Millisecond) {
 					t.Errorf("%s = %v, want %v", f.field, f.got, f.want)
 				}
 			}
@@ -129,14 +129,14 @@ func TestCompressQuery(t *testing.T) {
 				q.Spec.Input.RatePerSecond = "9500"
 			},
 			check: func(t *testing.T, q *laxityv1alpha1.IntermittentQuery) {
-				if q.Spec.Input.RatePerSecond != "66500" || q.Spec.Window.End.Sub(q.Spec.Window.Start.Time) != (30 * time.Minute / 7).Round(time.Second) {
+				if q.Spec.Input.RatePerSecond != "66500" || q.Spec.Window.End.Sub(q.Spec.Window.Start.Time) != (30*time.Minute/7).Round(time.Second) {
 					t.Errorf("rate %s over %v", q.Spec.Input.RatePerSecond, q.Spec.Window.End.Sub(q.Spec.Window.Start.Time))
 				}
 			},
 		},
 		{
 			name: "a deadline too close to the window's end", factor: 20,
-			err:  "IntermittentQuery ns/q: spec.deadline: 3m0s after spec.window.end compressed 20 times is 9s, shorter than the 10s the local cluster needs to run the steps after the window; use a speed of at most 18",
+			err: "IntermittentQuery ns/q: spec.deadline: 3m0s after spec.window.end compressed 20 times is 9s, shorter than the 10s the local cluster needs to run the steps after the window; use a speed of at most 18",
 		},
 		{
 			name: "a rate beyond the API's", factor: 10,

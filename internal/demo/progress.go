@@ -109,9 +109,9 @@ type progress struct {
 	// compression, on the local cluster, turns what is read into workload
 	// time.
 	compression *Compression
-	lines    int
-	drawn    time.Time
-	nextMark time.Duration
+	lines       int
+	drawn       time.Time
+	nextMark    time.Duration
 }
 
 // plainEvery is how much simulated time passes between blocks of plain
