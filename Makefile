@@ -136,6 +136,10 @@ docker-build: ## Build the container image IMG (default laxity:<the chart's appV
 demo: envtest build ## Run the sample workload end to end: a local control plane, the manager, a simulated node pool and Spark (the first run builds the control plane, about 15 minutes).
 	$(LOCALBIN)/laxity demo $(DEMO_FLAGS)
 
+.PHONY: demo-cluster
+demo-cluster: envtest cluster-binaries build ## Run the three-query sample on the local cluster (Karpenter, KWOK, kube-scheduler), compressed 10 times in time (about 4.5 minutes; the first run builds the binaries).
+	LAXITY_CLUSTER_BINARIES="$$($(CLUSTER_BINARIES) $(LOCALBIN))" $(LOCALBIN)/laxity demo --cluster karpenter $(DEMO_FLAGS)
+
 .PHONY: experiments
 experiments: ## Run the planner experiments against the published numbers into docs/experiments.md.
 	go run . experiments -o docs/experiments.md
