@@ -20,7 +20,7 @@ import (
 // starts a local cluster of its own (the suite's stays idle meanwhile), runs
 // the three-query sample compressed ten times and reports in workload time.
 var _ = Describe("laxity demo --cluster karpenter", func() {
-	It("runs the three-query sample compressed on a local cluster, meets every deadline and reports in workload time", func(ctx SpecContext) {
+	It("runs the three-query sample compressed on a local cluster, meets every deadline and reports in workload time", func(_ SpecContext) {
 		sample, err := filepath.Abs("../../config/samples/three-queries.yaml")
 		Expect(err).NotTo(HaveOccurred())
 		report := filepath.Join(GinkgoT().TempDir(), "run.json")
@@ -65,8 +65,8 @@ var _ = Describe("laxity demo --cluster karpenter", func() {
 		// The sample's deadlines are two minutes apart; compressed they
 		// were 12 s apart, and whole seconds on the wall clock are ten in
 		// workload time.
-		Expect(deadlines["latency-percentiles"]-deadlines["errors-by-service"]).To(BeNumerically("~", 120, 10))
-		Expect(deadlines["active-users"]-deadlines["latency-percentiles"]).To(BeNumerically("~", 120, 10))
+		Expect(deadlines["latency-percentiles"] - deadlines["errors-by-service"]).To(BeNumerically("~", 120, 10))
+		Expect(deadlines["active-users"] - deadlines["latency-percentiles"]).To(BeNumerically("~", 120, 10))
 		Expect(doc.Steps).NotTo(BeEmpty())
 		for _, s := range doc.Steps {
 			Expect(s.Nodes).To(BeNumerically(">", 0))
