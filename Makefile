@@ -13,7 +13,7 @@ KUSTOMIZE_VERSION ?= v5.8.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
 ENVTEST_K8S_VERSION ?= 1.37.2
 ENVTEST_ETCD_VERSION ?= 3.7.0
-# The local cluster of test/cluster beyond envtest's control plane.
+# The local cluster of internal/localcluster (make e2e-cluster, make demo-cluster) beyond envtest's control plane.
 CLUSTER_KWOK_VERSION ?= 0.8.0
 CLUSTER_KARPENTER_VERSION ?= 1.15.0
 
@@ -135,6 +135,10 @@ docker-build: ## Build the container image IMG (default laxity:<the chart's appV
 .PHONY: demo
 demo: envtest build ## Run the sample workload end to end: a local control plane, the manager, a simulated node pool and Spark (the first run builds the control plane, about 15 minutes).
 	$(LOCALBIN)/laxity demo $(DEMO_FLAGS)
+
+.PHONY: demo-cluster
+demo-cluster: envtest cluster-binaries build ## Run the three-query sample on the local cluster (Karpenter, KWOK, kube-scheduler), compressed 10 times in time (about 4.5 minutes; the first run builds the binaries).
+	LAXITY_CLUSTER_BINARIES="$$($(CLUSTER_BINARIES) $(LOCALBIN))" $(LOCALBIN)/laxity demo --cluster karpenter $(DEMO_FLAGS)
 
 .PHONY: experiments
 experiments: ## Run the planner experiments against the published numbers into docs/experiments.md.

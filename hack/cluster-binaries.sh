@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the processes of the local test cluster (test/cluster) that envtest
+# Builds the processes of the local cluster (internal/localcluster) that envtest
 # does not bring: kube-scheduler and kube-controller-manager from
 # k8s.io/kubernetes, the KWOK controller (fake kubelets), and Karpenter with
 # its KWOK cloud provider. All come from Go modules because prebuilt archives

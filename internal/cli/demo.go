@@ -19,6 +19,7 @@ import (
 	"github.com/laxity-dev/laxity/config/samples"
 	"github.com/laxity-dev/laxity/internal/demo"
 	"github.com/laxity-dev/laxity/internal/gantt"
+	"github.com/laxity-dev/laxity/internal/localcluster"
 	"github.com/laxity-dev/laxity/internal/manifest"
 	"github.com/laxity-dev/laxity/internal/planner"
 )
@@ -27,6 +28,21 @@ import (
 // At the default the 75-minute sample, with its lead time before and its
 // deadlines and node release after, takes about a minute.
 var demoSpeeds = map[string]float64{"normal": 100, "high": 400}
+
+// On the local cluster the speed compresses the workload in time instead:
+// at the default the three-query sample's 40 minutes take 4, with nodes
+// Ready 16 s after Karpenter creates them and every step's pods a second
+// to start, which its cost model does not see. Faster runs leave those
+// seconds less slack (at 15 the sample's pool was not released in time).
+var clusterSpeeds = map[string]float64{"normal": 10}
+
+// maxClusterSpeed bounds --speed on the local cluster: Karpenter, KWOK and
+// the pods take seconds whatever the workload.
+const maxClusterSpeed = 60
+
+// clusterDemo is the sample `laxity demo --cluster karpenter` runs when
+// given no workload: three queries, one pool, minutes long.
+const clusterDemo = "three-queries.yaml"
 
 type demoOptions struct {
 	workload []string
@@ -39,12 +55,14 @@ type demoOptions struct {
 	slowdown float64
 	noise    string
 	windows  int
+	cluster  string
+	binaries string
 }
 
 func newDemoCommand() *cobra.Command {
 	o := &demoOptions{}
 	cmd := &cobra.Command{
-		Use:   "demo [--workload FILE|DIR] [--speed normal|high|N] [--report FILE] [--svg FILE] [--keep]",
+		Use:   "demo [--cluster embedded|karpenter] [--workload FILE|DIR] [--speed normal|high|N] [--report FILE] [--svg FILE] [--keep]",
 		Short: "Run a workload end to end on a local control plane, with a simulated node pool and Spark",
 		Long: `demo starts a local kube-apiserver and etcd (built once by ` + "`make envtest`" + `),
 installs laxity's CRDs and the SparkApplication CRD, runs laxity's manager
@@ -60,6 +78,20 @@ created --windows of them the demo sets its spec.suspend, deletes any window
 created beyond them before it starts, and finishes when they are done. The
 summary lists every window with the slowdown laxity had learned by its end.
 
+With --cluster karpenter it runs on a local cluster instead (built once by
+` + "`make cluster-binaries`" + `): kube-scheduler, kube-controller-manager,
+Karpenter with its KWOK provider and KWOK, whose fake nodes become Ready a
+provisioning lead time after Karpenter creates them and run the pods of a
+Spark stand-in (one driver and the executors per step, for the step's
+cost-model duration). Karpenter and KWOK run on the wall clock, so the
+workload is compressed in time instead: windows, deadlines, lead time,
+keep-alive and cost models --speed times shorter (default 10), arrival rates
+--speed times higher, so every window holds the same tuples; the summary and
+--report give every time back in workload time. Each schedule's pool becomes
+a Karpenter NodePool resized through spec.replicas, and the drivers run on a
+NodePool of one node of their own. The default workload there is the
+three-query sample; RecurringQueries run only on the embedded cluster.
+
 It shows each query's progress and the pool as it goes, and exits 0 only if
 every query met its deadline (3 if one did not); of a RecurringQuery's
 windows, learning takes the first two, and only those from the third on
@@ -67,13 +99,14 @@ must meet theirs.`,
 		Example: `  laxity demo
   laxity demo --workload config/samples/partial-aggregation.yaml --speed high --report run.json --svg run.svg
   laxity demo --workload config/samples/recurring.yaml --slowdown 40 --windows 6
-  laxity demo --keep     # then kubectl --kubeconfig <printed path> get laxity -A -o wide`,
+  laxity demo --keep     # then kubectl --kubeconfig <printed path> get laxity -A -o wide
+  laxity demo --cluster karpenter --report run.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	f := cmd.Flags()
 	f.StringSliceVarP(&o.workload, "workload", "f", nil, "manifests to run (files or directories, - for standard input; default: the embedded "+samples.Demo+" sample)")
-	f.StringVar(&o.speed, "speed", "normal", "simulated seconds per real second: normal (100), high (400) or a number")
+	f.StringVar(&o.speed, "speed", "normal", "simulated seconds per real second: normal (100), high (400) or a number; with --cluster karpenter how many times the workload is compressed in time: normal (10) or a number up to 60")
 	f.StringVar(&o.report, "report", "", "write what ran, in the plan document's JSON format, to this file")
 	f.StringVar(&o.svg, "svg", "", "draw what ran as an SVG figure in this file")
 	f.StringVar(&o.schedule, "schedule", "", "the ElasticSchedule (NAME or NAMESPACE/NAME) --report and --svg describe, when the workload has several")
@@ -82,21 +115,22 @@ must meet theirs.`,
 	f.StringVar(&o.noise, "noise", "", "MEAN,SD: every simulated step also takes 1+s times as long, s drawn per step from a normal distribution with this mean and standard deviation in percent (for example 15,10)")
 	f.IntVar(&o.windows, "windows", demo.DefaultWindows, fmt.Sprintf("how many windows of each RecurringQuery to run, from 1 to %d; the first two are for learning", demo.MaxWindows))
 	f.StringVar(&o.assets, "control-plane", "", "directory holding the kube-apiserver and etcd binaries (default: KUBEBUILDER_ASSETS, bin/k8s, the build cache)")
+	f.StringVar(&o.cluster, "cluster", demo.ClusterEmbedded, "what the workload runs on: embedded (a simulated node pool and Spark on a scaled clock) or karpenter (a local cluster of Karpenter, KWOK nodes and kube-scheduler on the wall clock, the workload compressed in time)")
+	f.StringVar(&o.binaries, "cluster-binaries", "", "with --cluster karpenter, the directory holding kube-scheduler, kube-controller-manager, kwok, karpenter-kwok and crds/ (default: "+localcluster.BinariesEnv+", bin/cluster, the build cache of `make cluster-binaries`)")
 	return cmd
 }
 
 func (o *demoOptions) run(cmd *cobra.Command) error {
 	out := cmd.OutOrStdout()
-	speed, ok := demoSpeeds[o.speed]
-	if !ok {
-		v, err := strconv.ParseFloat(o.speed, 64)
-		if err != nil || !(v >= 1 && v <= 10000) {
-			return invalid("demo: --speed: %q is neither normal, high nor a number from 1 to 10000", o.speed)
-		}
-		speed = v
+	speed, err := o.parseSpeed()
+	if err != nil {
+		return err
 	}
 	if !(o.slowdown > -90 && o.slowdown <= 1000) {
 		return invalid("demo: --slowdown: %g%% is not between -90 and 1000", o.slowdown)
+	}
+	if o.binaries != "" && o.cluster != demo.ClusterKarpenter {
+		return invalid("demo: --cluster-binaries: only --cluster %s runs the local cluster's binaries", demo.ClusterKarpenter)
 	}
 	mean, sd, err := parseNoise(o.noise)
 	if err != nil {
@@ -121,6 +155,7 @@ func (o *demoOptions) run(cmd *cobra.Command) error {
 	outcome, err := demo.Run(ctx, demo.Options{
 		Workload: files, Speed: speed, Assets: o.assets, Keep: o.keep, Out: out, Live: live,
 		Slowdown: o.slowdown / 100, NoiseMean: mean, NoiseStdDev: sd, Windows: o.windows,
+		Cluster: o.cluster, ClusterBinaries: o.binaries,
 	})
 	if err != nil {
 		return &exitError{code: exitInvalid, err: fmt.Errorf("demo: %w", err)}
@@ -131,7 +166,7 @@ func (o *demoOptions) run(cmd *cobra.Command) error {
 		if err != nil {
 			return err
 		}
-		if err := writeReport(o.report, o.svg, report); err != nil {
+		if err := writeReport(o.report, o.svg, report, outcome.Compression != nil); err != nil {
 			return err
 		}
 	}
@@ -139,6 +174,30 @@ func (o *demoOptions) run(cmd *cobra.Command) error {
 		return &exitError{code: exitInfeasible, err: err}
 	}
 	return nil
+}
+
+// parseSpeed reads --speed for --cluster (checked here too): a clock rate
+// on the embedded cluster, a compression of the workload on the local one.
+func (o *demoOptions) parseSpeed() (float64, error) {
+	names, most := demoSpeeds, 10000.0
+	switch o.cluster {
+	case demo.ClusterEmbedded:
+	case demo.ClusterKarpenter:
+		names, most = clusterSpeeds, maxClusterSpeed
+	default:
+		return 0, invalid("demo: --cluster: %q is neither %s nor %s", o.cluster, demo.ClusterEmbedded, demo.ClusterKarpenter)
+	}
+	if speed, ok := names[o.speed]; ok {
+		return speed, nil
+	}
+	v, err := strconv.ParseFloat(o.speed, 64)
+	if err != nil || !(v >= 1 && v <= most) {
+		if o.cluster == demo.ClusterKarpenter {
+			return 0, invalid("demo: --speed: %q is neither normal nor a number from 1 to %g (--cluster %s)", o.speed, most, o.cluster)
+		}
+		return 0, invalid("demo: --speed: %q is neither normal, high nor a number from 1 to %g (--cluster %s)", o.speed, most, o.cluster)
+	}
+	return v, nil
 }
 
 // checkWindows checks --windows.
@@ -199,11 +258,15 @@ func (o *demoOptions) files(stdin io.Reader) ([]manifest.File, error) {
 		}
 		return files, nil
 	}
-	data, err := samples.FS.ReadFile(samples.Demo)
+	sample := samples.Demo
+	if o.cluster == demo.ClusterKarpenter {
+		sample = clusterDemo
+	}
+	data, err := samples.FS.ReadFile(sample)
 	if err != nil {
 		return nil, err
 	}
-	return []manifest.File{{Name: "sample " + samples.Demo, Data: data}}, nil
+	return []manifest.File{{Name: "sample " + sample, Data: data}}, nil
 }
 
 // chosen is the report --report and --svg describe.
@@ -223,7 +286,7 @@ func (o *demoOptions) chosen(outcome *demo.Outcome) (demo.Report, error) {
 	return demo.Report{}, invalid("demo: --schedule: no ElasticSchedule %s/%s in the workload", namespace, name)
 }
 
-func writeReport(reportPath, svgPath string, r demo.Report) error {
+func writeReport(reportPath, svgPath string, r demo.Report, onCluster bool) error {
 	if reportPath != "" {
 		data, err := r.MarshalDocument()
 		if err != nil {
@@ -250,6 +313,9 @@ func writeReport(reportPath, svgPath string, r demo.Report) error {
 		}
 		var svg bytes.Buffer
 		title := fmt.Sprintf("What ran: ElasticSchedule %s/%s (laxity demo, simulated cluster)", r.Schedule.Namespace, r.Schedule.Name)
+		if onCluster {
+			title = fmt.Sprintf("What ran: ElasticSchedule %s/%s (laxity demo on Karpenter and KWOK, in workload time)", r.Schedule.Namespace, r.Schedule.Name)
+		}
 		if err := gantt.Render(&svg, gantt.Figure{Title: title, Plan: executed, Windows: windows, Ready: r.Executed.Nodes}); err != nil {
 			return invalid("demo: --svg %s: drawing what ran: %v", svgPath, err)
 		}
@@ -265,6 +331,7 @@ func writeReport(reportPath, svgPath string, r demo.Report) error {
 // windows.
 func summarize(out io.Writer, outcome *demo.Outcome, took time.Duration) {
 	fmt.Fprintf(out, "\nFinished in %s (real time).\n", took.Round(time.Second))
+	fmt.Fprintf(out, "Ran on %s.\n", outcome.Describe())
 	for _, r := range outcome.Reports {
 		doc := r.Executed
 		met := len(doc.Queries) - len(r.Missed)
@@ -281,6 +348,9 @@ func summarize(out io.Writer, outcome *demo.Outcome, took time.Duration) {
 			} else {
 				fmt.Fprintf(out, "  cost: planned %.2f, executed %.2f (%+.1f%%); %d re-plans after the first plan\n", planned, doc.Chosen.ExecutableCost, change, r.Replans)
 			}
+		}
+		if outcome.Compression != nil {
+			fmt.Fprintf(out, "  %s\n", demo.FormatLeadTimes(r))
 		}
 		windows := map[string]bool{}
 		for _, w := range r.Recurring {

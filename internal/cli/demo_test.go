@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/demo"
+	"github.com/laxity-dev/laxity/internal/localcluster"
 )
 
 func TestParseNoise(t *testing.T) {
@@ -81,6 +83,85 @@ func TestDemoExitRule(t *testing.T) {
 				t.Errorf("missed = %v, want exit 0", err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Errorf("missed = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDemoSpeedFlag(t *testing.T) {
+	for _, tc := range []struct {
+		cluster, speed string
+		want           float64
+		err            string
+	}{
+		{cluster: "embedded", speed: "normal", want: 100},
+		{cluster: "embedded", speed: "high", want: 400},
+		{cluster: "embedded", speed: "2500", want: 2500},
+		{cluster: "karpenter", speed: "normal", want: 10},
+		{cluster: "karpenter", speed: "high", err: `--speed: "high" is neither normal nor a number from 1 to 60 (--cluster karpenter)`},
+		{cluster: "karpenter", speed: "7.5", want: 7.5},
+		{cluster: "karpenter", speed: "100", err: `--speed: "100" is neither normal nor a number from 1 to 60 (--cluster karpenter)`},
+		{cluster: "embedded", speed: "0.5", err: `--speed: "0.5" is neither normal, high nor a number from 1 to 10000 (--cluster embedded)`},
+		{cluster: "karpenter", speed: "fast", err: `--speed: "fast"`},
+		{cluster: "kind", speed: "normal", err: `--cluster: "kind" is neither embedded nor karpenter`},
+	} {
+		o := &demoOptions{cluster: tc.cluster, speed: tc.speed}
+		got, err := o.parseSpeed()
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("--cluster %s --speed %s: error %v, want one saying %q", tc.cluster, tc.speed, err, tc.err)
+		case tc.err == "" && (err != nil || got != tc.want):
+			t.Errorf("--cluster %s --speed %s = %g, %v; want %g", tc.cluster, tc.speed, got, err, tc.want)
+		}
+	}
+}
+
+// Every bad flag or workload of the local-cluster demo is refused in one
+// line before anything starts.
+func TestDemoClusterRefusals(t *testing.T) {
+	t.Setenv(localcluster.BinariesEnv, "")
+	t.Setenv(localcluster.CacheEnv, t.TempDir())
+	samples, err := filepath.Abs("../../config/samples")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "an unknown cluster", args: []string{"--cluster", "kind"}, want: `demo: --cluster: "kind" is neither embedded nor karpenter`},
+		{name: "a speed beyond the cluster's", args: []string{"--cluster", "karpenter", "--speed", "100"}, want: "--speed: \"100\""},
+		{name: "binaries for the embedded cluster", args: []string{"--cluster-binaries", t.TempDir()}, want: "--cluster-binaries: only --cluster karpenter"},
+		{
+			name: "a lead time compressed below what Karpenter needs", args: []string{"--cluster", "karpenter", "--speed", "40"},
+			want: "ElasticSchedule observability/events: spec.nodePool.provisioningLeadTime: 3m0s compressed 40 times is 4.5s",
+		},
+		{
+			name: "a deadline compressed below what the pods need", args: []string{"--cluster", "karpenter", "--speed", "20"},
+			want: "IntermittentQuery observability/errors-by-service: spec.deadline: 3m0s after spec.window.end compressed 20 times is 9s",
+		},
+		{
+			name: "RecurringQueries", args: []string{"--cluster", "karpenter", "--workload", filepath.Join(samples, "recurring.yaml")},
+			want: "spec.schedule: a cron schedule cannot be compressed in time; run RecurringQueries with --cluster embedded",
+		},
+		{
+			name: "no cluster binaries", args: []string{"--cluster", "karpenter", "--cluster-binaries", t.TempDir()},
+			want: "kube-scheduler is not an executable in",
+		},
+		{
+			name: "the binaries nowhere", args: []string{"--cluster", "karpenter"},
+			want: "run `make cluster-binaries` once",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Chdir(t.TempDir()) // no bin/cluster here
+			code, out, errOut := run(t, append([]string{"demo"}, tc.args...)...)
+			if code != exitInvalid || !strings.Contains(errOut, tc.want) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit %d and one line saying %q", code, errOut, exitInvalid, tc.want)
+			}
+			if strings.Contains(out, "Starting a local") {
+				t.Errorf("the cluster started before the refusal:\n%s", out)
 			}
 		})
 	}

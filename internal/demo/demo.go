@@ -69,6 +69,13 @@ type Options struct {
 	// them the demo sets its spec.suspend, and deletes the windows it
 	// created beyond them before they start.
 	Windows int
+	// Cluster is what the workload runs on: ClusterEmbedded (empty) or
+	// ClusterKarpenter, where Speed compresses the workload in time
+	// instead of scaling the clock.
+	Cluster string
+	// ClusterBinaries is the directory of the local cluster's binaries;
+	// empty looks where localcluster.FindBinaries does.
+	ClusterBinaries string
 }
 
 // Outcome is what ran.
@@ -78,6 +85,11 @@ type Outcome struct {
 	Reports []Report
 	// LogFile holds the manager's log.
 	LogFile string
+	// Speed is the embedded cluster's clock rate; Compression, set on the
+	// local cluster, how the workload was compressed in time (the reports
+	// are in workload time).
+	Speed       float64
+	Compression *Compression
 }
 
 // Report is what one schedule ran.
@@ -96,6 +108,13 @@ type Report struct {
 	// Recurring are the windows the schedule's RecurringQueries ran, each
 	// RecurringQuery's oldest first, in the workload's order.
 	Recurring []Window
+	// DeclaredLeadTime is the pool's provisioningLeadTime;
+	// ObservedLeadTimes are those laxity measured, from a request for more
+	// nodes to that many Ready (status.leadTime.observations).
+	DeclaredLeadTime  time.Duration
+	ObservedLeadTimes []time.Duration
+	// RanOn says what the schedule ran on (Outcome.Describe).
+	RanOn string
 }
 
 // The run-time settings of the demo's manager: those of `laxity manager`.
@@ -109,8 +128,20 @@ var managerOptions = controllers.Options{
 }
 
 // tick is how often, in real time, the simulations move on and the
-// timelines are sampled.
-const tick = 5 * time.Millisecond
+// timelines are sampled; clusterTick how often the local cluster's pools
+// are sampled, whose nodes come in whole seconds.
+const (
+	tick        = 5 * time.Millisecond
+	clusterTick = 250 * time.Millisecond
+)
+
+// demoClock is the reconcilers' clock: scaled on the embedded cluster,
+// held while laxity reacts; the wall clock on the local one.
+type demoClock interface {
+	clock.PassiveClock
+	hold()
+	run()
+}
 
 // Run runs the workload to its end and reports what ran.
 func Run(ctx context.Context, o Options) (*Outcome, error) {
@@ -145,6 +176,13 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if o.Speed <= 0 {
 		return nil, fmt.Errorf("the speed must be positive, not %g", o.Speed)
 	}
+	switch o.Cluster {
+	case ClusterKarpenter:
+		return runOnCluster(ctx, o, set)
+	case "", ClusterEmbedded:
+	default:
+		return nil, fmt.Errorf("no cluster %q: %s or %s", o.Cluster, ClusterEmbedded, ClusterKarpenter)
+	}
 	assets, err := findAssets(o.Assets)
 	if err != nil {
 		return nil, err
@@ -178,6 +216,20 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	out, err := r.execute(ctx, logFile.Name())
+	if err != nil {
+		return nil, err
+	}
+	if o.Keep {
+		fmt.Fprintln(o.Out, "The control plane keeps running; interrupt (Ctrl-C) to stop it.")
+		<-ctx.Done()
+	}
+	return out, nil
+}
+
+// execute applies the workload, runs the manager and the loop to the end
+// and reports what ran.
+func (r *run) execute(ctx context.Context, logFile string) (*Outcome, error) {
 	if err := r.apply(ctx); err != nil {
 		return nil, err
 	}
@@ -190,22 +242,22 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 	runErr := r.loop(runCtx)
 	cancel()
 	if err := <-managerDone; err != nil && runErr == nil {
-		runErr = fmt.Errorf("the manager stopped: %w (its log: %s)", err, logFile.Name())
+		runErr = fmt.Errorf("the manager stopped: %w (its log: %s)", err, logFile)
 	}
 	if runErr != nil {
 		return nil, runErr
 	}
-	out := &Outcome{LogFile: logFile.Name()}
+	out := &Outcome{LogFile: logFile, Speed: r.o.Speed, Compression: r.compression}
 	for _, s := range r.schedules {
 		report, err := r.report(ctx, s)
 		if err != nil {
 			return nil, err
 		}
+		if r.compression != nil {
+			r.compression.expand(&report)
+		}
+		report.RanOn = out.Describe()
 		out.Reports = append(out.Reports, report)
-	}
-	if o.Keep {
-		fmt.Fprintln(o.Out, "The control plane keeps running; interrupt (Ctrl-C) to stop it.")
-		<-ctx.Done()
 	}
 	return out, nil
 }
@@ -298,8 +350,13 @@ type run struct {
 	reader      client.Reader
 	mapper      meta.RESTMapper
 	poolOptions pool.Options
-	clock       *scaledClock
-	spark       *standin.Spark
+	clock       demoClock
+	// spark is the simulated Spark operator; nil on the local cluster,
+	// where the Spark stand-in runs pods.
+	spark *standin.Spark
+	// compression is how the workload was compressed in time for the local
+	// cluster; nil on the embedded one.
+	compression *Compression
 	schedules   []*schedule
 	namespaces  []string
 	start       time.Time
@@ -428,9 +485,15 @@ func (r *run) startManager(ctx context.Context) (<-chan error, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	r.clock = newScaledClock(clock.RealClock{}, r.start, r.o.Speed)
 	opts := managerOptions
-	opts.ClockRate = r.o.Speed
+	if r.compression == nil {
+		r.clock = newScaledClock(clock.RealClock{}, r.start, r.o.Speed)
+		opts.ClockRate = r.o.Speed
+	} else {
+		// The manager's own waits shrink with the workload.
+		opts.Backoff = r.compression.Duration(opts.Backoff)
+		opts.Poll = max(r.compression.Duration(opts.Poll), time.Second)
+	}
 	if err := controllers.Setup(ctx, mgr, r.clock, opts, "pause"); err != nil {
 		return nil, err
 	}
@@ -441,8 +504,10 @@ func (r *run) startManager(ctx context.Context) (<-chan error, error) {
 	for _, s := range r.schedules {
 		s.provisioner.Client = mgr.GetClient()
 	}
-	duration := standin.Slower(standin.ModelledDuration(mgr.GetClient(), spec.CostModel), r.o.Slowdown, r.o.NoiseMean, r.o.NoiseStdDev)
-	r.spark = &standin.Spark{Client: mgr.GetClient(), Duration: duration}
+	if r.compression == nil {
+		duration := standin.Slower(standin.ModelledDuration(mgr.GetClient(), spec.CostModel), r.o.Slowdown, r.o.NoiseMean, r.o.NoiseStdDev)
+		r.spark = &standin.Spark{Client: mgr.GetClient(), Duration: duration}
+	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
@@ -465,7 +530,7 @@ func (r *run) startManager(ctx context.Context) (<-chan error, error) {
 // a step that ends is followed by the next at the same simulated instant,
 // as on a cluster where a reconcile is nothing next to a batch.
 func (r *run) loop(ctx context.Context) error {
-	show := newProgress(r.o.Out, r.o.Live, r.o.Speed)
+	show := newProgress(r.o.Out, r.o.Live, r.o.Speed, r.compression)
 	limit := r.limit()
 	wake := time.NewTimer(tick)
 	defer wake.Stop()
@@ -516,6 +581,9 @@ func (r *run) loop(ctx context.Context) error {
 // that follows starts when it would on a cluster rather than up to a tick
 // later.
 func (r *run) untilNextEvent(now time.Time) time.Duration {
+	if r.spark == nil {
+		return clusterTick
+	}
 	next := r.spark.Next
 	for _, s := range r.schedules {
 		if n := s.provisioner.Next; !n.IsZero() && (next.IsZero() || n.Before(next)) {
@@ -530,7 +598,10 @@ func (r *run) untilNextEvent(now time.Time) time.Duration {
 
 // writes counts what the simulations, and the demo, have written so far.
 func (r *run) writes() int {
-	n := r.spark.Writes + r.demoWrites
+	n := r.demoWrites
+	if r.spark != nil {
+		n += r.spark.Writes
+	}
 	for _, s := range r.schedules {
 		n += s.provisioner.Writes
 	}
@@ -601,7 +672,11 @@ func (r *run) limit() time.Time {
 		}
 		release = max(release, seconds(s.pool.ReleaseAfterIdle)+2*s.provisioner.Delay)
 	}
-	return last.Add(release + 10*time.Minute)
+	grace := 10 * time.Minute
+	if r.compression != nil {
+		grace = r.compression.Duration(grace)
+	}
+	return last.Add(release + grace)
 }
 
 // step moves the simulated cluster to now and samples the pools.
@@ -615,9 +690,11 @@ func (r *run) step(ctx context.Context, now time.Time) error {
 		if err != nil {
 			return fmt.Errorf("ElasticSchedule %s: reading the pool size: %w", s.key(), err)
 		}
-		name := strings.ReplaceAll(s.key(), "/", "-")
-		if err := s.provisioner.Tick(ctx, now, name, es.Spec.NodePool.NodeSelector, requested); err != nil {
-			return err
+		if r.spark != nil {
+			name := strings.ReplaceAll(s.key(), "/", "-")
+			if err := s.provisioner.Tick(ctx, now, name, es.Spec.NodePool.NodeSelector, requested); err != nil {
+				return err
+			}
 		}
 		s.requested = record(s.requested, now, int(requested))
 		if err := r.sample(ctx, s); err != nil {
@@ -628,6 +705,9 @@ func (r *run) step(ctx context.Context, now time.Time) error {
 			return err
 		}
 		s.ready = record(s.ready, now, int(ready))
+	}
+	if r.spark == nil {
+		return nil
 	}
 	for _, ns := range r.namespaces {
 		if err := r.spark.Tick(ctx, now, ns); err != nil {

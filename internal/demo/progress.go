@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -101,12 +103,15 @@ func spent(requested []level, p planner.Pool, now time.Time) float64 {
 // progress shows snapshots: redrawn in place on a terminal, otherwise a
 // block every plainEvery of simulated time and at the end.
 type progress struct {
-	out      io.Writer
-	live     bool
-	speed    float64
-	lines    int
-	drawn    time.Time
-	nextMark time.Duration
+	out   io.Writer
+	live  bool
+	speed float64
+	// compression, on the local cluster, turns what is read into workload
+	// time.
+	compression *Compression
+	lines       int
+	drawn       time.Time
+	nextMark    time.Duration
 }
 
 // plainEvery is how much simulated time passes between blocks of plain
@@ -116,14 +121,17 @@ const (
 	redrawEvery = 200 * time.Millisecond
 )
 
-func newProgress(out io.Writer, live bool, speed float64) *progress {
-	return &progress{out: out, live: live, speed: speed}
+func newProgress(out io.Writer, live bool, speed float64, compression *Compression) *progress {
+	return &progress{out: out, live: live, speed: speed, compression: compression}
 }
 
 // due says whether the progress is shown at elapsed (simulated time since
 // the start): the snapshot is read from the cluster only then, not on every
 // tick of the loop.
 func (p *progress) due(elapsed time.Duration, final bool) bool {
+	if p.compression != nil {
+		elapsed = time.Duration(p.compression.WorkloadSeconds(float64(elapsed)))
+	}
 	if final {
 		return true
 	}
@@ -140,29 +148,42 @@ func (p *progress) show(s snapshot) {
 		if p.lines > 0 {
 			fmt.Fprintf(p.out, "\x1b[%dA\x1b[J", p.lines)
 		}
-		text := render(s, p.speed)
+		text := p.render(s)
 		p.lines = strings.Count(text, "\n")
 		fmt.Fprint(p.out, text)
 		return
 	}
-	for p.nextMark <= s.elapsed {
+	elapsed := s.elapsed
+	if p.compression != nil {
+		elapsed = time.Duration(p.compression.WorkloadSeconds(float64(elapsed)))
+	}
+	for p.nextMark <= elapsed {
 		p.nextMark += plainEvery
 	}
-	fmt.Fprint(p.out, render(s, p.speed))
+	fmt.Fprint(p.out, p.render(s))
 }
 
-func render(s snapshot, speed float64) string {
+func (p *progress) render(s snapshot) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "t+%s (simulated, x%g)\n", clockTime(s.elapsed), speed)
+	// On the local cluster what is read is compressed: times, slack and
+	// costs are shown in workload time.
+	scale, label := 1.0, fmt.Sprintf("simulated, x%g", p.speed)
+	if p.compression != nil {
+		scale, label = p.compression.Factor, fmt.Sprintf("workload time; local cluster, compressed x%g", p.compression.Factor)
+	}
+	fmt.Fprintf(&b, "t+%s (%s)\n", clockTime(time.Duration(float64(s.elapsed)*scale)), label)
 	for _, v := range s.schedules {
 		fmt.Fprintf(&b, "ElasticSchedule %s: nodes requested %d, ready %d; spent %.2f of %.2f planned\n",
-			v.name, v.requested, v.ready, v.spent, v.plannedCost)
+			v.name, v.requested, v.ready, v.spent*scale, v.plannedCost*scale)
 		tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "  QUERY\tARRIVED\tPROCESSED\tBATCHES\tSLACK\tSTATE\t")
 		for _, q := range v.queries {
 			slack := "-"
 			if q.slack != "" {
 				slack = q.slack + "s"
+				if v, err := strconv.ParseFloat(q.slack, 64); err == nil && scale != 1 {
+					slack = strconv.FormatFloat(math.Round(v*scale), 'f', -1, 64) + "s"
+				}
 			}
 			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d/%d\t%s\t%s\t\n", q.name, q.arrived, q.processed, q.batchesDone, q.planned, slack, q.state)
 		}

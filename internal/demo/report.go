@@ -33,6 +33,11 @@ func (r *run) report(ctx context.Context, s *schedule) (Report, error) {
 	}
 	origin = origin.Truncate(time.Second)
 	out := Report{Schedule: s.object, Plan: s.firstPlan, Replans: max(s.plans-1, 0), Windows: map[string][2]float64{}}
+	var es laxityv1alpha1.ElasticSchedule
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(s.object), &es); err != nil {
+		return out, err
+	}
+	out.DeclaredLeadTime, out.ObservedLeadTimes = leadTimes(&es)
 	var queries []executedQuery
 	objects := map[string]*laxityv1alpha1.IntermittentQuery{}
 	for _, applied := range s.queries {
@@ -269,12 +274,14 @@ func executedDocument(origin time.Time, plan *planner.Document, queries []execut
 
 // MarshalDocument is the report as --report writes it: what ran in the
 // plan document's format, with the windows the schedule's RecurringQueries
-// ran (an empty list when it has none, as every list of the document is).
+// ran (an empty list when it has none, as every list of the document is)
+// and what it ran on (ranOn).
 func (r Report) MarshalDocument() ([]byte, error) {
 	doc := struct {
 		planner.Document
 		Windows []Window `json:"windows"`
-	}{r.Executed, r.Recurring}
+		RanOn   string   `json:"ranOn"`
+	}{r.Executed, r.Recurring, r.RanOn}
 	if doc.Windows == nil {
 		doc.Windows = []Window{}
 	}

@@ -33,13 +33,13 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/controllers"
+	"github.com/laxity-dev/laxity/internal/localcluster"
 	"github.com/laxity-dev/laxity/internal/pool"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
 	"github.com/laxity-dev/laxity/internal/spec"
 	"github.com/laxity-dev/laxity/internal/standin"
 	"github.com/laxity-dev/laxity/internal/tenancy"
 	"github.com/laxity-dev/laxity/test/builder"
-	"github.com/laxity-dev/laxity/test/cluster"
 )
 
 // laxity itself on the local cluster: its reconcilers on a real clock, the
@@ -71,7 +71,7 @@ const (
 	pendingBound = 5 * time.Second
 )
 
-// The pods of the template fit a KWOK node of cluster.DefaultInstanceType:
+// The pods of the template fit a KWOK node of localcluster.DefaultInstanceType:
 // 4 CPUs and 8Gi, of which Karpenter's KWOK provider keeps 100m and 10Mi
 // (kube-reserved), leaving 3900m and 8182Mi allocatable. An executor of 3
 // cores and 4g asks 3 CPUs and 4506Mi (4g plus Spark's 410Mi overhead): one
@@ -90,7 +90,7 @@ func sparkTemplate(mainClass string) string {
 	return fmt.Sprintf(`{"type":"Scala","mode":"cluster","image":"apache/spark:3.5.3","sparkVersion":"3.5.3",`+
 		`"mainClass":%q,"mainApplicationFile":"local:///opt/spark/examples/jars/laxity-events.jar",`+
 		`"driver":{"cores":1,"memory":"1g","nodeSelector":{%q:%q}},"executor":{"cores":%d,"memory":%q}}`,
-		mainClass, cluster.NodePoolLabel, driverPool, executorCores, executorMemory)
+		mainClass, localcluster.NodePoolLabel, driverPool, executorCores, executorMemory)
 }
 
 // threeQueries are the sample's queries on schedule "events" with windows
@@ -121,7 +121,7 @@ func threeQueries(ns string, open time.Time) []*laxityv1alpha1.IntermittentQuery
 func eventsSchedule(ns, poolName string, backend laxityv1alpha1.PoolBackend) *laxityv1alpha1.ElasticSchedule {
 	return builder.Schedule(ns, "events").Sizes(1, 2, 4).IdleNodes(ptr.To[int32](0)).Price("0.40").
 		LeadTime(declaredLead).ReleaseAfterIdle(keepAlive).ExecutorsPerNode(1).
-		NodeSelector(map[string]string{cluster.NodePoolLabel: poolName}).Backend(backend).Obj()
+		NodeSelector(map[string]string{localcluster.NodePoolLabel: poolName}).Backend(backend).Obj()
 }
 
 var _ = Describe("laxity on the local cluster", Ordered, func() {
@@ -129,14 +129,14 @@ var _ = Describe("laxity on the local cluster", Ordered, func() {
 
 	BeforeAll(func(ctx SpecContext) {
 		c := theCluster.Client
-		stopSpark, err := theCluster.StartSparkStandIn(&cluster.SparkStandIn{
+		stopSpark, err := theCluster.StartSparkStandIn(&localcluster.SparkStandIn{
 			// Each step runs as long as its query's cost model says.
 			Duration: standin.ModelledDuration(c, spec.CostModel),
 		})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(stopSpark)
 
-		Expect(c.Create(ctx, cluster.NewNodePool(driverPool, ptr.To[int64](1)))).To(Succeed())
+		Expect(c.Create(ctx, localcluster.NewNodePool(driverPool, ptr.To[int64](1)))).To(Succeed())
 		DeferCleanup(deletePool, driverPool)
 
 		stopManager := startLaxity(ctx)
@@ -166,7 +166,7 @@ var _ = Describe("laxity on the local cluster", Ordered, func() {
 			switch {
 			case p.Labels[pool.LabelRole] == pool.RolePlaceholder:
 				placeholders = append(placeholders, prio)
-			case p.Labels[cluster.SparkRoleLabel] == "executor":
+			case p.Labels[localcluster.SparkRoleLabel] == "executor":
 				executors = append(executors, prio)
 			}
 		}
@@ -220,7 +220,7 @@ type laxityRun struct {
 func startScaleRun(ctx context.Context, open time.Time) *laxityRun {
 	ns := namespace(ctx, "laxity-scale")
 	poolName := "laxity-" + ns
-	np := cluster.NewNodePool(poolName, ptr.To[int64](0))
+	np := localcluster.NewNodePool(poolName, ptr.To[int64](0))
 	// A NodePool is cluster-scoped: the annotation is how its owner lets
 	// the schedule's namespace resize it (internal/tenancy).
 	np.SetAnnotations(map[string]string{tenancy.AllowedNamespacesAnnotation: ns})
@@ -228,14 +228,14 @@ func startScaleRun(ctx context.Context, open time.Time) *laxityRun {
 	DeferCleanup(deletePool, poolName)
 	target := func(ctx context.Context) (int64, error) {
 		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(cluster.NodePoolKind)
+		u.SetGroupVersionKind(localcluster.NodePoolKind)
 		if err := theCluster.Client.Get(ctx, client.ObjectKey{Name: poolName}, u); err != nil {
 			return 0, err
 		}
 		n, _, err := unstructured.NestedInt64(u.Object, "spec", "replicas")
 		return n, err
 	}
-	backend := builder.ScaleBackend(cluster.NodePoolKind.GroupVersion().String(), cluster.NodePoolKind.Kind, poolName)
+	backend := builder.ScaleBackend(localcluster.NodePoolKind.GroupVersion().String(), localcluster.NodePoolKind.Kind, poolName)
 	r := startRun(ctx, "scale", ns, poolName, backend, target, open)
 	r.strictCount = true
 	return r
@@ -247,7 +247,7 @@ func startScaleRun(ctx context.Context, open time.Time) *laxityRun {
 func startPlaceholderRun(ctx context.Context, open time.Time) *laxityRun {
 	ns := namespace(ctx, "laxity-placeholder")
 	poolName := "laxity-" + ns
-	np := cluster.NewNodePool(poolName, nil)
+	np := localcluster.NewNodePool(poolName, nil)
 	// Karpenter's default budget disrupts 10% of a pool's nodes at a time:
 	// all of them may go once laxity releases the pool.
 	Expect(unstructured.SetNestedSlice(np.Object, []any{map[string]any{"nodes": "100%"}}, "spec", "disruption", "budgets")).To(Succeed())
@@ -391,7 +391,7 @@ func (r *laxityRun) check() {
 	var pending []time.Duration
 	executors := 0
 	for _, p := range o.pods {
-		if p.Labels[cluster.SparkRoleLabel] != "executor" {
+		if p.Labels[localcluster.SparkRoleLabel] != "executor" {
 			continue
 		}
 		executors++

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/laxity-dev/laxity/test/cluster"
+	"github.com/laxity-dev/laxity/internal/localcluster"
 )
 
 var _ = Describe("The local cluster", func() {
@@ -25,7 +25,7 @@ var _ = Describe("The local cluster", func() {
 		const poolName = "static"
 		ns := namespace(ctx, "static")
 
-		pool := cluster.NewNodePool(poolName, new(int64(2)))
+		pool := localcluster.NewNodePool(poolName, new(int64(2)))
 		requested := time.Now()
 		Expect(c.Create(ctx, pool)).To(Succeed())
 		DeferCleanup(deletePool, poolName)
@@ -76,7 +76,7 @@ var _ = Describe("The local cluster", func() {
 		const poolName = "dynamic"
 		ns := namespace(ctx, "dynamic")
 
-		Expect(c.Create(ctx, cluster.NewNodePool(poolName, nil))).To(Succeed())
+		Expect(c.Create(ctx, localcluster.NewNodePool(poolName, nil))).To(Succeed())
 		DeferCleanup(deletePool, poolName)
 		Consistently(ctx, nodeClaims).WithArguments(poolName).WithTimeout(3 * time.Second).Should(BeEmpty())
 
@@ -84,10 +84,10 @@ var _ = Describe("The local cluster", func() {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: ns, Name: "job",
-				Annotations: map[string]string{cluster.RunSecondsAnnotation: "5"},
+				Annotations: map[string]string{localcluster.RunSecondsAnnotation: "5"},
 			},
 			Spec: corev1.PodSpec{
-				NodeSelector:  map[string]string{cluster.NodePoolLabel: poolName},
+				NodeSelector:  map[string]string{localcluster.NodePoolLabel: poolName},
 				RestartPolicy: corev1.RestartPolicyNever,
 				Containers:    []corev1.Container{container()},
 			},
@@ -137,7 +137,7 @@ func namespace(ctx context.Context, prefix string) string {
 // next spec starts from an empty cluster.
 func deletePool(ctx SpecContext, name string) {
 	pool := &unstructured.Unstructured{}
-	pool.SetGroupVersionKind(cluster.NodePoolKind)
+	pool.SetGroupVersionKind(localcluster.NodePoolKind)
 	pool.SetName(name)
 	Expect(client.IgnoreNotFound(theCluster.Client.Delete(ctx, pool))).To(Succeed())
 	Eventually(ctx, nodes).WithArguments(name).WithTimeout(3 * time.Minute).Should(BeEmpty())
@@ -146,15 +146,15 @@ func deletePool(ctx SpecContext, name string) {
 // nodeClaims lists the NodeClaims of a NodePool.
 func nodeClaims(ctx context.Context, pool string) ([]unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(cluster.NodeClaimKind.GroupVersion().WithKind(cluster.NodeClaimKind.Kind + "List"))
-	err := theCluster.Client.List(ctx, list, client.MatchingLabels{cluster.NodePoolLabel: pool})
+	list.SetGroupVersionKind(localcluster.NodeClaimKind.GroupVersion().WithKind(localcluster.NodeClaimKind.Kind + "List"))
+	err := theCluster.Client.List(ctx, list, client.MatchingLabels{localcluster.NodePoolLabel: pool})
 	return list.Items, err
 }
 
 // nodes lists the Nodes of a NodePool.
 func nodes(ctx context.Context, pool string) ([]corev1.Node, error) {
 	var list corev1.NodeList
-	err := theCluster.Client.List(ctx, &list, client.MatchingLabels{cluster.NodePoolLabel: pool})
+	err := theCluster.Client.List(ctx, &list, client.MatchingLabels{localcluster.NodePoolLabel: pool})
 	return list.Items, err
 }
 
@@ -198,7 +198,7 @@ func deployment(ns, name string, replicas int32, pool string) *appsv1.Deployment
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{cluster.NodePoolLabel: pool},
+					NodeSelector: map[string]string{localcluster.NodePoolLabel: pool},
 					Containers:   []corev1.Container{container()},
 				},
 			},

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/localcluster"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
-	"github.com/laxity-dev/laxity/test/cluster"
 )
 
 var _ = Describe("The Spark stand-in", func() {
@@ -24,22 +24,22 @@ var _ = Describe("The Spark stand-in", func() {
 		const poolName = "spark"
 		ns := namespace(ctx, "spark")
 
-		stop, err := theCluster.StartSparkStandIn(&cluster.SparkStandIn{})
+		stop, err := theCluster.StartSparkStandIn(&localcluster.SparkStandIn{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(stop)
 
-		Expect(c.Create(ctx, cluster.NewNodePool(poolName, new(int64(2))))).To(Succeed())
+		Expect(c.Create(ctx, localcluster.NewNodePool(poolName, new(int64(2))))).To(Succeed())
 		DeferCleanup(deletePool, poolName)
 		Eventually(ctx, func(g Gomega) {
 			expectReadyNodes(ctx, g, poolName, 2)
 		}).WithTimeout(leadTime + 2*time.Minute).Should(Succeed())
 
 		By("a SparkApplication of three executors of 1 core and 2g, running 6 seconds")
-		pool := map[string]any{cluster.NodePoolLabel: poolName}
+		pool := map[string]any{localcluster.NodePoolLabel: poolName}
 		app := sparkapp.New()
 		app.SetNamespace(ns)
 		app.SetName("query-b0")
-		app.SetAnnotations(map[string]string{cluster.RunSecondsAnnotation: "6"})
+		app.SetAnnotations(map[string]string{localcluster.RunSecondsAnnotation: "6"})
 		app.Object["spec"] = map[string]any{
 			"type": "Scala", "mode": "cluster", "sparkVersion": "3.5.0",
 			"mainApplicationFile": "local:///opt/query.jar",
@@ -62,14 +62,14 @@ var _ = Describe("The Spark stand-in", func() {
 				onPool[n.Name] = true
 			}
 			var pods corev1.PodList
-			g.Expect(c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{cluster.SparkAppNameLabel: app.GetName()})).To(Succeed())
+			g.Expect(c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{localcluster.SparkAppNameLabel: app.GetName()})).To(Succeed())
 			g.Expect(pods.Items).To(HaveLen(4))
 			roles := map[string]int{}
 			for _, p := range pods.Items {
-				roles[p.Labels[cluster.SparkRoleLabel]]++
+				roles[p.Labels[localcluster.SparkRoleLabel]]++
 				g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "pod %s", p.Name)
 				g.Expect(onPool).To(HaveKey(p.Spec.NodeName), "pod %s is on %q", p.Name, p.Spec.NodeName)
-				if p.Labels[cluster.SparkRoleLabel] == "executor" {
+				if p.Labels[localcluster.SparkRoleLabel] == "executor" {
 					req := p.Spec.Containers[0].Resources.Requests
 					g.Expect(req.Cpu().Equal(resource.MustParse("1"))).To(BeTrue(), "cpu %v", req.Cpu())
 					g.Expect(req.Memory().Equal(resource.MustParse("2432Mi"))).To(BeTrue(), "memory %v", req.Memory())
@@ -93,7 +93,7 @@ var _ = Describe("The Spark stand-in", func() {
 		Expect(driverPod).To(Equal("query-b0-driver"))
 		Eventually(ctx, func(g Gomega) {
 			var pods corev1.PodList
-			g.Expect(c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{cluster.SparkRoleLabel: "executor"})).To(Succeed())
+			g.Expect(c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{localcluster.SparkRoleLabel: "executor"})).To(Succeed())
 			g.Expect(pods.Items).To(BeEmpty())
 		}).WithTimeout(time.Minute).Should(Succeed())
 	}, SpecTimeout(6*time.Minute))
@@ -101,7 +101,7 @@ var _ = Describe("The Spark stand-in", func() {
 	It("fails a SparkApplication whose spec makes no pods, as a failed spark-submit", func(ctx SpecContext) {
 		c := theCluster.Client
 		ns := namespace(ctx, "spark-bad")
-		stop, err := theCluster.StartSparkStandIn(&cluster.SparkStandIn{})
+		stop, err := theCluster.StartSparkStandIn(&localcluster.SparkStandIn{})
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(stop)
 

@@ -15,8 +15,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/laxity-dev/laxity/test/cluster"
-	"github.com/laxity-dev/laxity/test/testenv"
+	"github.com/laxity-dev/laxity/internal/localcluster"
 )
 
 // leadTime is the provisioning lead time of the suite's cluster: a node is
@@ -24,7 +23,7 @@ import (
 const leadTime = 15 * time.Second
 
 var (
-	theCluster *cluster.Cluster
+	theCluster *localcluster.Cluster
 	anyFailed  bool
 )
 
@@ -37,10 +36,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	started := time.Now()
 	var err error
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
-	theCluster, err = cluster.Start(ctx, cluster.Options{
-		NodeReadyDelay: leadTime,
-		TestEnv:        []testenv.Option{testenv.WithThirdPartyCRDs(testenv.SparkApplications)},
-	})
+	theCluster, err = localcluster.Start(ctx, localcluster.Options{NodeReadyDelay: leadTime})
 	Expect(err).NotTo(HaveOccurred())
 	AddReportEntry("cluster start", time.Since(started).Round(time.Millisecond).String(), ReportEntryVisibilityAlways)
 	AddReportEntry("run directory", theCluster.Dir, ReportEntryVisibilityAlways)

@@ -1,4 +1,4 @@
-package cluster
+package localcluster
 
 import (
 	"context"
@@ -86,8 +86,7 @@ type SparkStandIn struct {
 
 // StartSparkStandIn runs standIn against the cluster (setting its Client
 // and Scheme when unset) until the returned stop is called. The cluster
-// needs the SparkApplication CRD (testenv.WithThirdPartyCRDs with
-// testenv.SparkApplications among Options.TestEnv).
+// has the SparkApplication CRD: Start installs it.
 func (c *Cluster) StartSparkStandIn(standIn *SparkStandIn) (stop func(), err error) {
 	if standIn.Client == nil {
 		standIn.Client = c.Client
@@ -426,6 +425,23 @@ func cpuRequest(roleSpec map[string]any, field string) (resource.Quantity, error
 		cores = n
 	}
 	return *resource.NewQuantity(cores, resource.DecimalSI), nil
+}
+
+// PodRequests is what a pod of role ("driver" or "executor") of a
+// SparkApplication with this spec asks for, as the stand-in makes it: for
+// choosing nodes that hold it. Errors name the field.
+func PodRequests(spec map[string]any, role string) (corev1.ResourceList, error) {
+	roleSpec, _ := spec[role].(map[string]any)
+	field := "spec." + role
+	cpu, err := cpuRequest(roleSpec, field)
+	if err != nil {
+		return nil, err
+	}
+	memory, err := memoryRequest(roleSpec, field, str(spec, "type"))
+	if err != nil {
+		return nil, err
+	}
+	return corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory}, nil
 }
 
 // Spark's memory overhead: at least 384 MiB, else a fraction of the memory

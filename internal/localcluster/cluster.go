@@ -1,9 +1,10 @@
-// Package cluster starts and stops a local Kubernetes cluster for
-// end-to-end tests, made of real control-plane processes and fake nodes:
+// Package localcluster starts and stops a local Kubernetes cluster made of
+// real control-plane processes and fake nodes, for `laxity demo --cluster
+// karpenter` and the end-to-end suites of test/cluster:
 //
-//   - etcd and kube-apiserver, started by envtest through test/testenv (from
-//     KUBEBUILDER_ASSETS, as every envtest suite of laxity), with Karpenter's
-//     CRDs;
+//   - etcd and kube-apiserver, started by envtest (from Options.ControlPlane
+//     or KUBEBUILDER_ASSETS), with laxity's CRDs, the SparkApplication CRD
+//     and Karpenter's CRDs;
 //   - kube-scheduler, which places pods on nodes;
 //   - kube-controller-manager with the controllers a workload needs
 //     (Deployments, ReplicaSets, Jobs, garbage collection, namespaces,
@@ -16,10 +17,10 @@
 //     NodeClaims and Node objects.
 //
 // The binaries beyond envtest's are built by hack/cluster-binaries.sh (`make
-// cluster-binaries`), which prints the directory to set as BinariesEnv.
-// Each Start makes a run directory holding the kubeconfig, KWOK's
-// configuration and one log per process; errors name it.
-package cluster
+// cluster-binaries`); FindBinaries says where they are looked for. Each
+// Start makes a run directory holding the kubeconfig, KWOK's configuration
+// and one log per process; errors name it.
+package localcluster
 
 import (
 	"context"
@@ -27,6 +28,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -35,10 +37,17 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/laxity-dev/laxity/test/testenv"
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/config/crd"
+	"github.com/laxity-dev/laxity/config/thirdparty"
 )
 
 const (
@@ -46,6 +55,10 @@ const (
 	// hack/cluster-binaries.sh prints: kube-scheduler,
 	// kube-controller-manager, kwok, karpenter-kwok and crds/.
 	BinariesEnv = "LAXITY_CLUSTER_BINARIES"
+	// CacheEnv names the environment variable that moves the per-user build
+	// cache of hack/cluster-binaries.sh (default: the user's cache
+	// directory, laxity/cluster).
+	CacheEnv = "LAXITY_CLUSTER_CACHE"
 	// RunSecondsAnnotation on a pod says how many seconds (a decimal
 	// number) it runs before KWOK marks it Succeeded; a pod without it runs
 	// until it is deleted. A value that is not a number ends the pod at once
@@ -70,9 +83,22 @@ var karpenterCRDFiles = []string{"karpenter.sh_nodepools.yaml", "karpenter.sh_no
 // The binaries the cluster runs beyond envtest's.
 var binaries = []string{"kube-scheduler", "kube-controller-manager", "kwok", "karpenter-kwok"}
 
-// ErrMissingBinary says a binary of the cluster is not where BinariesEnv
-// points.
+// ErrMissingBinary says a binary of the cluster is not where it was looked
+// for.
 var ErrMissingBinary = errors.New("a binary of the local cluster is missing")
+
+// ErrNoControlPlane says the kube-apiserver and etcd binaries are not where
+// they were looked for.
+var ErrNoControlPlane = errors.New("no kube-apiserver and etcd to start: set Options.ControlPlane or KUBEBUILDER_ASSETS to the directory `make envtest` builds")
+
+// The versions hack/cluster-binaries.sh builds; keep in step with
+// ENVTEST_K8S_VERSION, CLUSTER_KWOK_VERSION and CLUSTER_KARPENTER_VERSION
+// of the Makefile.
+const (
+	KubeVersion      = "1.37.2"
+	KWOKVersion      = "0.8.0"
+	KarpenterVersion = "1.15.0"
+)
 
 //go:embed stages.yaml
 var stagesTemplate string
@@ -90,9 +116,12 @@ type Options struct {
 	// Timeout bounds the start of all processes once the API server runs;
 	// zero means two minutes.
 	Timeout time.Duration
-	// TestEnv is passed to testenv.Start, e.g. to install the
-	// SparkApplication CRD too.
-	TestEnv []testenv.Option
+	// Binaries is the directory of the binaries beyond envtest's; empty
+	// looks where FindBinaries does.
+	Binaries string
+	// ControlPlane is the directory of kube-apiserver and etcd; empty
+	// means KUBEBUILDER_ASSETS.
+	ControlPlane string
 	// KarpenterEnv adds or overrides environment variables of Karpenter
 	// (e.g. "BATCH_MAX_DURATION=2s").
 	KarpenterEnv []string
@@ -100,8 +129,16 @@ type Options struct {
 
 // Cluster is a running local cluster.
 type Cluster struct {
-	// Env is the control plane: Config, Client, Scheme, Environment.
-	*testenv.Env
+	// Config reaches the API server as an administrator.
+	Config *rest.Config
+	// Client is a client of Config with Scheme.
+	Client client.Client
+	// Scheme knows client-go's, apiextensions' and laxity's kinds; any
+	// other kind (Karpenter's, SparkApplication) is read and written as
+	// unstructured.
+	Scheme *runtime.Scheme
+	// Environment is the envtest environment of the API server and etcd.
+	Environment *envtest.Environment
 	// Kubeconfig is the path of a kubeconfig of an administrator
 	// (system:masters), for a process that is handed the cluster.
 	Kubeconfig string
@@ -116,26 +153,32 @@ type Cluster struct {
 // the default KWOKNodeClass exists. On failure it stops whatever it started
 // and its error names the run directory.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
-	bins, err := locate()
-	if err != nil {
-		return nil, err
-	}
-	crds, err := karpenterCRDs(filepath.Join(bins, "crds"))
-	if err != nil {
-		return nil, err
-	}
 	if opts.NodeReadyDelay < 0 {
 		return nil, fmt.Errorf("NodeReadyDelay %v is negative", opts.NodeReadyDelay)
+	}
+	bins, err := FindBinaries(opts.Binaries)
+	if err != nil {
+		return nil, err
+	}
+	assets := opts.ControlPlane
+	if assets == "" {
+		assets = os.Getenv("KUBEBUILDER_ASSETS")
+	}
+	if !executable(filepath.Join(assets, "kube-apiserver")) || !executable(filepath.Join(assets, "etcd")) {
+		return nil, ErrNoControlPlane
+	}
+	crds, err := allCRDs(filepath.Join(bins, "crds"))
+	if err != nil {
+		return nil, err
 	}
 	dir, err := os.MkdirTemp(opts.Dir, "laxity-cluster-")
 	if err != nil {
 		return nil, fmt.Errorf("making the run directory: %w", err)
 	}
-	env, err := testenv.Start(append([]testenv.Option{testenv.WithCRDs(crds...)}, opts.TestEnv...)...)
-	if err != nil {
+	c := &Cluster{Dir: dir}
+	if err := c.startControlPlane(assets, crds); err != nil {
 		return nil, fmt.Errorf("%w (run directory %s)", err, dir)
 	}
-	c := &Cluster{Env: env, Dir: dir}
 	if err := c.start(ctx, bins, opts); err != nil {
 		_ = c.Stop()
 		return nil, fmt.Errorf("starting the local cluster (logs in %s): %w", dir, err)
@@ -144,7 +187,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 }
 
 func (c *Cluster) start(ctx context.Context, bins string, opts Options) error {
-	kubeconfig, err := c.WriteKubeconfig(c.Dir, adminUser)
+	kubeconfig, err := c.writeKubeconfig(c.Dir, adminUser)
 	if err != nil {
 		return err
 	}
@@ -314,7 +357,10 @@ func (c *Cluster) Stop() error {
 		c.procs[i].stop(15 * time.Second)
 	}
 	c.procs = nil
-	return c.Env.Stop()
+	if c.Environment == nil {
+		return nil
+	}
+	return c.Environment.Stop()
 }
 
 // RemoveDir removes the run directory, for a run whose logs nobody needs.
@@ -340,31 +386,123 @@ func (c *Cluster) ResidentMemory() (map[string]int64, error) {
 	return out, nil
 }
 
-// locate finds the directory of the cluster's binaries and checks that
-// every one is there.
-func locate() (string, error) {
-	dir := os.Getenv(BinariesEnv)
-	const build = "run `make cluster-binaries` and set " + BinariesEnv + " to the directory it prints (`make e2e-cluster` does both)"
-	if dir == "" {
-		return "", fmt.Errorf("%w: %s is not set; %s", ErrMissingBinary, BinariesEnv, build)
+// startControlPlane starts etcd and kube-apiserver from assets with crds.
+func (c *Cluster) startControlPlane(assets string, crds []*apiextensionsv1.CustomResourceDefinition) error {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, laxityv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
 	}
+	// The cluster lives as long as its run: waiting for every write to
+	// reach the disk would only slow the components down.
+	etcd := &envtest.Etcd{}
+	etcd.Configure().Set("unsafe-no-fsync", "true")
+	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: crds, Scheme: scheme}
+	env.ControlPlane.Etcd = etcd
+	cfg, err := env.Start()
+	if err != nil {
+		return fmt.Errorf("starting kube-apiserver and etcd from %s: %w", assets, err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		_ = env.Stop()
+		return err
+	}
+	c.Config, c.Client, c.Scheme, c.Environment = cfg, cl, scheme, env
+	return nil
+}
+
+// writeKubeconfig writes a kubeconfig for user, a member of
+// system:masters, into dir and returns its path.
+func (c *Cluster) writeKubeconfig(dir, user string) (string, error) {
+	admin, err := c.Environment.ControlPlane.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("adding user %s to the API server: %w", user, err)
+	}
+	data, err := admin.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	return path, os.WriteFile(path, data, 0o600)
+}
+
+// BinariesKey names a build of the binaries, as hack/cluster-binaries.sh
+// does: the directory under bin/cluster and under the build cache.
+func BinariesKey() string {
+	return fmt.Sprintf("kube-v%s_kwok-v%s_karpenter-v%s_%s-%s", KubeVersion, KWOKVersion, KarpenterVersion, goruntime.GOOS, goruntime.GOARCH)
+}
+
+const buildHint = "run `make cluster-binaries` once (it builds them from Go modules, about 8 minutes on 2 cores)"
+
+// FindBinaries is the directory of the cluster's binaries (kube-scheduler,
+// kube-controller-manager, kwok, karpenter-kwok and Karpenter's CRDs under
+// crds/): explicit when given, else BinariesEnv when set, else the first
+// complete one of bin/cluster/<BinariesKey> under the working directory and
+// the per-user build cache hack/cluster-binaries.sh fills. Its error names
+// what is missing where, and how to build it.
+func FindBinaries(explicit string) (string, error) {
+	switch {
+	case explicit != "":
+		return checkBinaries(explicit, "")
+	case os.Getenv(BinariesEnv) != "":
+		return checkBinaries(os.Getenv(BinariesEnv), BinariesEnv+"=")
+	}
+	candidates := []string{filepath.Join("bin", "cluster", BinariesKey())}
+	cache := os.Getenv(CacheEnv)
+	if cache == "" {
+		if dir, err := os.UserCacheDir(); err == nil {
+			cache = filepath.Join(dir, "laxity", "cluster")
+		}
+	}
+	if cache != "" {
+		candidates = append(candidates, filepath.Join(cache, BinariesKey()))
+	}
+	for _, dir := range candidates {
+		if found, err := checkBinaries(dir, ""); err == nil {
+			return found, nil
+		}
+	}
+	return "", fmt.Errorf("%w: kube-scheduler, kube-controller-manager, kwok and karpenter-kwok are in none of %s; %s, or set %s to a directory holding them",
+		ErrMissingBinary, strings.Join(candidates, ", "), buildHint, BinariesEnv)
+}
+
+// checkBinaries checks that every binary and CRD is in dir (named as
+// source+dir in errors) and returns its absolute path.
+func checkBinaries(dir, source string) (string, error) {
 	for _, b := range binaries {
-		info, err := os.Stat(filepath.Join(dir, b))
-		if err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
-			return "", fmt.Errorf("%w: %s is not an executable in %s=%s; %s", ErrMissingBinary, b, BinariesEnv, dir, build)
+		if !executable(filepath.Join(dir, b)) {
+			return "", fmt.Errorf("%w: %s is not an executable in %s%s; %s", ErrMissingBinary, b, source, dir, buildHint)
 		}
 	}
 	for _, f := range karpenterCRDFiles {
 		if _, err := os.Stat(filepath.Join(dir, "crds", f)); err != nil {
-			return "", fmt.Errorf("%w: Karpenter's CRD %s is not in %s; %s", ErrMissingBinary, f, filepath.Join(dir, "crds"), build)
+			return "", fmt.Errorf("%w: Karpenter's CRD %s is not in %s; %s", ErrMissingBinary, f, filepath.Join(dir, "crds"), buildHint)
 		}
 	}
-	return dir, nil
+	return filepath.Abs(dir)
 }
 
-// karpenterCRDs decodes the CRDs of the Karpenter the cluster runs.
-func karpenterCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	var crds []*apiextensionsv1.CustomResourceDefinition
+func executable(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && !info.IsDir() && info.Mode()&0o111 != 0
+}
+
+// allCRDs are laxity's CRDs, the SparkApplication CRD and those of the
+// Karpenter the cluster runs (files of dir).
+func allCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	crds, err := thirdparty.CRDs(thirdparty.SparkApplications)
+	if err != nil {
+		return nil, err
+	}
+	for _, data := range crd.All() {
+		c := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, c); err != nil {
+			return nil, fmt.Errorf("decoding laxity's CRDs: %w", err)
+		}
+		crds = append(crds, c)
+	}
 	for _, f := range karpenterCRDFiles {
 		data, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {

@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package cluster
+package localcluster
 
 import (
 	"os"

@@ -1,8 +1,9 @@
-package cluster
+package localcluster
 
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,5 +188,37 @@ func TestExecutorCount(t *testing.T) {
 		if (err == nil) != c.ok || got != c.want {
 			t.Errorf("executorCount of executor %v = %d, %v; want %d (ok %v)", c.executor, got, err, c.want, c.ok)
 		}
+	}
+}
+
+func TestInstanceTypeFor(t *testing.T) {
+	for _, tc := range []struct {
+		spec map[string]any
+		role string
+		n    int64
+		want string
+	}{
+		// 3 CPUs and 4506Mi: a c-4x holds one (3900m, 8182Mi allocatable).
+		{spec: map[string]any{"executor": map[string]any{"cores": int64(3), "memory": "4g"}}, role: "executor", n: 1, want: "c-4x-amd64-linux"},
+		// The three-query sample's executor, 4 CPUs and 13516Mi: 4 CPUs leave 3900m.
+		{spec: map[string]any{"executor": map[string]any{"cores": int64(4), "memory": "12g"}}, role: "executor", n: 1, want: "c-8x-amd64-linux"},
+		// Two of its drivers, 1 CPU and 2432Mi each: 2 CPUs leave 1900m.
+		{spec: map[string]any{"driver": map[string]any{"cores": int64(1), "memory": "2g"}}, role: "driver", n: 2, want: "c-4x-amd64-linux"},
+		{spec: map[string]any{"driver": map[string]any{"cores": int64(1), "memory": "1000g"}}, role: "driver", n: 1, want: "m-192x-amd64-linux"},
+	} {
+		req, err := PodRequests(tc.spec, tc.role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := InstanceTypeFor(req, tc.n); err != nil || got != tc.want {
+			t.Errorf("InstanceTypeFor(%v × %d) = %q, %v; want %s", req, tc.n, got, err, tc.want)
+		}
+	}
+	req, _ := PodRequests(map[string]any{"executor": map[string]any{"cores": int64(300)}}, "executor")
+	if _, err := InstanceTypeFor(req, 1); err == nil {
+		t.Error("InstanceTypeFor of 300 CPUs found a type")
+	}
+	if _, err := PodRequests(map[string]any{"executor": map[string]any{"memory": "lots"}}, "executor"); err == nil || !strings.Contains(err.Error(), "spec.executor.memory") {
+		t.Errorf("PodRequests of a bad memory: %v, want an error naming spec.executor.memory", err)
 	}
 }

@@ -1,6 +1,10 @@
-package cluster
+package localcluster
 
 import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -54,4 +58,32 @@ func NewNodePool(name string, replicas *int64, instanceTypes ...string) *unstruc
 	pool.SetGroupVersionKind(NodePoolKind)
 	pool.SetName(name)
 	return pool
+}
+
+// The instance types of Karpenter's KWOK provider: families c, s and m of
+// 2, 4 and 8 GiB per CPU, in these CPU counts, of which Karpenter keeps
+// kubeReservedCPU and kubeReservedMemory.
+var (
+	instanceCPUs   = []int64{1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256}
+	instanceFamily = []struct {
+		name      string
+		gibPerCPU int64
+	}{{"c", 2}, {"s", 4}, {"m", 8}}
+	kubeReservedCPU = resource.MustParse("100m")
+	kubeReservedMem = resource.MustParse("10Mi")
+)
+
+// InstanceTypeFor is the smallest linux/amd64 instance type of Karpenter's
+// KWOK provider whose allocatable CPU and memory hold n pods of requests,
+// fewest CPUs first, then least memory.
+func InstanceTypeFor(requests corev1.ResourceList, n int64) (string, error) {
+	cpu, mem := requests.Cpu().MilliValue()*n, requests.Memory().Value()*n
+	for _, cpus := range instanceCPUs {
+		for _, f := range instanceFamily {
+			if cpus*1000-kubeReservedCPU.MilliValue() >= cpu && cpus*f.gibPerCPU<<30-kubeReservedMem.Value() >= mem {
+				return fmt.Sprintf("%s-%dx-amd64-linux", f.name, cpus), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no KWOK instance type holds %d pods of %s CPU and %s memory", n, requests.Cpu(), requests.Memory())
 }
