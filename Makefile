@@ -91,16 +91,11 @@ cluster-binaries: ## Build the local cluster's kube-scheduler, kube-controller-m
 	@$(CLUSTER_BINARIES) $(LOCALBIN) >/dev/null
 
 .PHONY: test
-test: envtest $(HELM) $(KUSTOMIZE) ## Run all tests with -race: unit, property, fuzz seeds, envtest suites (with the chart and kustomize manifests), and the e2e suite (the built binary).
-	KUBEBUILDER_ASSETS="$$(KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN))"; \
-	export KUBEBUILDER_ASSETS HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)"; \
-	pkgs="$$(go list -f '{{.ImportPath}} {{.TestImports}} {{.XTestImports}}' ./...)"; \
-	ginkgo='github.com/onsi/ginkgo/v2[] ]'; \
-	plain="$$(grep -v "$$ginkgo" <<<"$$pkgs" | cut -d' ' -f1 || true)"; \
-	suites="$$(grep "$$ginkgo" <<<"$$pkgs" | cut -d' ' -f1 || true)"; \
-	if [[ -n "$$plain" ]]; then go test $(GO_TEST_FLAGS) $$plain; fi; \
-	if [[ -n "$$suites" ]]; then go test $(GO_TEST_FLAGS) $$suites $(GINKGO_TEST_FLAGS); fi; \
-	go test $(GO_TEST_FLAGS) -tags e2e ./test/e2e/... $(GINKGO_TEST_FLAGS)
+test: envtest $(HELM) $(KUSTOMIZE) ## Run all tests: unit, property, fuzz seeds and envtest suites (with the chart and kustomize manifests) with -race; the local-cluster suite beside them (building its binaries on first use); then the e2e suite (the built binary).
+	KUBEBUILDER_ASSETS="$$(KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN))" \
+	HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" CLUSTER_BINARIES="$(CLUSTER_BINARIES) $(LOCALBIN)" \
+	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" GINKGO_TEST_FLAGS="$(GINKGO_TEST_FLAGS)" \
+		hack/test.sh
 
 .PHONY: e2e-cluster
 e2e-cluster: envtest cluster-binaries ## Run the local-cluster suite: kube-scheduler, kube-controller-manager, KWOK and Karpenter against envtest's control plane, and laxity on it with both pool backends.

@@ -116,7 +116,7 @@ must meet theirs.`,
 	f.IntVar(&o.windows, "windows", demo.DefaultWindows, fmt.Sprintf("how many windows of each RecurringQuery to run, from 1 to %d; the first two are for learning", demo.MaxWindows))
 	f.StringVar(&o.assets, "control-plane", "", "directory holding the kube-apiserver and etcd binaries (default: KUBEBUILDER_ASSETS, bin/k8s, the build cache)")
 	f.StringVar(&o.cluster, "cluster", demo.ClusterEmbedded, "what the workload runs on: embedded (a simulated node pool and Spark on a scaled clock) or karpenter (a local cluster of Karpenter, KWOK nodes and kube-scheduler on the wall clock, the workload compressed in time)")
-	f.StringVar(&o.binaries, "cluster-binaries", "", "with --cluster karpenter, the directory holding kube-scheduler, kube-controller-manager, kwok, karpenter-kwok and crds/ (default: "+localcluster.BinariesEnv+", bin/cluster, the build cache of `make cluster-binaries`)")
+	f.StringVar(&o.binaries, "cluster-binaries", "", "with --cluster karpenter, the directory `DIR` holding kube-scheduler, kube-controller-manager, kwok, karpenter-kwok and crds/ (default: "+localcluster.BinariesEnv+", bin/cluster, the build cache of make cluster-binaries)")
 	return cmd
 }
 

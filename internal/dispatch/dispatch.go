@@ -698,7 +698,9 @@ func NextRequestChange(origin time.Time, requests []planner.NodeLevel, now time.
 // smaller pool or to idle), must not take away the nodes the lagging work
 // needs. Zero when execution keeps up. A query with a step that failed on its
 // last allowed attempt lags for good and is not waited for: nothing more of
-// it will run, and holding nodes for it kept the pool up indefinitely.
+// it will run, and holding nodes for it kept the pool up indefinitely. Nor
+// is a query whose final merge succeeded, whatever batches the plan cut
+// for it that never ran.
 func BehindSchedule(doc *planner.Document, queries []Query, maxAttempts int, now time.Time) int {
 	byName := map[string]*Query{}
 	for i := range queries {
@@ -706,7 +708,7 @@ func BehindSchedule(doc *planner.Document, queries []Query, maxAttempts int, now
 	}
 	for _, s := range doc.Steps {
 		q := byName[s.Query]
-		if q == nil || stepSucceeded(q, s) || failedOutQuery(q, maxAttempts) {
+		if q == nil || q.succeeded() || stepSucceeded(q, s) || failedOutQuery(q, maxAttempts) {
 			continue
 		}
 		if doc.Origin.Add(seconds(s.Start)).After(now) {
@@ -743,6 +745,11 @@ func failedOutQuery(q *Query, maxAttempts int) bool {
 	}
 	return false
 }
+
+// succeeded reports a query whose final merge succeeded: it is done, even
+// if the plan cut more batches than ran (the window brought fewer tuples
+// than planned).
+func (q *Query) succeeded() bool { return q.Final != nil && q.Final.State == Succeeded }
 
 func stepSucceeded(q *Query, s planner.Step) bool {
 	switch s.Kind {

@@ -189,7 +189,6 @@ func TestNodesLost(t *testing.T) {
 }
 
 func TestBusy(t *testing.T) {
-	withFinal := func(q Query, a Attempt) Query { q.Final = &a; return q }
 	withPartials := func(q Query, as ...Attempt) Query { q.Partials = as; return q }
 	for _, tc := range []struct {
 		name    string
