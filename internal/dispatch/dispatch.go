@@ -403,9 +403,16 @@ func FreeAt(queries []Query, now time.Time) time.Time {
 // the nodes of every attempt Pending or Running.
 func Busy(queries []Query) int {
 	busy := 0
+	eachHolding(queries, func(a Attempt) { busy += a.Nodes })
+	return busy
+}
+
+// eachHolding calls f with every launched attempt that holds the pool:
+// Pending or Running.
+func eachHolding(queries []Query, f func(Attempt)) {
 	hold := func(a Attempt) {
 		if a.State == Pending || a.State == Running {
-			busy += a.Nodes
+			f(a)
 		}
 	}
 	for i := range queries {
@@ -420,7 +427,6 @@ func Busy(queries []Query) int {
 			hold(*q.Final)
 		}
 	}
-	return busy
 }
 
 // busy reports a launched step that holds the pool.
@@ -878,23 +884,7 @@ func StuckRecheck(now time.Time, rule StuckRule, queries []Query) time.Time {
 // when no step holds it.
 func Holding(queries []Query) int {
 	nodes := 0
-	for i := range queries {
-		q := &queries[i]
-		hold := func(a Attempt) {
-			if a.State == Pending || a.State == Running {
-				nodes = max(nodes, a.Nodes)
-			}
-		}
-		for _, b := range q.Batches {
-			hold(b.Attempt)
-		}
-		for _, p := range q.Partials {
-			hold(p)
-		}
-		if q.Final != nil {
-			hold(*q.Final)
-		}
-	}
+	eachHolding(queries, func(a Attempt) { nodes = max(nodes, a.Nodes) })
 	return nodes
 }
 
