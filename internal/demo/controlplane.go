@@ -7,13 +7,11 @@ import (
 	"path/filepath"
 	"runtime"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 
-	"github.com/laxity-dev/laxity/config/crd"
 	"github.com/laxity-dev/laxity/config/thirdparty"
+	"github.com/laxity-dev/laxity/internal/controlplane"
 )
 
 // The control plane `make envtest` (hack/envtest-binaries.sh) builds; keep
@@ -44,27 +42,16 @@ func findAssets(explicit string) (string, error) {
 		candidates = []string{os.Getenv("KUBEBUILDER_ASSETS")}
 	default:
 		candidates = append(candidates, filepath.Join("bin", "k8s", assetsKey()))
-		cache := os.Getenv("LAXITY_ENVTEST_CACHE")
-		if cache == "" {
-			if dir, err := os.UserCacheDir(); err == nil {
-				cache = filepath.Join(dir, "laxity", "envtest")
-			}
-		}
-		if cache != "" {
+		if cache := controlplane.BuildCache("LAXITY_ENVTEST_CACHE", "envtest"); cache != "" {
 			candidates = append(candidates, filepath.Join(cache, assetsKey()))
 		}
 	}
 	for _, dir := range candidates {
-		if executable(filepath.Join(dir, "kube-apiserver")) && executable(filepath.Join(dir, "etcd")) {
+		if controlplane.HasBinaries(dir) {
 			return filepath.Abs(dir)
 		}
 	}
 	return "", ErrNoControlPlane
-}
-
-func executable(path string) bool {
-	info, err := os.Stat(path)
-	return err == nil && !info.IsDir() && info.Mode()&0o111 != 0
 }
 
 // controlPlane is a kube-apiserver and etcd on loopback with laxity's CRDs
@@ -79,13 +66,11 @@ func startControlPlane(assets string) (*controlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, data := range crd.All() {
-		c := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(data, c); err != nil {
-			return nil, fmt.Errorf("decoding laxity's CRDs: %w", err)
-		}
-		crds = append(crds, c)
+	laxity, err := controlplane.LaxityCRDs()
+	if err != nil {
+		return nil, err
 	}
+	crds = append(crds, laxity...)
 	// The demo's data lives as long as the demo: waiting for every write to
 	// reach the disk would only slow laxity's reactions down.
 	etcd := &envtest.Etcd{}
@@ -102,16 +87,7 @@ func startControlPlane(assets string) (*controlPlane, error) {
 // kubeconfig writes a kubeconfig for an administrator of the control plane
 // into dir and returns its path.
 func (c *controlPlane) kubeconfig(dir string) (string, error) {
-	user, err := c.env.ControlPlane.AddUser(envtest.User{Name: "laxity-demo", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return "", fmt.Errorf("adding a user to the local control plane: %w", err)
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "kubeconfig")
-	return path, os.WriteFile(path, data, 0o600)
+	return controlplane.WriteKubeconfig(c.env, dir, "laxity-demo")
 }
 
 func (c *controlPlane) stop() error { return c.env.Stop() }

@@ -39,15 +39,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
-	"github.com/laxity-dev/laxity/config/crd"
 	"github.com/laxity-dev/laxity/config/thirdparty"
+	"github.com/laxity-dev/laxity/internal/controlplane"
 )
 
 const (
@@ -164,7 +162,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if assets == "" {
 		assets = os.Getenv("KUBEBUILDER_ASSETS")
 	}
-	if !executable(filepath.Join(assets, "kube-apiserver")) || !executable(filepath.Join(assets, "etcd")) {
+	if !controlplane.HasBinaries(assets) {
 		return nil, ErrNoControlPlane
 	}
 	crds, err := allCRDs(filepath.Join(bins, "crds"))
@@ -388,11 +386,9 @@ func (c *Cluster) ResidentMemory() (map[string]int64, error) {
 
 // startControlPlane starts etcd and kube-apiserver from assets with crds.
 func (c *Cluster) startControlPlane(assets string, crds []*apiextensionsv1.CustomResourceDefinition) error {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, laxityv1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
+	scheme, err := controlplane.NewScheme()
+	if err != nil {
+		return err
 	}
 	// The cluster lives as long as its run: waiting for every write to
 	// reach the disk would only slow the components down.
@@ -416,16 +412,7 @@ func (c *Cluster) startControlPlane(assets string, crds []*apiextensionsv1.Custo
 // writeKubeconfig writes a kubeconfig for user, a member of
 // system:masters, into dir and returns its path.
 func (c *Cluster) writeKubeconfig(dir, user string) (string, error) {
-	admin, err := c.Environment.ControlPlane.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return "", fmt.Errorf("adding user %s to the API server: %w", user, err)
-	}
-	data, err := admin.KubeConfig()
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "kubeconfig")
-	return path, os.WriteFile(path, data, 0o600)
+	return controlplane.WriteKubeconfig(c.Environment, dir, user)
 }
 
 // BinariesKey names a build of the binaries, as hack/cluster-binaries.sh
@@ -450,13 +437,7 @@ func FindBinaries(explicit string) (string, error) {
 		return checkBinaries(os.Getenv(BinariesEnv), BinariesEnv+"=")
 	}
 	candidates := []string{filepath.Join("bin", "cluster", BinariesKey())}
-	cache := os.Getenv(CacheEnv)
-	if cache == "" {
-		if dir, err := os.UserCacheDir(); err == nil {
-			cache = filepath.Join(dir, "laxity", "cluster")
-		}
-	}
-	if cache != "" {
+	if cache := controlplane.BuildCache(CacheEnv, "cluster"); cache != "" {
 		candidates = append(candidates, filepath.Join(cache, BinariesKey()))
 	}
 	for _, dir := range candidates {
@@ -472,7 +453,7 @@ func FindBinaries(explicit string) (string, error) {
 // source+dir in errors) and returns its absolute path.
 func checkBinaries(dir, source string) (string, error) {
 	for _, b := range binaries {
-		if !executable(filepath.Join(dir, b)) {
+		if !controlplane.Executable(filepath.Join(dir, b)) {
 			return "", fmt.Errorf("%w: %s is not an executable in %s%s; %s", ErrMissingBinary, b, source, dir, buildHint)
 		}
 	}
@@ -484,11 +465,6 @@ func checkBinaries(dir, source string) (string, error) {
 	return filepath.Abs(dir)
 }
 
-func executable(path string) bool {
-	info, err := os.Stat(path)
-	return err == nil && !info.IsDir() && info.Mode()&0o111 != 0
-}
-
 // allCRDs are laxity's CRDs, the SparkApplication CRD and those of the
 // Karpenter the cluster runs (files of dir).
 func allCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
@@ -496,13 +472,11 @@ func allCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, data := range crd.All() {
-		c := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(data, c); err != nil {
-			return nil, fmt.Errorf("decoding laxity's CRDs: %w", err)
-		}
-		crds = append(crds, c)
+	laxity, err := controlplane.LaxityCRDs()
+	if err != nil {
+		return nil, err
 	}
+	crds = append(crds, laxity...)
 	for _, f := range karpenterCRDFiles {
 		data, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {

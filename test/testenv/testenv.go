@@ -12,19 +12,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 
-	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
-	"github.com/laxity-dev/laxity/config/crd"
 	"github.com/laxity-dev/laxity/config/thirdparty"
+	"github.com/laxity-dev/laxity/internal/controlplane"
 )
 
 // The third-party CRDs a suite may install (files of config/thirdparty).
@@ -90,15 +86,7 @@ func WithAPIServerFlag(name, value string) Option {
 
 // NewScheme is the scheme of every suite: client-go's kinds, the
 // apiextensions kinds (suites that change a CRD) and laxity's kinds.
-func NewScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, laxityv1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
-	}
-	return scheme, nil
-}
+func NewScheme() (*runtime.Scheme, error) { return controlplane.NewScheme() }
 
 // Start starts a kube-apiserver and etcd from KUBEBUILDER_ASSETS with
 // laxity's CRDs (unless WithoutLaxityCRDs) and the chosen third-party CRDs,
@@ -109,7 +97,7 @@ func Start(opts ...Option) (*Env, error) {
 		opt(&s)
 	}
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if !executable(filepath.Join(assets, "kube-apiserver")) || !executable(filepath.Join(assets, "etcd")) {
+	if !controlplane.HasBinaries(assets) {
 		return nil, ErrNoControlPlane
 	}
 	crds, err := CRDs(!s.withoutLaxity, s.thirdParty...)
@@ -155,12 +143,9 @@ func (e *Env) Stop() error {
 func CRDs(laxity bool, thirdPartyFiles ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	if laxity {
-		for _, data := range crd.All() {
-			c := &apiextensionsv1.CustomResourceDefinition{}
-			if err := yaml.UnmarshalStrict(data, c); err != nil {
-				return nil, fmt.Errorf("decoding laxity's CRDs: %w", err)
-			}
-			crds = append(crds, c)
+		var err error
+		if crds, err = controlplane.LaxityCRDs(); err != nil {
+			return nil, err
 		}
 	}
 	if len(thirdPartyFiles) > 0 {
@@ -173,23 +158,9 @@ func CRDs(laxity bool, thirdPartyFiles ...string) ([]*apiextensionsv1.CustomReso
 	return crds, nil
 }
 
-func executable(path string) bool {
-	info, err := os.Stat(path)
-	return err == nil && !info.IsDir() && info.Mode()&0o111 != 0
-}
-
 // WriteKubeconfig writes a kubeconfig for user, a member of system:masters,
 // into dir and returns its path, for a process that is handed the control
 // plane (the laxity binary in the end-to-end suite).
 func (e *Env) WriteKubeconfig(dir, user string) (string, error) {
-	admin, err := e.Environment.ControlPlane.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return "", fmt.Errorf("adding user %s to the envtest control plane: %w", user, err)
-	}
-	data, err := admin.KubeConfig()
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "kubeconfig")
-	return path, os.WriteFile(path, data, 0o600)
+	return controlplane.WriteKubeconfig(e.Environment, dir, user)
 }
