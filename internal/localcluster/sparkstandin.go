@@ -325,13 +325,7 @@ func invalidf(format string, args ...any) error {
 func (s *SparkStandIn) pod(ctx context.Context, app *unstructured.Unstructured, role string, n int64) (*corev1.Pod, error) {
 	spec, _, _ := unstructured.NestedMap(app.Object, "spec")
 	roleSpec, _, _ := unstructured.NestedMap(app.Object, "spec", role)
-	field := "spec." + role
-
-	cpu, err := cpuRequest(roleSpec, field)
-	if err != nil {
-		return nil, err
-	}
-	memory, err := memoryRequest(roleSpec, field, str(spec, "type"))
+	requests, err := PodRequests(spec, role)
 	if err != nil {
 		return nil, err
 	}
@@ -345,7 +339,7 @@ func (s *SparkStandIn) pod(ctx context.Context, app *unstructured.Unstructured, 
 	selector := map[string]string{}
 	maps.Copy(selector, stringMap(spec, "nodeSelector"))
 	maps.Copy(selector, stringMap(roleSpec, "nodeSelector"))
-	tolerations, err := tolerationsOf(roleSpec, field)
+	tolerations, err := tolerationsOf(roleSpec, "spec."+role)
 	if err != nil {
 		return nil, err
 	}
@@ -382,12 +376,9 @@ func (s *SparkStandIn) pod(ctx context.Context, app *unstructured.Unstructured, 
 			NodeSelector:  selector,
 			Tolerations:   tolerations,
 			Containers: []corev1.Container{{
-				Name:  container,
-				Image: image,
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU:    cpu,
-					corev1.ResourceMemory: memory,
-				}},
+				Name:      container,
+				Image:     image,
+				Resources: corev1.ResourceRequirements{Requests: requests},
 			}},
 		},
 	}, nil
