@@ -61,15 +61,28 @@ func (p *prepared) plan() (Document, error) {
 	for i, f := range w.Planning.BatchSizeFactors {
 		factors[i] = p.factorLayouts(f)
 	}
-	var best *outcome
+	var feasible []*outcome
 	for size := range w.Pool.Sizes {
 		for _, f := range factors {
 			p.budget.check()
 			o := p.candidate(size, f)
 			doc.Candidates = append(doc.Candidates, o.Candidate)
-			if o.Feasible && (best == nil || o.better(best, w.Planning.Objective)) {
-				best = o
+			if o.Feasible {
+				feasible = append(feasible, o)
 			}
+		}
+	}
+	// Costs within rounding of the cheapest tie and go to the other cost.
+	// The band is measured from the cheapest, not from one tie to the next,
+	// so that a chain of near-ties cannot drift above it.
+	cheapest := math.Inf(1)
+	for _, o := range feasible {
+		cheapest = min(cheapest, o.objectiveCost(w.Planning.Objective))
+	}
+	var best *outcome
+	for _, o := range feasible {
+		if o.objectiveCost(w.Planning.Objective) <= cheapest+costTolerance && (best == nil || o.better(best, w.Planning.Objective)) {
+			best = o
 		}
 	}
 	var failure *Failure
@@ -81,7 +94,10 @@ func (p *prepared) plan() (Document, error) {
 		initial = sizeIndex(w.Pool.Sizes, best.InitialNodes)
 	}
 	if start != nil && !w.Planning.GridOnly {
-		if o := p.improve(start, initial); o != nil {
+		// The phase accepts a move that ties on the objective within
+		// rounding and wins on the other cost, so a chain of such moves
+		// can drift above the cheapest candidate; that plan is not taken.
+		if o := p.improve(start, initial); o != nil && (failure != nil || o.better(best, w.Planning.Objective) && o.objectiveCost(w.Planning.Objective) <= cheapest+costTolerance) {
 			best, failure = o, nil
 		}
 	}
@@ -113,10 +129,22 @@ func (p *prepared) newSim(ls []layout) *sim {
 	return s
 }
 
+// costTolerance is how far apart two costs may be and still tie: rounding,
+// not a saving.
+const costTolerance = 1e-9
+
+// objectiveCost is the cost the objective ranks plans by.
+func (o *outcome) objectiveCost(objective Objective) float64 {
+	if objective == Instant {
+		return o.Cost
+	}
+	return o.ExecutableCost
+}
+
 // better orders feasible candidates by the objective's cost, then the other
 // cost.
 func (o *outcome) better(than *outcome, objective Objective) bool {
-	const tolerance = 1e-9
+	const tolerance = costTolerance
 	first, second := o.ExecutableCost, o.Cost
 	thanFirst, thanSecond := than.ExecutableCost, than.Cost
 	if objective == Instant {
