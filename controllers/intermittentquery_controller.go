@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/spec"
@@ -36,6 +37,9 @@ type IntermittentQueryReconciler struct {
 	// Refusals says why the schedule does not run a query (see Tenancy);
 	// nil says nothing.
 	Refusals *Refusals
+	// Woken, when set, wakes the controller for a query whose refusal the
+	// schedule's pass changed (Refusals.Wake's other end).
+	Woken <-chan event.TypedGenericEvent[*laxityv1alpha1.IntermittentQuery]
 }
 
 // +kubebuilder:rbac:groups=laxity.dev,resources=intermittentqueries,verbs=get;list;watch

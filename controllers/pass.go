@@ -47,6 +47,9 @@ type view struct {
 	// pass saw.
 	ready, previousReady int32
 	lead                 time.Duration
+	// unfit are the queries whose executors no ready node holds: planned,
+	// but not launched.
+	unfit map[string]bool
 	// stored is the plan in force, nil before the first; inputsHash is what
 	// the plan must have been made from to still hold.
 	stored     *storedPlan
@@ -140,9 +143,12 @@ func (r *ElasticScheduleReconciler) observe(ctx context.Context, es *laxityv1alp
 	}
 	// The ready nodes are counted before the plan is judged: nodes that
 	// vanished make it a plan for a pool that is not there.
-	if v.ready, err = pool.ReadyNodes(ctx, r.Client, es.Spec.NodePool.NodeSelector); err != nil {
+	nodes, err := pool.ObserveNodes(ctx, r.Client, es.Spec.NodePool.NodeSelector)
+	if err != nil {
 		return nil, fmt.Errorf("counting ready nodes: %w", err)
 	}
+	v.ready = nodes.Ready
+	v.unfit = r.judgeFit(v, nodes, p)
 	v.previousReady = ptr.Deref(es.Status.NodesReady, v.ready)
 	v.inputsHash = inputsHash(es, queries)
 	return v, nil
@@ -209,6 +215,7 @@ func (v *view) dispatchQueries() ([]dispatch.Query, error) {
 		if dq, ok := dispatchQuery(q, pq, doc, v.launched[q.Name], in.arrived, v.now); ok {
 			dq.Cost = pq.Planned(v.workload.Planning)
 			withSource(&dq, in)
+			dq.Held = dq.Held || v.unfit[q.Name]
 			out = append(out, dq)
 		}
 	}

@@ -16,9 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/emr"
@@ -57,7 +59,10 @@ func Setup(_ context.Context, mgr ctrl.Manager, clk clock.PassiveClock, opts Opt
 	sources := &Sources{Reader: mgr.GetAPIReader()}
 	runner := StepRunners(mgr.GetClient(), jobRuns)
 	tenants := &Tenancy{Client: mgr.GetClient(), Targets: mgr.GetAPIReader(), RESTMapper: mgr.GetRESTMapper(), DefaultServiceAccounts: opts.AllowedServiceAccounts}
-	refusals := &Refusals{}
+	// A query's refusal, found by its schedule's pass, is reported by the
+	// query's controller at once.
+	wake := make(chan event.TypedGenericEvent[*laxityv1alpha1.IntermittentQuery], 1024)
+	refusals := &Refusals{Wake: wake}
 	es := &ElasticScheduleReconciler{
 		Client: mgr.GetClient(), Clock: clk, Options: opts, Backend: backend, Sources: sources, Runner: runner,
 		Recorder: mgr.GetEventRecorder("laxity"), Tenancy: tenants, Refusals: refusals,
@@ -65,7 +70,7 @@ func Setup(_ context.Context, mgr ctrl.Manager, clk clock.PassiveClock, opts Opt
 	if err := es.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ElasticSchedule controller: %w", err)
 	}
-	iq := &IntermittentQueryReconciler{Client: mgr.GetClient(), Clock: clk, Options: opts, Sources: sources, Runner: runner, Recorder: mgr.GetEventRecorder("laxity"), Refusals: refusals}
+	iq := &IntermittentQueryReconciler{Client: mgr.GetClient(), Clock: clk, Options: opts, Sources: sources, Runner: runner, Recorder: mgr.GetEventRecorder("laxity"), Refusals: refusals, Woken: wake}
 	if err := iq.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the IntermittentQuery controller: %w", err)
 	}
@@ -183,7 +188,8 @@ func (r *ElasticScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // SetupWithManager registers the IntermittentQuery controller, woken by the
-// query and the SparkApplications and job-run records it owns.
+// query, the SparkApplications and job-run records it owns, and its
+// schedule's pass when the query's refusal changes (Woken).
 func (r *IntermittentQueryReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// Status writes do not wake the query up again: only spec changes, its
 	// SparkApplications, its job-run records and the poll interval do.
@@ -192,6 +198,9 @@ func (r *IntermittentQueryReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.ConfigMap{})
 	if !r.Options.NoSparkApplications {
 		b = b.Owns(sparkApplication())
+	}
+	if r.Woken != nil {
+		b = b.WatchesRawSource(source.Channel(r.Woken, &handler.TypedEnqueueRequestForObject[*laxityv1alpha1.IntermittentQuery]{}))
 	}
 	return b.Named("intermittentquery").WithOptions(workers(r.Options.QueryWorkers)).Complete(r)
 }

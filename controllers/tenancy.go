@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
@@ -212,12 +213,20 @@ func (t *Tenancy) Query(ns tenancy.Namespace, q *laxityv1alpha1.IntermittentQuer
 // Refusals holds, for each query, why the schedule does not run it: a
 // refusal of its namespace's grants, found on every pass, or a template
 // that cannot become a step (laxity's rendering or the SparkApplication
-// CRD rejected it), kept until the query's spec changes. The schedule's
-// pass writes it; the IntermittentQuery controller reports it as the
-// query's Stalled condition. Safe for concurrent use.
+// CRD rejected it), kept until the query's spec changes. Apart from those
+// it holds the queries whose executors no ready node of the pool can hold:
+// they stay planned (the pool keeps their nodes coming) but are not
+// launched. The schedule's pass writes it; the IntermittentQuery controller
+// reports it as the query's Stalled condition. Safe for concurrent use.
 type Refusals struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]refusalEntry
+	// Wake, when set, is told of every query whose refusal changed, so
+	// that its controller reports it at once rather than at its next poll.
+	// Sends never block: a full channel leaves it to the poll.
+	Wake chan<- event.TypedGenericEvent[*laxityv1alpha1.IntermittentQuery]
+
+	mu    sync.Mutex
+	m     map[types.NamespacedName]refusalEntry
+	unfit map[types.NamespacedName]refusalEntry
 }
 
 // refusalEntry is one query's refusal and the spec it was found for.
@@ -231,19 +240,41 @@ type refusalEntry struct {
 	sticky bool
 }
 
+// of says whether e was found for q's spec as it is.
+func (e refusalEntry) of(q *laxityv1alpha1.IntermittentQuery) bool {
+	return e.uid == q.UID && e.generation == q.Generation
+}
+
 // Refusal is why the schedule does not run q, with its condition reason
-// (NotPermitted or InvalidTemplate), or ok false when it runs it.
+// (NotPermitted, InvalidTemplate or ExecutorDoesNotFit), or ok false when
+// it runs it.
 func (r *Refusals) Refusal(q *laxityv1alpha1.IntermittentQuery) (reason string, ok bool, err error) {
 	if r == nil {
 		return "", false, nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e, ok := r.m[client.ObjectKeyFromObject(q)]
-	if !ok || e.uid != q.UID || e.generation != q.Generation {
-		return "", false, nil
+	key := client.ObjectKeyFromObject(q)
+	if e, ok := r.m[key]; ok && e.of(q) {
+		return e.reason, true, e.err
 	}
-	return e.reason, true, e.err
+	if e, ok := r.unfit[key]; ok && e.of(q) {
+		return e.reason, true, e.err
+	}
+	return "", false, nil
+}
+
+// excluded says whether q is left out of the schedule's passes: refused by
+// its namespace's grants or for its template. A query whose executors do
+// not fit is not: it stays planned.
+func (r *Refusals) excluded(q *laxityv1alpha1.IntermittentQuery) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.m[client.ObjectKeyFromObject(q)]
+	return ok && e.of(q)
 }
 
 // permit records the pass's decision on q's grants: err nil permits it,
@@ -267,19 +298,74 @@ func (r *Refusals) set(q *laxityv1alpha1.IntermittentQuery, reason string, err e
 	defer r.mu.Unlock()
 	key := client.ObjectKeyFromObject(q)
 	old, had := r.m[key]
-	same := had && old.uid == q.UID && old.generation == q.Generation
+	same := had && old.of(q)
 	if same && old.sticky && !sticky {
 		return false
 	}
 	if err == nil {
 		delete(r.m, key)
+		if same {
+			r.wake(q)
+		}
 		return false
 	}
 	if r.m == nil {
 		r.m = map[types.NamespacedName]refusalEntry{}
 	}
 	r.m[key] = refusalEntry{uid: q.UID, generation: q.Generation, reason: reason, err: err, sticky: sticky}
-	return !same || old.err.Error() != err.Error()
+	changed = !same || old.err.Error() != err.Error()
+	if changed {
+		r.wake(q)
+	}
+	return changed
+}
+
+// judgeFit records the pass's verdict on whether q's executors fit the
+// pool's ready nodes (sparkapp.ExecutorFit): a *sparkapp.FitError holds q,
+// nil frees it, and sparkapp.ErrFitUnknown (no ready node tells) keeps the
+// last verdict, so that a pool scaled to nothing does not free a query its
+// next nodes cannot hold either. held says whether q is held now; changed
+// whether the verdict is new, or says something new.
+func (r *Refusals) judgeFit(q *laxityv1alpha1.IntermittentQuery, err error) (held, changed bool) {
+	if r == nil {
+		return err != nil && !errors.Is(err, sparkapp.ErrFitUnknown), false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := client.ObjectKeyFromObject(q)
+	old, had := r.unfit[key]
+	same := had && old.of(q)
+	switch {
+	case errors.Is(err, sparkapp.ErrFitUnknown):
+		return same, false
+	case err == nil:
+		delete(r.unfit, key)
+		if same {
+			r.wake(q)
+		}
+		return false, same
+	}
+	if r.unfit == nil {
+		r.unfit = map[types.NamespacedName]refusalEntry{}
+	}
+	r.unfit[key] = refusalEntry{uid: q.UID, generation: q.Generation, reason: laxityv1alpha1.ExecutorDoesNotFitReason, err: err}
+	changed = !same || old.err.Error() != err.Error()
+	if changed {
+		r.wake(q)
+	}
+	return true, changed
+}
+
+// wake tells Wake of q, without blocking. r.mu is held.
+func (r *Refusals) wake(q *laxityv1alpha1.IntermittentQuery) {
+	if r.Wake == nil {
+		return
+	}
+	target := &laxityv1alpha1.IntermittentQuery{ObjectMeta: metav1.ObjectMeta{Namespace: q.Namespace, Name: q.Name}}
+	select {
+	case r.Wake <- event.TypedGenericEvent[*laxityv1alpha1.IntermittentQuery]{Object: target}:
+	default:
+	}
 }
 
 // Forget drops what is held for the query named key.
@@ -290,6 +376,7 @@ func (r *Refusals) Forget(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.m, key)
+	delete(r.unfit, key)
 }
 
 // permitted is what es's namespace is granted, nil when r checks nothing,
@@ -335,7 +422,7 @@ func (r *ElasticScheduleReconciler) admit(ns *tenancy.Namespace, queries []laxit
 				p.note(corev1.EventTypeWarning, laxityv1alpha1.NotPermittedReason, "Admit", fmt.Sprintf("IntermittentQuery %s is not run: %v", q.Name, refusal))
 			}
 		}
-		if _, held, _ := r.Refusals.Refusal(q); held || refusal != nil {
+		if r.Refusals.excluded(q) || refusal != nil {
 			continue
 		}
 		out = append(out, *q)

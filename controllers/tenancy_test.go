@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
@@ -62,6 +64,73 @@ func TestRefusals(t *testing.T) {
 	var none *Refusals
 	if _, ok, _ := none.Refusal(q); ok || !none.permit(q, denied) {
 		t.Error("a nil Refusals holds something, or does not say a refusal is new")
+	}
+}
+
+func TestJudgeFit(t *testing.T) {
+	q := builder.Query("team-a", "q1").Obj()
+	q.UID, q.Generation = types.UID("u1"), 1
+	tooWide := &sparkapp.FitError{Namespace: "team-a", Name: "q1", Field: "spec.sparkApplication.executor.cores", Problem: "an executor asks for 8 CPU"}
+	denied := errors.New("spec.sparkApplication.driver.serviceAccount: not permitted")
+	wake := make(chan event.TypedGenericEvent[*laxityv1alpha1.IntermittentQuery], 10)
+	r := Refusals{Wake: wake}
+	woken := func() int {
+		n := 0
+		for len(wake) > 0 {
+			<-wake
+			n++
+		}
+		return n
+	}
+
+	if held, changed := r.judgeFit(q, sparkapp.ErrFitUnknown); held || changed || woken() != 0 {
+		t.Errorf("nothing known of a new query: held %v, changed %v", held, changed)
+	}
+	if held, changed := r.judgeFit(q, tooWide); !held || !changed || woken() != 1 {
+		t.Errorf("a first verdict: held %v, changed %v", held, changed)
+	}
+	if held, changed := r.judgeFit(q, tooWide); !held || changed || woken() != 0 {
+		t.Errorf("the same verdict again: held %v, changed %v", held, changed)
+	}
+	if reason, ok, err := r.Refusal(q); !ok || reason != laxityv1alpha1.ExecutorDoesNotFitReason || !errors.Is(err, tooWide) {
+		t.Errorf("Refusal = %s, %v, %v", reason, ok, err)
+	}
+	if r.excluded(q) {
+		t.Error("a query whose executors do not fit is left out of the plan")
+	}
+	if held, changed := r.judgeFit(q, sparkapp.ErrFitUnknown); !held || changed {
+		t.Errorf("the pool scaled to nothing frees the query: held %v, changed %v", held, changed)
+	}
+	// A refusal of the namespace's grants comes first.
+	r.permit(q, denied)
+	if reason, _, _ := r.Refusal(q); reason != laxityv1alpha1.NotPermittedReason {
+		t.Errorf("Refusal = %s, want the grants' refusal first", reason)
+	}
+	r.permit(q, nil)
+	woken()
+	if held, changed := r.judgeFit(q, nil); held || !changed || woken() != 1 {
+		t.Errorf("larger nodes: held %v, changed %v", held, changed)
+	}
+	if _, ok, _ := r.Refusal(q); ok {
+		t.Error("a query that fits is still refused")
+	}
+	r.judgeFit(q, tooWide)
+	q.Generation = 2
+	if _, ok, _ := r.Refusal(q); ok {
+		t.Error("a verdict on the old spec holds the new one")
+	}
+	if held, changed := r.judgeFit(q, nil); held || changed {
+		t.Errorf("a fixed spec that fits: held %v, changed %v, want no reversal of a verdict on another spec", held, changed)
+	}
+	r.judgeFit(q, tooWide)
+	r.Forget(client.ObjectKeyFromObject(q))
+	if _, ok, _ := r.Refusal(q); ok {
+		t.Error("Forget keeps the verdict")
+	}
+
+	var none *Refusals
+	if held, changed := none.judgeFit(q, tooWide); !held || changed {
+		t.Errorf("a nil Refusals: held %v, changed %v", held, changed)
 	}
 }
 

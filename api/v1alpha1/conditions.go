@@ -211,6 +211,16 @@ const (
 	// message names the field. The schedule's other queries go on.
 	InvalidTemplateReason = "InvalidTemplate"
 
+	// ExecutorDoesNotFitReason surfaces, with Stalled True on the query,
+	// while no ready node of the pool can hold the query's executors: the
+	// template asks for more CPU or memory per executor (or the schedule
+	// for more executors per node) than the pool's nodes have allocatable,
+	// so they would stay Pending. The message names the field to change
+	// and the node size. The query is held, the schedule's other queries
+	// go on, and it runs once nodes that hold it are ready or the field is
+	// changed.
+	ExecutorDoesNotFitReason = "ExecutorDoesNotFit"
+
 	// ModelLearnedReason is the reason of the event that says what laxity
 	// learned from the steps that ran or the nodes that arrived changed
 	// materially: a cost model, a margin or the pool's lead time.

@@ -22,6 +22,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/localcluster"
 	"github.com/laxity-dev/laxity/internal/manifest"
 	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/sparkapp"
 	"github.com/laxity-dev/laxity/internal/spec"
 	"github.com/laxity-dev/laxity/internal/standin"
 	"github.com/laxity-dev/laxity/internal/tenancy"
@@ -97,7 +98,7 @@ func prepareCluster(set *manifest.Set, speed float64) (*onCluster, error) {
 				return nil, fmt.Errorf("%s: %w", q.Source, err)
 			}
 			for role, into := range map[string]corev1.ResourceList{"driver": driver, "executor": executor} {
-				req, err := localcluster.PodRequests(template, role)
+				req, err := sparkapp.PodRequests(template, role)
 				if err != nil {
 					return nil, fmt.Errorf("%s: IntermittentQuery %s/%s: spec.sparkApplication: %w", q.Source, q.Object.Namespace, q.Object.Name, err)
 				}

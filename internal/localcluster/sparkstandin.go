@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -325,9 +322,9 @@ func invalidf(format string, args ...any) error {
 func (s *SparkStandIn) pod(ctx context.Context, app *unstructured.Unstructured, role string, n int64) (*corev1.Pod, error) {
 	spec, _, _ := unstructured.NestedMap(app.Object, "spec")
 	roleSpec, _, _ := unstructured.NestedMap(app.Object, "spec", role)
-	requests, err := PodRequests(spec, role)
+	requests, err := sparkapp.PodRequests(spec, role)
 	if err != nil {
-		return nil, err
+		return nil, invalidf("%v", err)
 	}
 	labels := map[string]string{}
 	maps.Copy(labels, stringMap(roleSpec, "labels"))
@@ -395,101 +392,6 @@ func (s *SparkStandIn) runSeconds(ctx context.Context, app *unstructured.Unstruc
 		return "", invalidf("the run time of SparkApplication %s: %v", app.GetName(), err)
 	}
 	return strconv.FormatFloat(max(d, 0).Seconds(), 'f', -1, 64), nil
-}
-
-// cpuRequest is coreRequest when set, else cores (1 when unset), as Spark's
-// spark.kubernetes.{driver,executor}.request.cores overrides its cores.
-func cpuRequest(roleSpec map[string]any, field string) (resource.Quantity, error) {
-	if req := str(roleSpec, "coreRequest"); req != "" {
-		q, err := resource.ParseQuantity(req)
-		if err != nil || q.Sign() <= 0 {
-			return resource.Quantity{}, invalidf("%s.coreRequest %q is not a positive CPU quantity", field, req)
-		}
-		return q, nil
-	}
-	cores := int64(1)
-	if v, ok := roleSpec["cores"]; ok && v != nil {
-		n, ok := asInt64(v)
-		if !ok || n < 1 {
-			return resource.Quantity{}, invalidf("%s.cores %v is not a positive whole number", field, v)
-		}
-		cores = n
-	}
-	return *resource.NewQuantity(cores, resource.DecimalSI), nil
-}
-
-// PodRequests is what a pod of role ("driver" or "executor") of a
-// SparkApplication with this spec asks for, as the stand-in makes it: for
-// choosing nodes that hold it. Errors name the field.
-func PodRequests(spec map[string]any, role string) (corev1.ResourceList, error) {
-	roleSpec, _ := spec[role].(map[string]any)
-	field := "spec." + role
-	cpu, err := cpuRequest(roleSpec, field)
-	if err != nil {
-		return nil, err
-	}
-	memory, err := memoryRequest(roleSpec, field, str(spec, "type"))
-	if err != nil {
-		return nil, err
-	}
-	return corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory}, nil
-}
-
-// Spark's memory overhead: at least 384 MiB, else a fraction of the memory
-// (spark.kubernetes.memoryOverheadFactor: 0.1 for the JVM, 0.4 for Python
-// and R).
-const minOverheadMiB = 384
-
-// memoryRequest is the role's memory plus its overhead, in whole MiB as
-// Spark asks for them; memory defaults to Spark's 1g.
-func memoryRequest(roleSpec map[string]any, field, appType string) (resource.Quantity, error) {
-	memory := int64(1024)
-	if m := str(roleSpec, "memory"); m != "" {
-		v, err := sparkMiB(m)
-		if err != nil {
-			return resource.Quantity{}, invalidf("%s.memory: %v", field, err)
-		}
-		memory = v
-	}
-	factor := 0.1
-	if t := strings.ToLower(appType); t == "python" || t == "r" {
-		factor = 0.4
-	}
-	overhead := max(int64(float64(memory)*factor), minOverheadMiB)
-	if m := str(roleSpec, "memoryOverhead"); m != "" {
-		v, err := sparkMiB(m)
-		if err != nil {
-			return resource.Quantity{}, invalidf("%s.memoryOverhead: %v", field, err)
-		}
-		overhead = v
-	}
-	return *resource.NewQuantity((memory+overhead)<<20, resource.BinarySI), nil
-}
-
-var sparkSize = regexp.MustCompile(`^([0-9]+)([kmgtp]?)b?$`)
-
-// sparkMiB reads a Spark memory size ("512m", "2g", "1024" in MiB) in
-// whole MiB, rounding kibibytes up.
-func sparkMiB(s string) (int64, error) {
-	m := sparkSize.FindStringSubmatch(strings.ToLower(strings.TrimSpace(s)))
-	if m == nil {
-		return 0, fmt.Errorf("%q is not a Spark memory size such as 512m or 2g", s)
-	}
-	n, err := strconv.ParseInt(m[1], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a Spark memory size: %w", s, err)
-	}
-	shift := map[string]uint{"": 0, "m": 0, "g": 10, "t": 20, "p": 30}
-	if m[2] == "k" {
-		return (n + 1023) / 1024, nil
-	}
-	if n > (1<<40)>>shift[m[2]] {
-		return 0, fmt.Errorf("%q is too large", s)
-	}
-	if n == 0 {
-		return 0, fmt.Errorf("%q is no memory", s)
-	}
-	return n << shift[m[2]], nil
 }
 
 func tolerationsOf(roleSpec map[string]any, field string) ([]corev1.Toleration, error) {

@@ -213,17 +213,8 @@ func New(opts Options, schedule *laxityv1alpha1.ElasticSchedule) (Backend, error
 // invariants"). Cordoned nodes count as long as they are Ready. An empty
 // selector matches every node, exactly as an empty nodeSelector does.
 func ReadyNodes(ctx context.Context, c client.Reader, selector map[string]string) (int32, error) {
-	var nodes corev1.NodeList
-	if err := c.List(ctx, &nodes, client.MatchingLabels(selector)); err != nil {
-		return 0, fmt.Errorf("listing nodes: %w", err)
-	}
-	var ready int32
-	for i := range nodes.Items {
-		if nodeReady(&nodes.Items[i]) {
-			ready++
-		}
-	}
-	return ready, nil
+	nodes, err := ObserveNodes(ctx, c, selector)
+	return nodes.Ready, err
 }
 
 // nodeReady says whether the node's Ready condition is True.

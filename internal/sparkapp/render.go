@@ -480,6 +480,12 @@ func (t *template) check(spec map[string]any) {
 			if _, ok := t.stringMap(pod, "nodeSelector", templateField+"."+k+".nodeSelector"); ok {
 				podSelector = true
 			}
+			// Spark would fail the application on a size it cannot read;
+			// found here, it is the query's to fix.
+			var bad *requestError
+			if _, err := podRequests(spec, k, templateField); errors.As(err, &bad) {
+				t.fail(bad.field, "%s", bad.problem)
+			}
 		}
 	}
 	if _, ok := t.stringMap(spec, "nodeSelector", templateField+".nodeSelector"); ok && podSelector {

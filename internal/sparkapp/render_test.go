@@ -436,6 +436,11 @@ func TestRenderTemplateErrors(t *testing.T) {
 		{name: "sparkConf value a number", template: `{"driver": {}, "executor": {}, "sparkConf": {"spark.a": 1}}`, want: []string{"spec.sparkApplication.sparkConf.spark.a: must be a string, got a number"}},
 		{name: "spark.executor.instances", template: `{"driver": {}, "executor": {}, "sparkConf": {"spark.executor.instances": "3"}}`, want: []string{"spec.sparkApplication.sparkConf: must not set spark.executor.instances"}},
 		{name: "spark.dynamicAllocation.enabled", template: `{"driver": {}, "executor": {}, "sparkConf": {"spark.dynamicAllocation.enabled": " TRUE"}}`, want: []string{"spec.sparkApplication.sparkConf: must not enable spark.dynamicAllocation"}},
+		{name: "executor cores zero", template: `{"driver": {}, "executor": {"cores": 0}}`, want: []string{"spec.sparkApplication.executor.cores: 0 is not a positive whole number"}},
+		{name: "driver memory unreadable", template: `{"driver": {"memory": "lots"}, "executor": {"coreRequest": "x"}}`, want: []string{
+			"spec.sparkApplication.driver.memory: \"lots\" is not a Spark memory size",
+			"spec.sparkApplication.executor.coreRequest: \"x\" is not a positive CPU quantity",
+		}},
 		{name: "dynamic allocation", template: `{"driver": {}, "executor": {}, "dynamicAllocation": {"enabled": true}}`, want: []string{"spec.sparkApplication.dynamicAllocation.enabled: must not be true"}},
 		{name: "dynamic allocation enabled a string", template: `{"driver": {}, "executor": {}, "dynamicAllocation": {"enabled": "yes"}}`, want: []string{"spec.sparkApplication.dynamicAllocation.enabled: must be a boolean, got a string"}},
 		{name: "dynamic allocation a list", template: `{"driver": {}, "executor": {}, "dynamicAllocation": []}`, want: []string{"spec.sparkApplication.dynamicAllocation: must be an object, got a list"}},

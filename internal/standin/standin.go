@@ -43,6 +43,10 @@ type Provisioner struct {
 	// Next is, as of the last Tick, when the next node turns Ready; zero
 	// when none is on its way.
 	Next time.Time
+	// Allocatable, when set, is what every node offers pods once Ready (its
+	// capacity too); unset, nodes report no size, as none is needed to run
+	// the stand-in's SparkApplications.
+	Allocatable corev1.ResourceList
 }
 
 // Tick brings the simulated nodes of the pool named pool towards requested
@@ -97,6 +101,9 @@ func (p *Provisioner) Tick(ctx context.Context, now time.Time, pool string, sele
 			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "SimulatedNodeReady",
 			LastHeartbeatTime: metav1.NewTime(now), LastTransitionTime: metav1.NewTime(now),
 		}}
+		if p.Allocatable != nil {
+			node.Status.Allocatable, node.Status.Capacity = p.Allocatable.DeepCopy(), p.Allocatable.DeepCopy()
+		}
 		if err := p.Client.Status().Update(ctx, node); apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			continue // read stale: the next tick sees it as it is
 		} else if err != nil {
