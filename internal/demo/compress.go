@@ -12,14 +12,6 @@ import (
 	"github.com/laxity-dev/laxity/internal/spec"
 )
 
-// The API server's defaults of the durations Compression shortens: a field
-// left unset would otherwise get its full-length default on the cluster.
-const (
-	defaultBillingMinimum   = time.Minute
-	defaultMaxBatchDuration = 10 * time.Minute
-	defaultRateWindow       = 3 * time.Minute
-	defaultSettle           = time.Minute
-)
 
 // What a compressed workload must leave the local cluster, in wall-clock
 // time.
@@ -86,10 +78,11 @@ func (c Compression) Schedule(es *laxityv1alpha1.ElasticSchedule) error {
 	}
 	p.ProvisioningLeadTime = c.metaDuration(lead)
 	p.ReleaseAfterIdle = c.metaDuration(release)
-	p.BillingMinimum = c.metaDuration(durationOr(p.BillingMinimum, defaultBillingMinimum))
+	// A field left unset would get its full-length default on the cluster.
+	p.BillingMinimum = c.metaDuration(durationOr(p.BillingMinimum, spec.DefaultBillingMinimum))
 	pl := &es.Spec.Planning
-	pl.MaxBatchDuration = *c.metaDuration(orDefault(pl.MaxBatchDuration.Duration, defaultMaxBatchDuration))
-	pl.RateWindow = *c.metaDuration(orDefault(pl.RateWindow.Duration, defaultRateWindow))
+	pl.MaxBatchDuration = *c.metaDuration(orDefault(pl.MaxBatchDuration.Duration, spec.DefaultMaxBatchDuration))
+	pl.RateWindow = *c.metaDuration(orDefault(pl.RateWindow.Duration, spec.DefaultRateWindow))
 	return nil
 }
 
@@ -128,7 +121,7 @@ func (c Compression) Query(q *laxityv1alpha1.IntermittentQuery) error {
 	}
 	in.AllowedLateness = *c.metaDuration(in.AllowedLateness.Duration)
 	if in.ObjectStore != nil {
-		in.ObjectStore.Settle = *c.metaDuration(orDefault(in.ObjectStore.Settle.Duration, defaultSettle))
+		in.ObjectStore.Settle = *c.metaDuration(orDefault(in.ObjectStore.Settle.Duration, spec.DefaultObjectStoreSettle))
 	}
 
 	b := &s.CostModel.Batch

@@ -22,11 +22,15 @@ import (
 
 // Defaults the API server applies through the CRD schema. They are repeated
 // here only for objects that never went through an API server (built in Go),
-// so that both paths plan alike.
+// so that both paths plan alike, and for what rewrites objects before they
+// reach one (the demo's time compression). defaults_test.go holds them to
+// the CRDs.
 const (
-	defaultBillingMinimum       = time.Minute
+	DefaultBillingMinimum       = time.Minute
 	DefaultProvisioningLeadTime = 6 * time.Minute
-	defaultMaxBatchDuration     = 10 * time.Minute
+	DefaultMaxBatchDuration     = 10 * time.Minute
+	DefaultRateWindow           = 3 * time.Minute
+	DefaultObjectStoreSettle    = time.Minute
 )
 
 var defaultBatchSizeFactors = []int{1, 2, 4, 8, 16, 32}
@@ -79,7 +83,7 @@ func objectError(kind string, meta *metav1.ObjectMeta, err error) error {
 
 func poolOf(spec laxityv1alpha1.NodePool) (planner.Pool, error) {
 	pool := planner.Pool{
-		BillingMinimum:       durationOr(spec.BillingMinimum, defaultBillingMinimum),
+		BillingMinimum:       durationOr(spec.BillingMinimum, DefaultBillingMinimum),
 		ProvisioningLeadTime: durationOr(spec.ProvisioningLeadTime, DefaultProvisioningLeadTime),
 	}
 	for _, s := range spec.Sizes {
@@ -104,7 +108,7 @@ func planningOf(spec laxityv1alpha1.Planning) planner.Planning {
 	p := planner.Planning{
 		BatchSizeFactors: defaultBatchSizeFactors,
 		BacktrackStep:    max(int(spec.BacktrackStep), 1),
-		MaxBatchDuration: defaultMaxBatchDuration.Seconds(),
+		MaxBatchDuration: DefaultMaxBatchDuration.Seconds(),
 		Policy:           planner.Policy(spec.Policy),
 		Objective:        planner.Objective(spec.Objective),
 		GridOnly:         spec.Search == laxityv1alpha1.SearchGrid,
