@@ -12,7 +12,6 @@ import (
 	"github.com/laxity-dev/laxity/internal/spec"
 )
 
-
 // What a compressed workload must leave the local cluster, in wall-clock
 // time.
 const (
