@@ -261,7 +261,7 @@ func executorCount(app *unstructured.Unstructured) (int64, error) {
 	if err != nil || !found || n == nil {
 		return defaultExecutors, nil
 	}
-	v, ok := asInt64(n)
+	v, ok := sparkapp.WholeNumber(n)
 	if !ok || v < 0 {
 		return 0, invalidf("spec.executor.instances %v is not a count", n)
 	}
@@ -428,20 +428,4 @@ func stringMap(m map[string]any, key string) map[string]string {
 		}
 	}
 	return out
-}
-
-func asInt64(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return n, true
-	case int32:
-		return int64(n), true
-	case int:
-		return int64(n), true
-	case float64:
-		if n == float64(int64(n)) {
-			return int64(n), true
-		}
-	}
-	return 0, false
 }

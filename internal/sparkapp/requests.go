@@ -54,7 +54,7 @@ func cpuRequest(roleSpec map[string]any, field string) (resource.Quantity, error
 	}
 	cores := int64(1)
 	if v, ok := roleSpec["cores"]; ok && v != nil {
-		n, ok := wholeNumber(v)
+		n, ok := WholeNumber(v)
 		if !ok || n < 1 {
 			return resource.Quantity{}, &requestError{field + ".cores", fmt.Sprintf("%v is not a positive whole number", v)}
 		}
@@ -120,9 +120,9 @@ func sparkMiB(s string) (int64, error) {
 	return n << shift[m[2]], nil
 }
 
-// wholeNumber is v, a JSON number as unstructured objects hold it, when it
-// is a whole number.
-func wholeNumber(v any) (int64, bool) {
+// WholeNumber is v, a JSON number as unstructured objects hold it (int64,
+// or float64 when decoded without a schema), when it is a whole number.
+func WholeNumber(v any) (int64, bool) {
 	switch n := v.(type) {
 	case int64:
 		return n, true
