@@ -26,7 +26,7 @@ import (
 // the plan is the same on any machine.
 const (
 	improvementShare     = 2
-	minImprovementEvents = 1 << 18
+	minImprovementEvents = 1 << 19
 )
 
 // reserveSeconds is the slack the improvement phase leaves every query, or
@@ -126,8 +126,16 @@ func (p *prepared) improve(start *outcome, initial, until int) *outcome {
 		capped := *im
 		capped.sizes = cap + 1
 		capped.until = p.budget.events + (until-p.budget.events)/passes
+		// A capped plan that is late and already costs as much as the
+		// best one is seldom made both on time and cheaper: the pass is
+		// skipped, and its work left to the others.
+		t := capped.plan(sh)
+		if t.late > 0 && t.o.objectiveCost(objective) >= best.o.objectiveCost(objective) {
+			passes--
+			continue
+		}
 		passes--
-		t, csh, _ := capped.search(capped.plan(sh), sh)
+		t, csh, _ := capped.search(t, sh)
 		if t.late == 0 && t.o.better(best.o, objective) {
 			best, sh, improved = t, csh, true
 			break
