@@ -36,6 +36,12 @@ const (
 // a step end and launching the next) would make such a plan late.
 const reserveSeconds = 30
 
+// reserveShare caps the reserve at this share of the time from the window's
+// end to the deadline: a query given 30 s after its window asks for a plan
+// that uses them, and a reserve of all 30 would leave the phase nothing to
+// reshape.
+const reserveShare = 0.1
+
 // shape is every query's batch ends, in tuples.
 type shape [][]int64
 
@@ -102,7 +108,9 @@ func (p *prepared) improve(start *outcome, initial, until int) *outcome {
 	sizes := len(p.w.Pool.Sizes)
 	im := &improver{p: p, factor: start.BatchSizeFactor, initial: initial, sizes: sizes, reserve: make([]float64, len(start.sim.layouts))}
 	for q, end := range start.sim.finishes() {
-		im.reserve[q] = min(reserveSeconds, max(start.sim.layouts[q].deadline-end, 0))
+		l := &start.sim.layouts[q]
+		gap := l.deadline - p.w.Queries[q].WindowEnd
+		im.reserve[q] = min(reserveSeconds, reserveShare*gap, max(l.deadline-end, 0))
 	}
 	sh := shapeOf(start)
 	best := im.plan(sh)
