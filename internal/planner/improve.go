@@ -61,20 +61,6 @@ type trial struct {
 	late float64
 }
 
-// better orders trials: less late first, then by the objective.
-func (t trial) better(than trial, objective Objective) bool {
-	const tolerance = 1e-9
-	switch {
-	case t.late < than.late-tolerance:
-		return true
-	case t.late > than.late+tolerance:
-		return false
-	case t.late > 0:
-		return false
-	}
-	return t.o.better(than.o, objective)
-}
-
 // improver is the state of one improvement phase.
 type improver struct {
 	p       *prepared
@@ -126,13 +112,13 @@ func (p *prepared) improve(start *outcome, initial, until int) *outcome {
 	}
 	passes := top - initial + 1
 	improved := false
-	for cap := initial; cap < top && p.budget.events < until; cap++ {
-		if !p.fits(start.sim.layouts, cap) {
+	for peak := initial; peak < top && p.budget.events < until; peak++ {
+		if !p.fits(start.sim.layouts, peak) {
 			passes--
 			continue
 		}
 		capped := *im
-		capped.sizes = cap + 1
+		capped.sizes = peak + 1
 		capped.until = p.budget.events + (until-p.budget.events)/passes
 		// A capped plan that is late and already costs as much as the
 		// best one is seldom made both on time and cheaper: the pass is
@@ -155,7 +141,7 @@ func (p *prepared) improve(start *outcome, initial, until int) *outcome {
 	}
 	im.until = until
 	cur, _, helped := im.search(cur, sh)
-	if !(improved || helped) || cur.late > 0 {
+	if !improved && !helped || cur.late > 0 {
 		return nil
 	}
 	cur.o.Improved = true
