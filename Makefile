@@ -98,7 +98,7 @@ test: envtest $(HELM) $(KUSTOMIZE) ## Run all tests: unit, property, fuzz seeds 
 		hack/test.sh
 
 .PHONY: e2e-cluster
-e2e-cluster: envtest cluster-binaries ## Run the local-cluster suite: kube-scheduler, kube-controller-manager, KWOK and Karpenter against envtest's control plane, and laxity on it with both pool backends.
+e2e-cluster: envtest cluster-binaries ## Run the local-cluster suite: kube-scheduler, kube-controller-manager, KWOK and Karpenter against envtest's control plane, and laxity on it with the scale, placeholder and capacityBuffer pool backends.
 	KUBEBUILDER_ASSETS="$$(KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN))" \
 	LAXITY_CLUSTER_BINARIES="$$($(CLUSTER_BINARIES) $(LOCALBIN))" \
 		go test -tags cluster ./test/cluster/... -count=1 -timeout 30m -v $(GINKGO_TEST_FLAGS)

@@ -139,6 +139,10 @@ func (c *countingClient) Patch(ctx context.Context, obj client.Object, patch cli
 func (c *countingClient) Apply(ctx context.Context, obj k8sruntime.ApplyConfiguration, opts ...client.ApplyOption) error {
 	kind := strings.TrimSuffix(strings.TrimPrefix(fmt.Sprintf("%T", obj), "*"), "ApplyConfiguration")
 	kind = kind[strings.LastIndex(kind, ".")+1:]
+	// An unstructured object (the CapacityBuffer) says its kind itself.
+	if u, ok := obj.(interface{ GetKind() string }); ok && u.GetKind() != "" {
+		kind = u.GetKind()
+	}
 	c.mu.Lock()
 	c.counts["Apply "+kind]++
 	c.mu.Unlock()
@@ -416,10 +420,12 @@ func reconcileCostIts(run func() *costRun) {
 		// Those writes come with time and with the pool, not with steps, and
 		// are counted apart.
 		clock, pool := clockDriven(fields), poolDriven(fields)
-		// The placeholder backend's Deployment and PriorityClass are the
-		// pool object: written on each resize, and for the Deployment also
-		// to hand a step its nodes and take them back after it.
-		poolObject := all["Apply Deployment"] + all["Apply PriorityClass"]
+		// The placeholder backend's Deployment and PriorityClass, and the
+		// capacityBuffer backend's CapacityBuffer and PodTemplate, are the
+		// pool object: written on each resize, and for the Deployment and
+		// the CapacityBuffer also to hand a step its nodes and take them
+		// back after it.
+		poolObject := all["Apply Deployment"] + all["Apply PriorityClass"] + all["Apply CapacityBuffer"] + all["Apply PodTemplate"]
 		steps := all.total() - clock - pool - poolObject
 		fmt.Fprintf(GinkgoWriter, "writes: %d in all; %d with steps and plans (%.1f a launched step); %d with the pool (%d resizes); %d with the clock alone (%.2f a query a tick)\n",
 			all.total(), steps, float64(steps)/float64(c.launched), pool, c.poolChanges, clock, float64(clock)/float64(c.queries*c.idleFrom))
@@ -434,6 +440,9 @@ func reconcileCostIts(run func() *costRun) {
 		Expect(pool).To(BeNumerically("<=", 4*c.poolChanges+4), "the schedule's status follows the pool too often: %s", fields)
 		Expect(all["Apply Deployment"]).To(BeNumerically("<=", 2*c.launched+c.poolChanges), "writes: %s", all)
 		Expect(all["Apply PriorityClass"]).To(BeNumerically("<=", c.poolChanges), "writes: %s", all)
+		Expect(all["Apply CapacityBuffer"]).To(BeNumerically("<=", 2*c.launched+c.poolChanges), "writes: %s", all)
+		// The template does not change: written with the first buffer.
+		Expect(all["Apply PodTemplate"]).To(BeNumerically("<=", 1), "writes: %s", all)
 		// Unbounded by steps, but well under once a query a tick: only the
 		// arrivals move with the clock; the slack and the messages that
 		// show it move in steps of a minute (0.23 a query a tick measured;

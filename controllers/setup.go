@@ -31,6 +31,11 @@ import (
 	"github.com/laxity-dev/laxity/internal/steprun/sparkapplication"
 )
 
+// The capacityBuffer backend applies a PodTemplate, never read back, and a
+// CapacityBuffer, read through the manager's cache (internal/pool).
+// +kubebuilder:rbac:groups="",resources=podtemplates,verbs=create;patch
+// +kubebuilder:rbac:groups=autoscaling.x-k8s.io,resources=capacitybuffers,verbs=get;list;watch;create;patch
+
 // Setup registers the three reconcilers with the manager, with the pool backends
 // built from the manager's clients and the input sources they share.
 func Setup(_ context.Context, mgr ctrl.Manager, clk clock.PassiveClock, opts Options, placeholderImage string) error {

@@ -9,7 +9,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -28,7 +30,8 @@ import (
 
 // Story 7: the same small workload on each node pool backend. The pool
 // object the backend drives (a Cluster API MachineDeployment, a static
-// Karpenter NodePool, the placeholder Deployment) is read after every tick,
+// Karpenter NodePool, the placeholder Deployment, the CapacityBuffer) is
+// read after every tick,
 // and its spec.replicas is held against what the schedule says it requested
 // and what the plan asked for at that instant. The same runs measure the
 // reconcile cost (reconcileCostIts): the reconcilers write through a
@@ -96,15 +99,17 @@ func (p poolTarget) get(ctx context.Context) (*unstructured.Unstructured, error)
 }
 
 // replicas is the nodes the target holds, or -1 while it does not exist:
-// its spec.replicas, and for the placeholder Deployment also the nodes
-// laxity's steps use in its place (inUse, its annotation).
+// its spec.replicas, and for the placeholder Deployment and the
+// CapacityBuffer also the nodes laxity's steps use in its place (inUse, its
+// annotation).
 func (p poolTarget) replicas(ctx context.Context) int64 {
 	n, inUse := p.held(ctx)
 	return n + inUse
 }
 
 // held is the target's spec.replicas (-1 while it does not exist) and the
-// nodes the placeholder Deployment says laxity's steps use.
+// nodes the placeholder Deployment or the CapacityBuffer says laxity's
+// steps use.
 func (p poolTarget) held(ctx context.Context) (replicas, inUse int64) {
 	u, err := p.get(ctx)
 	if apierrors.IsNotFound(err) {
@@ -269,8 +274,9 @@ func backendStoryIts(story func() *backendStory) {
 		s := story()
 		for _, p := range s.samples {
 			if p.replicas < 0 {
-				// Only the placeholder Deployment is created on demand,
-				// and only nothing has been asked for before it is.
+				// Only the placeholder Deployment and the CapacityBuffer
+				// are created on demand, and only nothing has been asked
+				// for before they are.
 				Expect(s.scale).To(BeFalse(), "%s: the target went away", p)
 				Expect(p.requested).To(BeZero(), "%s: nodes requested without a placeholder Deployment", p)
 				continue
@@ -361,7 +367,7 @@ func backendStoryIts(story func() *backendStory) {
 	It("never rewrites the pool object's other fields", func(ctx SpecContext) {
 		s := story()
 		if !s.scale {
-			Skip("the placeholder Deployment is laxity's own object")
+			Skip("the placeholder Deployment and the CapacityBuffer are laxity's own objects")
 		}
 		for _, p := range s.samples {
 			Expect(p.untouched).To(Equal(s.before), "%s: a field other than spec.replicas changed", p)
@@ -448,7 +454,15 @@ var _ = Describe("Story 7: a schedule on placeholder pods", Ordered, func() {
 	backendStoryIts(func() *backendStory { return s })
 	reconcileCostIts(func() *costRun { return s.cost })
 
-	It("creates the placeholder Deployment only once nodes are wanted, and scales it back to none", func() {
+	sharerStoryIts(func() *backendStory { return s }, "placeholder Deployment")
+})
+
+// sharerStoryIts are the story's assertions for a backend that holds its
+// nodes with an object of its own (object, such as "placeholder
+// Deployment"), which gives up the nodes of laxity's steps (pool.Sharer).
+func sharerStoryIts(story func() *backendStory, object string) {
+	It("creates the "+object+" only once nodes are wanted, and scales it back to none", func() {
+		s := story()
 		first := -1
 		for i, p := range s.samples {
 			if p.replicas > 0 {
@@ -456,14 +470,15 @@ var _ = Describe("Story 7: a schedule on placeholder pods", Ordered, func() {
 				break
 			}
 		}
-		Expect(first).To(BeNumerically(">", 0), "the placeholders were there from the start")
+		Expect(first).To(BeNumerically(">", 0), "the %s was there from the start", object)
 		for _, p := range s.samples[:first] {
 			Expect(p.replicas).To(BeNumerically("<=", 0), "%s", p)
 		}
 		Expect(s.samples[len(s.samples)-1].replicas).To(BeZero())
 	})
 
-	It("holds placeholders only on the nodes no step uses", func() {
+	It("holds "+object+" replicas only for the nodes no step uses", func() {
+		s := story()
 		busy := 0
 		for _, p := range s.samples {
 			if p.placeholders < 0 {
@@ -476,6 +491,39 @@ var _ = Describe("Story 7: a schedule on placeholder pods", Ordered, func() {
 			}
 		}
 		fmt.Fprintf(GinkgoWriter, "%d of %d ticks with nodes in use by a step\n", busy, len(s.samples))
-		Expect(busy).To(BeNumerically(">", 0), "no tick saw a step's nodes taken from the placeholders")
+		Expect(busy).To(BeNumerically(">", 0), "no tick saw a step's nodes taken from the %s", object)
+	})
+}
+
+var _ = Describe("Story 7: a schedule on a CapacityBuffer (capacityBuffer backend)", Ordered, func() {
+	var s *backendStory
+	BeforeAll(func(ctx SpecContext) {
+		s = newBackendStory(ctx, "story7-cb", 0, func(ns string) (laxityv1alpha1.PoolBackend, poolTarget, *unstructured.Unstructured) {
+			ref := builder.CapacityBufferBackend(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("7"), corev1.ResourceMemory: resource.MustParse("28Gi")})
+			return ref, poolTarget{gvk: pool.CapacityBufferKind, namespace: ns, name: pool.CapacityBufferName("pool")}, nil
+		})
+	})
+	backendStoryIts(func() *backendStory { return s })
+	reconcileCostIts(func() *costRun { return s.cost })
+	sharerStoryIts(func() *backendStory { return s }, "CapacityBuffer")
+
+	It("points the CapacityBuffer at a PodTemplate of one node-sized pod per node of the pool", func(ctx SpecContext) {
+		cb, err := s.target.get(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		ref, _, err := unstructured.NestedString(cb.Object, "spec", "podTemplateRef", "name")
+		Expect(err).NotTo(HaveOccurred())
+		var pt corev1.PodTemplate
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: s.w.ns, Name: ref}, &pt)).To(Succeed())
+		Expect(pt.Template.Spec.NodeSelector).To(Equal(s.w.schedule.Spec.NodePool.NodeSelector))
+		Expect(pt.Template.Spec.Containers).To(HaveLen(1))
+		Expect(pt.Template.Spec.Containers[0].Resources.Requests).To(Equal(corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("7"), corev1.ResourceMemory: resource.MustParse("28Gi"),
+		}))
+		Expect(pt.Template.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution).To(HaveLen(1), "one buffered pod per node")
+		for _, o := range []metav1.Object{cb, &pt} {
+			Expect(o.GetOwnerReferences()).To(HaveLen(1))
+			Expect(o.GetOwnerReferences()[0].Name).To(Equal("pool"))
+			Expect(o.GetOwnerReferences()[0].Kind).To(Equal("ElasticSchedule"))
+		}
 	})
 })

@@ -42,10 +42,11 @@ var _ = BeforeSuite(func() {
 	suiteCtx, cancelSuite = context.WithCancel(context.Background())
 
 	// The MachineDeployment and NodePool CRDs are targets of the scale
+	// backend, the CapacityBuffer CRD the object of the capacityBuffer
 	// backend (story 7). The poison suite relaxes a CRD to store what
 	// validation now refuses, through the scheme's apiextensions kinds.
 	var err error
-	testEnv, err = testenv.Start(testenv.WithThirdPartyCRDs(testenv.SparkApplications, testenv.MachineDeployments, testenv.NodePools))
+	testEnv, err = testenv.Start(testenv.WithThirdPartyCRDs(testenv.SparkApplications, testenv.MachineDeployments, testenv.NodePools, testenv.CapacityBuffers))
 	Expect(err).NotTo(HaveOccurred())
 	cfg, k8sClient = testEnv.Config, testEnv.Client
 	httpClient, err := rest.HTTPClientFor(cfg)

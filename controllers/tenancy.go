@@ -131,6 +131,9 @@ func (t *Tenancy) Schedule(ctx context.Context, es *laxityv1alpha1.ElasticSchedu
 		refusal, err = t.scale(ctx, ns, b.Scale)
 	case b.Placeholder != nil:
 		refusal = refused(ns.PriorityClass("spec.nodePool.backend.placeholder.priorityClassName", b.Placeholder.PriorityClassName))
+	case b.CapacityBuffer != nil:
+		// Its CapacityBuffer and PodTemplate are laxity's own objects in
+		// the namespace and name nothing outside it: nothing to grant.
 	case b.EMRContainers != nil:
 		e := b.EMRContainers
 		refusal = refused(ns.EMR("spec.nodePool.backend.emrContainers", tenancy.EMR{

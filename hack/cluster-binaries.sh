@@ -6,9 +6,11 @@
 # and images cannot be downloaded everywhere laxity is developed. They are kept
 # in a per-user cache keyed by version, so every clone and CI run on the
 # machine reuses them, and linked into bin/cluster/<key>/. Karpenter's CRDs
-# (NodePool, NodeClaim, KWOKNodeClass) are copied from its module into the
-# same directory, under crds/, so the cluster installs the schemas of the
-# Karpenter it runs. Running it again is a no-op once everything is there.
+# (NodePool, NodeClaim, KWOKNodeClass, and the CapacityBuffer it serves behind
+# a feature gate) are copied from its module into the same directory, under
+# crds/, so the cluster installs the schemas of the Karpenter it runs. Running
+# it again is a no-op once everything is there; a CRD added to the list below
+# is copied into an existing cache without rebuilding anything.
 #
 # The first build takes about 7½ minutes on 2 cores.
 #
@@ -29,7 +31,7 @@ cache_dir="${LAXITY_CLUSTER_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/laxity/clus
 link_dir="${bin_dir}/cluster/${key}"
 
 binaries=(kube-scheduler kube-controller-manager kwok karpenter-kwok)
-crds=(karpenter.sh_nodepools.yaml karpenter.sh_nodeclaims.yaml karpenter.kwok.sh_kwoknodeclasses.yaml)
+crds=(karpenter.sh_nodepools.yaml karpenter.sh_nodeclaims.yaml karpenter.kwok.sh_kwoknodeclasses.yaml autoscaling.x-k8s.io_capacitybuffers.yaml)
 
 LOG_PREFIX=cluster-binaries
 # shellcheck source=hack/lib/build.sh

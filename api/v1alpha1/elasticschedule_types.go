@@ -112,20 +112,20 @@ type NodePool struct {
 
 	// nodeSelector selects the pool's nodes by label, for example
 	// {"laxity.dev/pool": "tpch"}. Ready Node objects matching it are the
-	// pool's ready nodes; placeholder pods and Spark executors are pinned to
-	// it.
+	// pool's ready nodes; placeholder pods, buffered pods and Spark
+	// executors are pinned to it.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
 	// backend is how the pool adds and removes nodes: exactly one of scale,
-	// placeholder or emrContainers.
+	// placeholder, capacityBuffer or emrContainers.
 	// +required
 	Backend PoolBackend `json:"backend"`
 }
 
 // PoolBackend selects how the pool is resized. Exactly one field is set.
-// +kubebuilder:validation:XValidation:rule="(has(self.scale) ? 1 : 0) + (has(self.placeholder) ? 1 : 0) + (has(self.emrContainers) ? 1 : 0) == 1",message="spec.nodePool.backend must set exactly one of scale, placeholder or emrContainers"
+// +kubebuilder:validation:XValidation:rule="(has(self.scale) ? 1 : 0) + (has(self.placeholder) ? 1 : 0) + (has(self.capacityBuffer) ? 1 : 0) + (has(self.emrContainers) ? 1 : 0) == 1",message="spec.nodePool.backend must set exactly one of scale, placeholder, capacityBuffer or emrContainers"
 type PoolBackend struct {
 	// scale resizes any object that has a /scale subresource, such as a
 	// Cluster API MachineDeployment or MachinePool, by writing its
@@ -139,6 +139,15 @@ type PoolBackend struct {
 	// preempt the placeholders.
 	// +optional
 	Placeholder *PlaceholderBackend `json:"placeholder,omitempty"`
+
+	// capacityBuffer asks the cluster's autoscaler for spare nodes through a
+	// CapacityBuffer (autoscaling.x-k8s.io/v1beta1) of one node-sized pod
+	// per wanted node, pinned to nodeSelector. The autoscaler keeps room
+	// for pods that never run, so there is nothing for the executors to
+	// preempt. Karpenter serves the kind behind its CapacityBuffer feature
+	// gate.
+	// +optional
+	CapacityBuffer *CapacityBufferBackend `json:"capacityBuffer,omitempty"`
 
 	// emrContainers runs the steps as EMR on EKS job runs on a virtual cluster
 	// and resizes an EKS managed node group.
@@ -185,6 +194,18 @@ type PlaceholderBackend struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	PriorityClassName string `json:"priorityClassName,omitempty"`
+}
+
+// CapacityBufferBackend describes the pods a CapacityBuffer keeps room for,
+// one per wanted node.
+type CapacityBufferBackend struct {
+	// resources are the resource requests of one buffered pod, sized to
+	// fill one node like an executor, for example {"cpu": "7", "memory":
+	// "28Gi"}. The pods are never run: the autoscaler only keeps room for
+	// them.
+	// +required
+	// +kubebuilder:validation:MinProperties=1
+	Resources corev1.ResourceList `json:"resources"`
 }
 
 // EMRContainersBackend describes an EMR on EKS virtual cluster and the EKS

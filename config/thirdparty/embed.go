@@ -16,6 +16,7 @@ const (
 	SparkApplications  = "sparkoperator.k8s.io_sparkapplications.yaml"
 	MachineDeployments = "cluster.x-k8s.io_machinedeployments.yaml"
 	NodePools          = "karpenter.sh_nodepools.yaml"
+	CapacityBuffers    = "autoscaling.x-k8s.io_capacitybuffers.yaml"
 )
 
 //go:embed *.yaml

@@ -69,7 +69,7 @@ No webhook is needed.`,
 	f.StringSliceVar(&o.watchNamespaces, "watch-namespaces", nil, "comma-separated namespaces whose laxity objects, Secrets, SparkApplications and other namespaced objects the manager watches and reads; empty watches all namespaces. Cluster-scoped objects (Nodes, node pools, PriorityClasses) are read cluster-wide either way")
 	f.IntVar(&o.scheduleWorkers, "schedule-workers", 4, "how many ElasticSchedules are reconciled at once, so that one slow plan holds back no other schedule")
 	f.IntVar(&o.queryWorkers, "query-workers", 4, "how many IntermittentQueries are reconciled at once")
-	f.StringVar(&o.placeholderImage, "placeholder-image", "", "container image of the placeholder backend's pods (a pause image); required by schedules with that backend")
+	f.StringVar(&o.placeholderImage, "placeholder-image", "", "container image of the placeholder backend's pods and of the capacityBuffer backend's pod template (a pause image; the buffered pods never run); required by schedules with either backend")
 	f.StringVar(&o.resultRoot, "result-root", "laxity-results", "base URI under which steps write their results: <root>/<namespace>/<query>/<step>")
 	f.IntVar(&o.maxAttempts, "max-attempts", 3, "tries of one step before its query is re-planned")
 	f.DurationVar(&o.backoff, "retry-backoff", 30*time.Second, "wait before retrying a failed step, doubled for each further retry")

@@ -4,7 +4,7 @@
 //
 //   - etcd and kube-apiserver, started by envtest (from Options.ControlPlane
 //     or KUBEBUILDER_ASSETS), with laxity's CRDs, the SparkApplication CRD
-//     and Karpenter's CRDs;
+//     and Karpenter's CRDs (the CapacityBuffer CRD among them);
 //   - kube-scheduler, which places pods on nodes;
 //   - kube-controller-manager with the controllers a workload needs
 //     (Deployments, ReplicaSets, Jobs, garbage collection, namespaces,
@@ -14,7 +14,8 @@
 //     lead time), a pod runs as soon as it is bound, and a pod annotated
 //     with RunSecondsAnnotation succeeds that long after it started;
 //   - Karpenter with its KWOK cloud provider, which turns NodePools into
-//     NodeClaims and Node objects.
+//     NodeClaims and Node objects, and keeps the room CapacityBuffers ask
+//     for.
 //
 // The binaries beyond envtest's are built by hack/cluster-binaries.sh (`make
 // cluster-binaries`); FindBinaries says where they are looked for. Each
@@ -76,7 +77,12 @@ const (
 )
 
 // The Karpenter CRDs the cluster installs, files of the binaries' crds/.
-var karpenterCRDFiles = []string{"karpenter.sh_nodepools.yaml", "karpenter.sh_nodeclaims.yaml", "karpenter.kwok.sh_kwoknodeclasses.yaml"}
+var karpenterCRDFiles = []string{
+	"karpenter.sh_nodepools.yaml", "karpenter.sh_nodeclaims.yaml", "karpenter.kwok.sh_kwoknodeclasses.yaml",
+	// Served by Karpenter behind its CapacityBuffer feature gate: the
+	// object of laxity's capacityBuffer backend.
+	"autoscaling.x-k8s.io_capacitybuffers.yaml",
+}
 
 // The binaries the cluster runs beyond envtest's.
 var binaries = []string{"kube-scheduler", "kube-controller-manager", "kwok", "karpenter-kwok"}
@@ -287,8 +293,9 @@ func (c *Cluster) start(ctx context.Context, bins string, opts Options) error {
 		"KUBECONFIG=" + kubeconfig,
 		// One replica against a private control plane: nothing to elect.
 		"DISABLE_LEADER_ELECTION=true",
-		// NodePools with spec.replicas (static capacity) are alpha.
-		"FEATURE_GATES=StaticCapacity=true",
+		// NodePools with spec.replicas (static capacity) and
+		// CapacityBuffers are alpha.
+		"FEATURE_GATES=StaticCapacity=true,CapacityBuffer=true",
 		"METRICS_PORT=" + strconv.Itoa(metricsPort),
 		// Both bind every interface (":port"); only the probe is read,
 		// on the loopback address.
@@ -491,15 +498,16 @@ func allCRDs(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return crds, nil
 }
 
-// Dump writes the cluster's Nodes, NodeClaims, NodePools, Pods and Events
-// as YAML into <Dir>/state-<name>.yaml and returns the path, for a failed
-// spec to leave what it saw next to the logs.
+// Dump writes the cluster's Nodes, NodeClaims, NodePools, CapacityBuffers,
+// Pods and Events as YAML into <Dir>/state-<name>.yaml and returns the path,
+// for a failed spec to leave what it saw next to the logs.
 func (c *Cluster) Dump(ctx context.Context, name string) (string, error) {
 	var out []byte
 	for _, gvk := range []schema.GroupVersionKind{
 		{Version: "v1", Kind: "NodeList"},
 		NodeClaimKind.GroupVersion().WithKind(NodeClaimKind.Kind + "List"),
 		NodePoolKind.GroupVersion().WithKind(NodePoolKind.Kind + "List"),
+		{Group: "autoscaling.x-k8s.io", Version: "v1beta1", Kind: "CapacityBufferList"},
 		{Version: "v1", Kind: "PodList"},
 		{Version: "v1", Kind: "EventList"},
 	} {

@@ -3,7 +3,7 @@
 //
 // The ElasticSchedule controller builds a Backend for a schedule with New,
 // asks it for a node count with Backend.Request, and observes the pool with
-// ReadyNodes. Two backends exist:
+// ReadyNodes. Three backends exist:
 //
 //   - scale writes spec.replicas of any object with a /scale subresource
 //     (Cluster API MachineDeployment or MachinePool, a static Karpenter
@@ -15,6 +15,14 @@
 //     the nodes ahead of the batches. It is a Sharer: before a step
 //     launches, its nodes' placeholders go, and they come back when it
 //     ends; an executor that comes first preempts them.
+//   - capacityBuffer asks the autoscaler itself to keep the room: a
+//     CapacityBuffer (autoscaling.x-k8s.io/v1beta1, which Karpenter serves
+//     behind its CapacityBuffer feature gate) of one node-sized pod per
+//     wanted node, described by a PodTemplate pinned to the nodeSelector.
+//     The autoscaler never runs those pods, so there is nothing to preempt.
+//     Like placeholder it is a Sharer: the buffer holds only the nodes no
+//     step uses. It is written as an unstructured object, so that laxity
+//     depends on no autoscaler's Go module.
 //
 // Errors name the field of the ElasticSchedule they come from, such as
 // spec.nodePool.backend.scale. Errors New returns because the backend cannot
@@ -108,14 +116,18 @@ func HandOver(ctx context.Context, b Backend, n, busy int32) error {
 // schedules; every field is safe for concurrent use.
 type Options struct {
 	// Client reads and writes the placeholder backend's Deployment and
-	// PriorityClass. Its scheme must know apps/v1 and scheduling/v1. With
+	// PriorityClass, and the capacityBuffer backend's CapacityBuffer and
+	// PodTemplate. Its scheme must know apps/v1 and scheduling/v1. With
 	// the manager's cached client, Requested reads the Deployment from the
-	// cache (the ElasticSchedule controller owns Deployments anyway) and a
-	// named PriorityClass is looked up through a PriorityClass informer.
+	// cache (the ElasticSchedule controller owns Deployments anyway), a
+	// named PriorityClass is looked up through a PriorityClass informer, and
+	// CapacityBuffers, read as unstructured objects, through an informer
+	// started on the first read (so only where the backend is used).
 	Client client.Client
 
-	// RESTMapper maps the scale backend's apiVersion and kind to a resource
-	// (the manager's RESTMapper).
+	// RESTMapper maps the scale backend's apiVersion and kind to a resource,
+	// and tells whether the CapacityBuffer kind is served (the manager's
+	// RESTMapper).
 	RESTMapper meta.RESTMapper
 
 	// Discovery tells which resources have a /scale subresource and which
@@ -129,9 +141,10 @@ type Options struct {
 	ScaleREST rest.Interface
 
 	// PlaceholderImage is the container image of the placeholder pods, for
-	// example a pause image (the manager's --placeholder-image flag). This
-	// package has no default; New fails for a placeholder backend without
-	// one.
+	// example a pause image (the manager's --placeholder-image flag), and
+	// of the capacityBuffer backend's pod template, which the API server
+	// wants although the pods never run. This package has no default; New
+	// fails for either backend without one.
 	PlaceholderImage string
 }
 
@@ -201,10 +214,12 @@ func New(opts Options, schedule *laxityv1alpha1.ElasticSchedule) (Backend, error
 		return newScaleBackend(opts, schedule.Namespace, b.Scale)
 	case b.Placeholder != nil:
 		return newPlaceholderBackend(opts, schedule)
+	case b.CapacityBuffer != nil:
+		return newCapacityBufferBackend(opts, schedule)
 	case b.EMRContainers != nil:
 		return nil, fmt.Errorf("spec.nodePool.backend.emrContainers: the EKS node group is resized through package emr, not this one: %w", errors.ErrUnsupported)
 	default:
-		return nil, fmt.Errorf("spec.nodePool.backend: %w: none of scale, placeholder or emrContainers is set", ErrInvalidBackend)
+		return nil, fmt.Errorf("spec.nodePool.backend: %w: none of scale, placeholder, capacityBuffer or emrContainers is set", ErrInvalidBackend)
 	}
 }
 

@@ -20,18 +20,18 @@ var ErrKindNotServed = errors.New("the kind of the pool target is not served")
 // Released is what releasing a pool found.
 type Released struct {
 	// Nothing says that there was nothing to release: no placeholder
-	// Deployment, a scale target that does not exist or whose kind is not
-	// served, or a namespace being deleted that refused to create the
-	// object releasing would have written. The pool holds no nodes of the
-	// schedule either way.
+	// Deployment or CapacityBuffer, a scale target that does not exist, a
+	// kind that is not served, or a namespace being deleted that refused
+	// to create the object releasing would have written. The pool holds no
+	// nodes of the schedule either way.
 	Nothing bool
 	// Why says, in plain words, why there was nothing to release.
 	Why string
 }
 
 // Releaser is a Backend that can return its pool to zero nodes without
-// creating anything, and say whether it found anything to release. Both
-// backends of this package are Releasers; their Request(0) is Release.
+// creating anything, and say whether it found anything to release. Every
+// backend of this package is a Releaser; their Request(0) is Release.
 type Releaser interface {
 	Release(ctx context.Context) (Released, error)
 }

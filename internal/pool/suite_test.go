@@ -50,7 +50,7 @@ var _ = BeforeSuite(func() {
 	ctx, cancel = context.WithCancel(context.Background())
 
 	var err error
-	testEnv, err = testenv.Start(testenv.WithThirdPartyCRDs(testenv.MachineDeployments, testenv.NodePools))
+	testEnv, err = testenv.Start(testenv.WithThirdPartyCRDs(testenv.MachineDeployments, testenv.NodePools, testenv.CapacityBuffers))
 	Expect(err).NotTo(HaveOccurred())
 	cfg, scheme := testEnv.Config, testEnv.Scheme
 	k8sClient = testEnv.Client

@@ -179,3 +179,9 @@ func PlaceholderBackend(resources corev1.ResourceList) laxityv1alpha1.PoolBacken
 func ScaleBackend(apiVersion, kind, name string) laxityv1alpha1.PoolBackend {
 	return laxityv1alpha1.PoolBackend{Scale: &laxityv1alpha1.ScaleBackend{APIVersion: apiVersion, Kind: kind, Name: name}}
 }
+
+// CapacityBufferBackend sizes the pool with a CapacityBuffer of pods
+// requesting resources, one per node.
+func CapacityBufferBackend(resources corev1.ResourceList) laxityv1alpha1.PoolBackend {
+	return laxityv1alpha1.PoolBackend{CapacityBuffer: &laxityv1alpha1.CapacityBufferBackend{Resources: resources}}
+}

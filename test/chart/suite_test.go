@@ -82,7 +82,7 @@ var _ = BeforeSuite(func() {
 	// The systems the manager's rules name, so that the API server can say
 	// which of their resources are namespaced; and the Prometheus
 	// Operator's CRDs, so that it validates the monitoring objects.
-	testEnv, err = testenv.Start(testenv.WithThirdPartyCRDs(testenv.SparkApplications, testenv.MachineDeployments, testenv.NodePools))
+	testEnv, err = testenv.Start(testenv.WithThirdPartyCRDs(testenv.SparkApplications, testenv.MachineDeployments, testenv.NodePools, testenv.CapacityBuffers))
 	Expect(err).NotTo(HaveOccurred())
 	restConfig = testEnv.Config
 	_, err = envtest.InstallCRDs(restConfig, envtest.CRDInstallOptions{

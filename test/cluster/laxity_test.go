@@ -51,8 +51,9 @@ import (
 // deadlines 20, 30 and 40 s after it, so the plan grows the pool for the
 // busy part and releases it after.
 //
-// Both backends run at once, each with its own NodePool and namespace, so
-// that the two stories share the wall time of one.
+// The three backends that resize a Karpenter pool (scale, placeholder,
+// capacityBuffer) run at once, each with its own NodePool and namespace, so
+// that the three stories share the wall time of one.
 const (
 	// declaredLead is the schedules' provisioningLeadTime: KWOK's node
 	// delay (leadTime) plus what Karpenter takes to create the node.
@@ -77,14 +78,20 @@ const (
 // (kube-reserved), leaving 3900m and 8182Mi allocatable. An executor of 3
 // cores and 4g asks 3 CPUs and 4506Mi (4g plus Spark's 410Mi overhead): one
 // per node, as executorsPerNode 1 says. A driver of 1 core and 1g asks 1
-// CPU and 1408Mi; three fit on the driver node.
+// CPU and 1408Mi; the driver node holds two of each run's.
 const (
 	executorCores  = 3
 	executorMemory = "4g"
 	// placeholderCPU and placeholderMemory size a placeholder pod like an
-	// executor: one per node, and an executor that preempts it fits.
+	// executor: one per node, and an executor that preempts it fits. The
+	// CapacityBuffer's pods are the same size.
 	placeholderCPU    = "3"
 	placeholderMemory = "4Gi"
+	// driverCPU and driverMemory are what a driver asks.
+	driverCPU    = "1"
+	driverMemory = "1408Mi"
+	// runs is how many backends' runs share the cluster.
+	runs = 3
 )
 
 func sparkTemplate(mainClass string) string {
@@ -126,7 +133,7 @@ func eventsSchedule(ns, poolName string, backend laxityv1alpha1.PoolBackend) *la
 }
 
 var _ = Describe("laxity on the local cluster", Ordered, func() {
-	var scaleRun, placeholderRun *laxityRun
+	var scaleRun, placeholderRun, bufferRun *laxityRun
 
 	BeforeAll(func(ctx SpecContext) {
 		c := theCluster.Client
@@ -137,7 +144,13 @@ var _ = Describe("laxity on the local cluster", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(stopSpark)
 
-		Expect(c.Create(ctx, localcluster.NewNodePool(driverPool, ptr.To[int64](1)))).To(Succeed())
+		// One node for every run's drivers, two of them each (a step's and
+		// the next one's while the first ends).
+		driverType, err := localcluster.InstanceTypeFor(corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(driverCPU), corev1.ResourceMemory: resource.MustParse(driverMemory),
+		}, 2*runs)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(c.Create(ctx, localcluster.NewNodePool(driverPool, ptr.To[int64](1), driverType))).To(Succeed())
 		DeferCleanup(deletePool, driverPool)
 
 		stopManager := startLaxity(ctx)
@@ -147,6 +160,7 @@ var _ = Describe("laxity on the local cluster", Ordered, func() {
 		open := time.Now().Add(windowOpensIn)
 		scaleRun = startScaleRun(ctx, open)
 		placeholderRun = startPlaceholderRun(ctx, open)
+		bufferRun = startCapacityBufferRun(ctx, open)
 		Eventually(ctx, func(g Gomega) {
 			expectReadyNodes(ctx, g, driverPool, 1)
 		}).WithTimeout(windowOpensIn).Should(Succeed())
@@ -176,6 +190,23 @@ var _ = Describe("laxity on the local cluster", Ordered, func() {
 		AddReportEntry("placeholder: priorities (placeholders, executors)", fmt.Sprintf("%d..%d, %d..%d",
 			slices.Min(placeholders), slices.Max(placeholders), slices.Min(executors), slices.Max(executors)), ReportEntryVisibilityAlways)
 		Expect(slices.Max(placeholders)).To(BeNumerically("<", slices.Min(executors)))
+	}, SpecTimeout(6*time.Minute))
+
+	It("runs the sample on a dynamic NodePool through a CapacityBuffer that Karpenter keeps room for: nodes a lead time ahead, no more than asked for, every deadline met, nodes released", func(ctx SpecContext) {
+		bufferRun.finish(ctx)
+		bufferRun.check()
+		By("the buffered pods never running: Karpenter only keeps room for them")
+		for _, p := range bufferRun.obs.podsSeen() {
+			Expect(p.Labels).NotTo(HaveKeyWithValue(pool.LabelRole, pool.RoleCapacityBuffer), "pod %s", p.Name)
+		}
+		By("Karpenter having resolved the buffer's PodTemplate")
+		cb := &unstructured.Unstructured{}
+		cb.SetGroupVersionKind(pool.CapacityBufferKind)
+		Expect(theCluster.Client.Get(ctx, client.ObjectKey{Namespace: bufferRun.ns, Name: pool.CapacityBufferName("events")}, cb)).To(Succeed())
+		conditions, _, err := unstructured.NestedSlice(cb.Object, "status", "conditions")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(conditions).To(ContainElement(And(HaveKeyWithValue("type", "ReadyForProvisioning"), HaveKeyWithValue("status", "True"))),
+			"the CapacityBuffer's conditions: %v", conditions)
 	}, SpecTimeout(6*time.Minute))
 })
 
@@ -280,6 +311,45 @@ func startPlaceholderRun(ctx context.Context, open time.Time) *laxityRun {
 	// laxity frees a step's nodes of their placeholders before it
 	// launches: no placeholder is recreated Pending while a step runs, so
 	// Karpenter adds no node for one.
+	r.strictCount = true
+	return r
+}
+
+// startCapacityBufferRun makes a dynamic NodePool and a schedule holding
+// its nodes with a CapacityBuffer; laxity's requests are the buffer's
+// replicas and the nodes its steps use in their place.
+func startCapacityBufferRun(ctx context.Context, open time.Time) *laxityRun {
+	ns := namespace(ctx, "laxity-buffer")
+	poolName := "laxity-" + ns
+	np := localcluster.NewNodePool(poolName, nil)
+	Expect(unstructured.SetNestedSlice(np.Object, []any{map[string]any{"nodes": "100%"}}, "spec", "disruption", "budgets")).To(Succeed())
+	Expect(theCluster.Client.Create(ctx, np)).To(Succeed())
+	DeferCleanup(deletePool, poolName)
+	target := func(ctx context.Context) (int64, error) {
+		cb := &unstructured.Unstructured{}
+		cb.SetGroupVersionKind(pool.CapacityBufferKind)
+		err := theCluster.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pool.CapacityBufferName("events")}, cb)
+		if apierrors.IsNotFound(err) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		replicas, _, err := unstructured.NestedInt64(cb.Object, "spec", "replicas")
+		if err != nil {
+			return 0, err
+		}
+		inUse, _ := strconv.ParseInt(cb.GetAnnotations()[pool.AnnotationNodesInUse], 10, 64)
+		return replicas + inUse, nil
+	}
+	backend := builder.CapacityBufferBackend(corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(placeholderCPU),
+		corev1.ResourceMemory: resource.MustParse(placeholderMemory),
+	})
+	r := startRun(ctx, "capacityBuffer", ns, poolName, backend, target, open)
+	// The buffer gives a step's nodes up before it launches, and Karpenter
+	// keeps room for pods that never run: nothing for an executor to push
+	// out and Karpenter to provision again.
 	r.strictCount = true
 	return r
 }

@@ -69,7 +69,7 @@ var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	suiteCtx, cancelSuite = context.WithCancel(context.Background())
 	var err error
-	env, err = testenv.Start(testenv.WithThirdPartyCRDs(testenv.SparkApplications, testenv.NodePools))
+	env, err = testenv.Start(testenv.WithThirdPartyCRDs(testenv.SparkApplications, testenv.NodePools, testenv.CapacityBuffers))
 	Expect(err).NotTo(HaveOccurred())
 	admin := env.Client
 	ctx := suiteCtx

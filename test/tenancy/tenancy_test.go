@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/pool"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
 	"github.com/laxity-dev/laxity/internal/tenancy"
 	"github.com/laxity-dev/laxity/test/builder"
@@ -228,6 +230,24 @@ var _ = Describe("the tenancy boundary", func() {
 		create(ctx, asAlice, query(teamA, "on-granted", "shared-granted", time.Hour).Obj())
 		Eventually(replicas(ctx, "shared-a")).WithTimeout(timeout).WithPolling(poll).ShouldNot(BeEquivalentTo(5))
 		Expect(scheduleStalled(ctx, granted)(Default)).To(BeNil())
+	})
+
+	It("holds a pool with a CapacityBuffer, laxity's own objects in the namespace, without a grant", func(ctx SpecContext) {
+		es := builder.Schedule(teamA, "buffered").Backend(builder.CapacityBufferBackend(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("7")})).Obj()
+		create(ctx, asAlice, es)
+		create(ctx, asAlice, query(teamA, "on-buffer", "buffered", time.Hour).Obj())
+		key := client.ObjectKey{Namespace: teamA, Name: pool.CapacityBufferName(es.Name)}
+		By("laxity, with its ClusterRole only, writing the CapacityBuffer and reading it back through its cache")
+		// The step launched at once may take every node asked for from the
+		// buffer (its replicas 0): the nodes asked for are the annotation.
+		Eventually(func(g Gomega) string {
+			cb := &unstructured.Unstructured{}
+			cb.SetGroupVersionKind(pool.CapacityBufferKind)
+			g.Expect(asCarol.Get(ctx, key, cb)).To(Succeed())
+			return cb.GetAnnotations()[pool.AnnotationNodesRequested]
+		}).WithTimeout(timeout).WithPolling(poll).Should(And(Not(BeEmpty()), Not(Equal("0"))))
+		Expect(asCarol.Get(ctx, key, &corev1.PodTemplate{})).To(Succeed())
+		Expect(scheduleStalled(ctx, es)(Default)).To(BeNil())
 	})
 
 	It("lets a pool's own annotation allow namespaces", func(ctx SpecContext) {

@@ -32,6 +32,9 @@ const (
 	MachineDeployments = thirdparty.MachineDeployments
 	// NodePools is Karpenter's NodePool, a target of the scale backend.
 	NodePools = thirdparty.NodePools
+	// CapacityBuffers is the CapacityBuffer of autoscaling.x-k8s.io, as
+	// Karpenter serves it: the object of the capacityBuffer backend.
+	CapacityBuffers = thirdparty.CapacityBuffers
 )
 
 // ErrNoControlPlane says the kube-apiserver and etcd binaries are missing.
@@ -62,7 +65,7 @@ type settings struct {
 }
 
 // WithThirdPartyCRDs installs the named third-party CRDs too
-// (SparkApplications, MachineDeployments, NodePools).
+// (SparkApplications, MachineDeployments, NodePools, CapacityBuffers).
 func WithThirdPartyCRDs(files ...string) Option {
 	return func(s *settings) { s.thirdParty = append(s.thirdParty, files...) }
 }
