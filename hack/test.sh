@@ -2,7 +2,7 @@
 # Runs every test, as `make test` does, in three phases:
 #
 #   1. the packages without Ginkgo suites (unit, table, property and fuzz-seed
-#      tests);
+#      tests), the pure core's without the race detector;
 #   2. the Ginkgo suites against envtest's kube-apiserver and etcd and,
 #      at the same time, the local-cluster suite (test/cluster: kube-scheduler,
 #      kube-controller-manager, KWOK and Karpenter, with laxity and its demo on
@@ -41,9 +41,19 @@ ginkgo='github.com/onsi/ginkgo/v2[] ]'
 plain="$(grep -v "${ginkgo}" <<<"${pkgs}" | cut -d' ' -f1 || true)"
 suites="$(grep "${ginkgo}" <<<"${pkgs}" | cut -d' ' -f1 || true)"
 
+# The pure core starts no goroutine (hack/verify-purity.sh checks), so the
+# race detector has nothing to find there and would only slow its property
+# tests ten times over; the rest runs with GO_TEST_FLAGS.
+# shellcheck disable=SC2046 # one pattern per line
+pure="$(go list $(hack/verify-purity.sh --list))"
+impure="$(grep -vxF -f <(printf '%s\n' "${pure}") <<<"${plain}" || true)"
+pure_plain="$(grep -xF -f <(printf '%s\n' "${pure}") <<<"${plain}" || true)"
+
 t=${SECONDS}
 # shellcheck disable=SC2086 # word splitting of the flags and packages
-if [[ -n "${plain}" ]]; then go test ${GO_TEST_FLAGS} ${plain}; fi
+if [[ -n "${pure_plain}" ]]; then go test ${GO_TEST_FLAGS/-race/} ${pure_plain}; fi
+# shellcheck disable=SC2086
+if [[ -n "${impure}" ]]; then go test ${GO_TEST_FLAGS} ${impure}; fi
 phase "unit, property and fuzz-seed tests" "${t}"
 
 cluster_log="$(mktemp "${TMPDIR:-/tmp}/laxity-cluster-suite.XXXXXX")"

@@ -2,11 +2,14 @@
 # Fails if the pure core (the planner, the cost model, the run-time dispatch
 # decisions and re-planning, the plan pictures, the learner and the
 # windows of recurring queries) depends on any Kubernetes package, directly
-# or through a helper.
+# or through a helper, or starts a goroutine outside its tests: it is
+# deterministic and single-threaded, which is also why hack/test.sh runs its
+# tests without the race detector.
 # depguard in .golangci.yml sees only direct imports; `go list -deps` sees the
 # whole transitive closure.
 #
-# Usage: hack/verify-purity.sh
+# Usage: hack/verify-purity.sh [--list]
+#   --list prints the pure core's package patterns and checks nothing.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -18,9 +21,22 @@ pkgs=()
 for d in "${pure_dirs[@]}"; do
 	if [[ -d "${d}" ]]; then pkgs+=("./${d}/..."); fi
 done
+if [[ "${1:-}" == --list ]]; then
+	printf '%s\n' "${pkgs[@]}"
+	exit 0
+fi
 if [[ ${#pkgs[@]} -eq 0 ]]; then
 	echo "verify-purity: none of ${pure_dirs[*]} exists; nothing to check"
 	exit 0
+fi
+
+# A go statement in a non-test file: a goroutine.
+spawners="$(go list -f '{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}' "${pkgs[@]}" |
+	xargs grep -nE '^[[:space:]]*go[[:space:]]+(func[[:space:]]*\(|[A-Za-z_][A-Za-z0-9_.]*\()' || true)"
+if [[ -n "${spawners}" ]]; then
+	echo "verify-purity: the pure core must not start goroutines (its tests run without -race):" >&2
+	sed "s|^$(pwd)/|  |" <<<"${spawners}" >&2
+	exit 1
 fi
 
 deps="$(go list -deps "${pkgs[@]}")"

@@ -298,12 +298,14 @@ var _ = Describe("the tenancy boundary", func() {
 	It("stalls a query whose template the SparkApplication CRD rejects, and runs the schedule's others", func(ctx SpecContext) {
 		create(ctx, asAlice, builder.Schedule(teamA, "templates").Obj())
 		// The bad query has the least slack, so it is the first one tried.
-		bad := query(teamA, "bad-cores", "templates", 40*time.Minute).Template(`{"type":"Scala","mode":"cluster","sparkVersion":"3.5.3","mainApplicationFile":"local:///opt/job.jar","driver":{"cores":"one"},"executor":{"cores":1}}`).Obj()
+		// coreLimit is a string in the CRD, and laxity's rendering does not
+		// read it: the API server is the one to reject it.
+		bad := query(teamA, "bad-cores", "templates", 40*time.Minute).Template(`{"type":"Scala","mode":"cluster","sparkVersion":"3.5.3","mainApplicationFile":"local:///opt/job.jar","driver":{"cores":1,"coreLimit":1},"executor":{"cores":1}}`).Obj()
 		good := query(teamA, "good", "templates", 2*time.Hour).Obj()
 		create(ctx, asAlice, bad)
 		create(ctx, asAlice, good)
 		Eventually(queryStalled(ctx, bad)).WithTimeout(timeout).WithPolling(poll).Should(refusedFor(laxityv1alpha1.InvalidTemplateReason,
-			"spec.sparkApplication", "spec.driver.cores"))
+			"spec.sparkApplication", "spec.driver.coreLimit"))
 		Eventually(stepsOf(ctx, "good")).WithTimeout(timeout).WithPolling(poll).ShouldNot(BeEmpty())
 		Expect(stepsOf(ctx, "bad-cores")(Default)).To(BeEmpty())
 	})
