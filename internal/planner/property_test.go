@@ -19,7 +19,7 @@ import (
 // every document through checkInvariants (feasible) or checkInfeasible.
 // rapid runs -rapid.checks workloads (100 by default, a fifth with -short) per
 // round; the test runs at least propertyMinRounds rounds with fresh seeds
-// (2,000 workloads, also under -race), then more within a time budget. With
+// (2,000 workloads), then more within a time budget. With
 // -rapid.seed or -rapid.failfile it runs a single round, to reproduce.
 
 const (
