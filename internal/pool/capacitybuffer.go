@@ -2,9 +2,6 @@ package pool
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -231,11 +229,7 @@ func bufferRequested(cb *unstructured.Unstructured) int32 {
 	if cb == nil {
 		return 0
 	}
-	inUse, err := strconv.ParseInt(cb.GetAnnotations()[AnnotationNodesInUse], 10, 32)
-	if err != nil || inUse < 0 {
-		inUse = 0
-	}
-	return bufferReplicas(cb) + int32(inUse)
+	return bufferReplicas(cb) + nodesInUse(cb.GetAnnotations())
 }
 
 // bufferHolds says whether cb, not being deleted, already has replicas,
@@ -250,24 +244,7 @@ func bufferHolds(cb *unstructured.Unstructured, replicas int32, annotations map[
 	if ref, _, _ := unstructured.NestedString(cb.Object, "spec", "podTemplateRef", "name"); ref != template {
 		return false
 	}
-	have := cb.GetAnnotations()
-	for k, v := range annotations {
-		if got, ok := have[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
-}
-
-// hashOf identifies v by its JSON encoding, so that an object already
-// holding what is asked for is not written again.
-func hashOf(v any) (string, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8]), nil
+	return hasAnnotations(cb.GetAnnotations(), annotations)
 }
 
 // bufferLabels are the labels of the buffered pods and those of the
@@ -306,18 +283,6 @@ func bufferPodTemplate(schedule *laxityv1alpha1.ElasticSchedule, image string) *
 			WithSpec(pod))
 }
 
-// scheduleOwner is the owner reference of the objects a backend makes for
-// the schedule: the schedule, as their controller.
-func scheduleOwner(schedule *laxityv1alpha1.ElasticSchedule) *metav1ac.OwnerReferenceApplyConfiguration {
-	return metav1ac.OwnerReference().
-		WithAPIVersion(laxityv1alpha1.GroupVersion.String()).
-		WithKind("ElasticSchedule").
-		WithName(schedule.Name).
-		WithUID(schedule.UID).
-		WithController(true).
-		WithBlockOwnerDeletion(true)
-}
-
 // capacityBuffer is the CapacityBuffer that holds replicas nodes of the
 // schedule's pool: replicas pods of the schedule's PodTemplate, with
 // annotations, owned by the schedule. It sets only what laxity decides;
@@ -325,31 +290,7 @@ func scheduleOwner(schedule *laxityv1alpha1.ElasticSchedule) *metav1ac.OwnerRefe
 // capacity) and the status to the autoscaler.
 func capacityBuffer(schedule *laxityv1alpha1.ElasticSchedule, replicas int32, annotations map[string]string) *unstructured.Unstructured {
 	_, objectLabels := bufferLabels(schedule)
-	labels := map[string]any{}
-	for k, v := range objectLabels {
-		labels[k] = v
-	}
-	notes := map[string]any{}
-	for k, v := range annotations {
-		notes[k] = v
-	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": CapacityBufferKind.GroupVersion().String(),
-		"kind":       CapacityBufferKind.Kind,
-		"metadata": map[string]any{
-			"name":        CapacityBufferName(schedule.Name),
-			"namespace":   schedule.Namespace,
-			"labels":      labels,
-			"annotations": notes,
-			"ownerReferences": []any{map[string]any{
-				"apiVersion":         laxityv1alpha1.GroupVersion.String(),
-				"kind":               "ElasticSchedule",
-				"name":               schedule.Name,
-				"uid":                string(schedule.UID),
-				"controller":         true,
-				"blockOwnerDeletion": true,
-			}},
-		},
+	u := &unstructured.Unstructured{Object: map[string]any{
 		"spec": map[string]any{
 			"podTemplateRef": map[string]any{"name": CapacityBufferName(schedule.Name)},
 			// Always present, 0 included: the CRD asks a buffer that refers
@@ -357,4 +298,11 @@ func capacityBuffer(schedule *laxityv1alpha1.ElasticSchedule, replicas int32, an
 			"replicas": int64(replicas),
 		},
 	}}
+	u.SetGroupVersionKind(CapacityBufferKind)
+	u.SetName(CapacityBufferName(schedule.Name))
+	u.SetNamespace(schedule.Namespace)
+	u.SetLabels(objectLabels)
+	u.SetAnnotations(annotations)
+	u.SetOwnerReferences([]metav1.OwnerReference{*metav1.NewControllerRef(schedule, laxityv1alpha1.GroupVersion.WithKind("ElasticSchedule"))})
+	return u
 }

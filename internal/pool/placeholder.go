@@ -2,9 +2,6 @@ package pool
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -142,14 +139,14 @@ func (b *placeholderBackend) Share(ctx context.Context, n, busy int32) (int32, e
 		return from, err
 	}
 	apply := placeholderDeployment(b.schedule, b.image, n-busy)
-	podHash, err := templateHash(apply)
+	podHash, err := hashOf(apply.Spec.Template)
 	if err != nil {
-		return from, err
+		return from, fmt.Errorf("%s: encoding the placeholder pod template: %w", placeholderField, err)
 	}
 	annotations := map[string]string{
 		AnnotationNodesRequested: strconv.Itoa(int(n)), AnnotationNodesInUse: strconv.Itoa(int(busy)), annotationPodTemplateHash: podHash,
 	}
-	if d != nil && d.DeletionTimestamp.IsZero() && ptr.Deref(d.Spec.Replicas, -1) == n-busy && hasAnnotations(d, annotations) {
+	if d != nil && d.DeletionTimestamp.IsZero() && ptr.Deref(d.Spec.Replicas, -1) == n-busy && hasAnnotations(d.Annotations, annotations) {
 		return from, nil
 	}
 	// New pods need their PriorityClass: ensured whenever pods are added.
@@ -238,26 +235,6 @@ func (b *placeholderBackend) Requested(ctx context.Context) (int32, error) {
 	return requestedBy(d), nil
 }
 
-// templateHash identifies the placeholder pods' template, so that a
-// Deployment already holding the pods asked for is not written again.
-func templateHash(d *appsv1ac.DeploymentApplyConfiguration) (string, error) {
-	b, err := json.Marshal(d.Spec.Template)
-	if err != nil {
-		return "", fmt.Errorf("%s: encoding the placeholder pod template: %w", placeholderField, err)
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:8]), nil
-}
-
-func hasAnnotations(d *appsv1.Deployment, want map[string]string) bool {
-	for k, v := range want {
-		if got, ok := d.Annotations[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
-}
-
 // deployment reads the placeholder Deployment, nil when there is none.
 func (b *placeholderBackend) deployment(ctx context.Context) (*appsv1.Deployment, error) {
 	var d appsv1.Deployment
@@ -278,11 +255,7 @@ func requestedBy(d *appsv1.Deployment) int32 {
 	if d == nil {
 		return 0
 	}
-	inUse, err := strconv.ParseInt(d.Annotations[AnnotationNodesInUse], 10, 32)
-	if err != nil || inUse < 0 {
-		inUse = 0
-	}
-	return ptr.Deref(d.Spec.Replicas, 0) + int32(inUse)
+	return ptr.Deref(d.Spec.Replicas, 0) + nodesInUse(d.Annotations)
 }
 
 // isPlaceholderPriorityClass reports whether pc is as laxity applies its
@@ -352,13 +325,7 @@ func placeholderDeployment(schedule *laxityv1alpha1.ElasticSchedule, image strin
 
 	return appsv1ac.Deployment(PlaceholderDeploymentName(schedule.Name), schedule.Namespace).
 		WithLabels(objectLabels).
-		WithOwnerReferences(metav1ac.OwnerReference().
-			WithAPIVersion(laxityv1alpha1.GroupVersion.String()).
-			WithKind("ElasticSchedule").
-			WithName(schedule.Name).
-			WithUID(schedule.UID).
-			WithController(true).
-			WithBlockOwnerDeletion(true)).
+		WithOwnerReferences(scheduleOwner(schedule)).
 		WithSpec(appsv1ac.DeploymentSpec().
 			WithReplicas(replicas).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(podLabels)).
