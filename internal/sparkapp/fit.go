@@ -48,14 +48,8 @@ func ExecutorFit(q *v1alpha1.IntermittentQuery, es *v1alpha1.ElasticSchedule, no
 	if q == nil || es == nil || q.Spec.SparkApplication == nil || len(q.Spec.SparkApplication.Raw) == 0 {
 		return ErrFitUnknown
 	}
-	var spec map[string]any
-	if json.Unmarshal(q.Spec.SparkApplication.Raw, &spec) != nil {
-		return ErrFitUnknown
-	}
-	executor, err := PodRequests(spec, "executor")
-	if err != nil {
-		return ErrFitUnknown
-	}
+	// Nodes first: every pass asks, and a pool without sized nodes needs
+	// no template decoded.
 	var cpus, memories []resource.Quantity
 	for _, n := range nodes {
 		cpu, hasCPU := n[corev1.ResourceCPU]
@@ -65,6 +59,14 @@ func ExecutorFit(q *v1alpha1.IntermittentQuery, es *v1alpha1.ElasticSchedule, no
 		}
 	}
 	if len(cpus) == 0 {
+		return ErrFitUnknown
+	}
+	var spec map[string]any
+	if json.Unmarshal(q.Spec.SparkApplication.Raw, &spec) != nil {
+		return ErrFitUnknown
+	}
+	executor, err := PodRequests(spec, "executor")
+	if err != nil {
 		return ErrFitUnknown
 	}
 	perNode := int64(executorsPerNode(es))
