@@ -97,7 +97,9 @@ func (p *prepared) plan() (Document, error) {
 		// The phase accepts a move that ties on the objective within
 		// rounding and wins on the other cost, so a chain of such moves
 		// can drift above the cheapest candidate; that plan is not taken.
-		if o := p.improve(start, initial); o != nil && (failure != nil || o.better(best, w.Planning.Objective) && o.objectiveCost(w.Planning.Objective) <= cheapest+costTolerance) {
+		grid := p.budget.events
+		until := grid + max(improvementShare*grid, minImprovementEvents)
+		if o := p.improve(start, initial, until); o != nil && (failure != nil || o.better(best, w.Planning.Objective) && o.objectiveCost(w.Planning.Objective) <= cheapest+costTolerance) {
 			best, failure = o, nil
 		}
 	}
