@@ -50,7 +50,31 @@ func PlanContext(ctx context.Context, w Workload) (doc Document, err error) {
 	p.budget = &budget{ctx: ctx}
 	defer recoverBudget(&err)
 	p.budget.check()
-	return p.plan()
+	doc, err = p.plan()
+	if err != nil || doc.Chosen.Feasible || w.Planning.GridOnly {
+		return doc, err
+	}
+	// Neither order is best for every workload: steps run one at a time
+	// and are not pre-empted, so least laxity first can start a batch
+	// that makes a query with an earlier deadline late, and the other way
+	// round. When the workload's order misses a deadline, the other is
+	// tried, and its plan taken when it meets every deadline; the plan
+	// carries the order, which dispatch then follows. The published
+	// method (GridOnly) keeps the one order it was given.
+	other := *p
+	other.w.Planning.Policy = otherPolicy(w.Planning.Policy)
+	if alt, altErr := other.plan(); altErr == nil && alt.Chosen.Feasible {
+		return alt, nil
+	}
+	return doc, nil
+}
+
+// otherPolicy is the order that is not policy.
+func otherPolicy(policy Policy) Policy {
+	if policy == EarliestDeadline {
+		return LeastLaxity
+	}
+	return EarliestDeadline
 }
 
 // plan is the search of Plan on a prepared workload.
@@ -290,7 +314,7 @@ func (p *prepared) fill(doc *Document, o *outcome, failure *Failure) {
 	doc.Chosen = Chosen{
 		InitialNodes: o.InitialNodes, BatchSizeFactor: o.BatchSizeFactor,
 		Cost: o.Cost, ExecutableCost: o.ExecutableCost,
-		MaxNodes: o.MaxNodes, Feasible: failure == nil, Improved: o.Improved, Failure: failure,
+		MaxNodes: o.MaxNodes, Feasible: failure == nil, Improved: o.Improved, Policy: p.w.Planning.Policy, Failure: failure,
 	}
 	finish := o.sim.finishes()
 	for q, l := range o.sim.layouts {
