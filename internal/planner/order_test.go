@@ -14,11 +14,7 @@ func planInOrder(t *testing.T, w Workload) Document {
 		t.Fatal(err)
 	}
 	p.budget = &budget{ctx: context.Background()}
-	doc, err := p.plan()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return doc
+	return p.plan()
 }
 
 // TestPlanTakesTheOtherOrderWhenOnlyItMeetsEveryDeadline: tiny workloads

@@ -50,9 +50,9 @@ func PlanContext(ctx context.Context, w Workload) (doc Document, err error) {
 	p.budget = &budget{ctx: ctx}
 	defer recoverBudget(&err)
 	p.budget.check()
-	doc, err = p.plan()
-	if err != nil || doc.Chosen.Feasible || w.Planning.GridOnly {
-		return doc, err
+	doc = p.plan()
+	if doc.Chosen.Feasible || w.Planning.GridOnly {
+		return doc, nil
 	}
 	// Neither order is best for every workload: steps run one at a time
 	// and are not pre-empted, so least laxity first can start a batch
@@ -63,7 +63,7 @@ func PlanContext(ctx context.Context, w Workload) (doc Document, err error) {
 	// method (GridOnly) keeps the one order it was given.
 	other := *p
 	other.w.Planning.Policy = otherPolicy(w.Planning.Policy)
-	if alt, altErr := other.plan(); altErr == nil && alt.Chosen.Feasible {
+	if alt := other.plan(); alt.Chosen.Feasible {
 		return alt, nil
 	}
 	return doc, nil
@@ -78,7 +78,7 @@ func otherPolicy(policy Policy) Policy {
 }
 
 // plan is the search of Plan on a prepared workload.
-func (p *prepared) plan() (Document, error) {
+func (p *prepared) plan() Document {
 	w := p.w
 	doc := Document{Schedule: w.Name, Origin: w.Origin}
 	factors := make([]factorLayouts, len(w.Planning.BatchSizeFactors))
@@ -128,7 +128,7 @@ func (p *prepared) plan() (Document, error) {
 		}
 	}
 	p.fill(&doc, best, failure)
-	return doc, nil
+	return doc
 }
 
 // sizeIndex is the index of nodes in sizes (0 when absent).
