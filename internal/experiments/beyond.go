@@ -86,6 +86,14 @@ time from the window's end to the deadline (these workloads give 10 s to
 are single queries whose optimum runs every batch on the smallest size
 and ends exactly at the deadline, which the reserve rules out.
 
+When no plan in least-laxity order meets every deadline, the search runs
+again in earliest-deadline order and takes that plan when it meets them
+all (the plan then carries that order, and dispatch follows it). Of 3,000
+workloads from the same generator, 985 have no least-laxity plan that meets
+every deadline; earliest deadline first meets 2 of them (seeds 69 and 648,
+`+"`TestPlanTakesTheOtherOrderWhenOnlyItMeetsEveryDeadline`"+`), and none
+of the 983 it misses is met by least laxity.
+
 `)
 	return nil
 }
