@@ -413,7 +413,12 @@ func (r *laxityRun) check() {
 		Expect(c.Get(ctx, client.ObjectKeyFromObject(q), got)).To(Succeed())
 		finish := "no final merge"
 		if f := got.Status.Final; f != nil && f.End != nil {
-			finish = got.Spec.Deadline.Sub(f.End.Time).Round(100*time.Millisecond).String() + " before"
+			switch early := got.Spec.Deadline.Sub(f.End.Time).Round(100 * time.Millisecond); {
+			case early < 0:
+				finish = (-early).String() + " late"
+			default:
+				finish = early.String() + " before"
+			}
 		}
 		finishes = append(finishes, got.Name+" "+finish)
 	}
