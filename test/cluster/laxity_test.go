@@ -24,6 +24,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -581,13 +585,16 @@ func (o *observer) start() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	o.cancel, o.done = cancel, make(chan struct{})
 	o.started = time.Now()
+	stopWatch, err := o.watchPods(ctx)
+	Expect(err).NotTo(HaveOccurred(), "watching the pods of namespace %s", o.ns)
 	go func() {
 		defer close(o.done)
+		defer stopWatch()
 		tick := time.NewTicker(o.period)
 		defer tick.Stop()
 		for i := 0; ; i++ {
-			// Pods and SparkApplications live for seconds: every other
-			// poll sees them.
+			// SparkApplications stay until the run's namespace goes:
+			// every other poll sees them.
 			o.poll(ctx, i%2 == 0)
 			select {
 			case <-ctx.Done():
@@ -627,13 +634,10 @@ func (o *observer) poll(ctx context.Context, all bool) {
 	if err != nil {
 		return
 	}
-	var pods corev1.PodList
 	apps := &unstructured.UnstructuredList{}
 	apps.SetGroupVersionKind(sparkapp.GroupVersionKind.GroupVersion().WithKind(sparkapp.GroupVersionKind.Kind + "List"))
-	if all {
-		if c.List(ctx, &pods, client.InNamespace(o.ns)) != nil || c.List(ctx, apps, client.InNamespace(o.ns)) != nil {
-			return
-		}
+	if all && c.List(ctx, apps, client.InNamespace(o.ns)) != nil {
+		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -654,9 +658,6 @@ func (o *observer) poll(ctx context.Context, all bool) {
 	o.claimCount = append(o.claimCount, len(claims))
 	o.readyCount = append(o.readyCount, readyNodes)
 	o.nodeCounts = append(o.nodeCounts, len(list))
-	for i := range pods.Items {
-		o.pods[pods.Items[i].Name+"/"+string(pods.Items[i].UID)] = &pods.Items[i]
-	}
 	for i := range apps.Items {
 		o.apps[apps.Items[i].GetName()] = &apps.Items[i]
 	}
@@ -697,6 +698,48 @@ func (o *observer) firstLaunch(from time.Time, n int64) time.Time {
 	}
 	return first
 }
+
+// watchPods keeps the last state of every pod of the namespace from a
+// watch, not from polls: an executor lives for seconds, and the stand-in
+// deletes it when its application ends, so a poll can miss every state of
+// it after its creation. The returned stop returns once no event is
+// being recorded.
+func (o *observer) watchPods(ctx context.Context) (stop func(), err error) {
+	clientset, err := kubernetes.NewForConfig(theCluster.Config)
+	if err != nil {
+		return nil, err
+	}
+	list, err := clientset.CoreV1().Pods(o.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	for i := range list.Items {
+		o.pods[podKey(&list.Items[i])] = &list.Items[i]
+	}
+	o.mu.Unlock()
+	lw := cache.NewListWatchFromClient(clientset.CoreV1().RESTClient(), "pods", o.ns, fields.Everything())
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, lw)
+	if err != nil {
+		return nil, err
+	}
+	recorded := make(chan struct{})
+	go func() {
+		defer close(recorded)
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			o.mu.Lock()
+			o.pods[podKey(pod)] = pod
+			o.mu.Unlock()
+		}
+	}()
+	return func() { w.Stop(); <-recorded }, nil
+}
+
+func podKey(p *corev1.Pod) string { return p.Name + "/" + string(p.UID) }
 
 func (o *observer) podsSeen() []*corev1.Pod {
 	o.mu.Lock()
