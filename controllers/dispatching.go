@@ -52,7 +52,7 @@ func (r *ElasticScheduleReconciler) dispatchOnce(ctx context.Context, v *view, d
 	es, now, doc := v.es, v.now, &v.stored.doc
 	current := dispatch.Pool{Ready: int(v.ready)}
 	current.Coming, current.ComingBy = dispatch.Coming(doc.Origin, doc.Requests, doc.Nodes, v.lead, now)
-	decision := dispatch.Decide(now, spec.DispatchSettings(es, r.Options.MaxAttempts, r.Options.Backoff), dqs, current)
+	decision := dispatch.Decide(now, spec.DispatchSettings(es, doc, r.Options.MaxAttempts, r.Options.Backoff), dqs, current)
 	logger := log.FromContext(ctx)
 	if decision.Launch == nil {
 		logger.V(1).Info("nothing to launch", "why", decision.Why, "readyNodes", current.Ready, "comingNodes", current.Coming, "exhausted", decision.Exhausted)

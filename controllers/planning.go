@@ -81,7 +81,7 @@ func (r *ElasticScheduleReconciler) judge(ctx context.Context, v *view, p *passR
 		p.note(corev1.EventTypeNormal, laxityv1alpha1.ModelLearnedReason, "Replan", message)
 		return replanning{reason: reason}, nil
 	}
-	settings := spec.DispatchSettings(v.es, r.Options.MaxAttempts, r.Options.Backoff)
+	settings := spec.DispatchSettings(v.es, &v.stored.doc, r.Options.MaxAttempts, r.Options.Backoff)
 	if exhausted := dispatch.Exhausted(v.now, settings, dqs); len(exhausted) > 0 && v.stored.reason != ReplanStepFailed {
 		log.FromContext(ctx).V(1).Info("re-planning", "reason", ReplanStepFailed, "exhausted", exhausted)
 		return replanning{reason: ReplanStepFailed}, nil

@@ -359,6 +359,8 @@ type Planning struct {
 
 	// policy chooses among ready batches: LeastLaxity (the query with the
 	// least slack first) or EarliestDeadline. Defaults to LeastLaxity.
+	// When no plan in this order meets every deadline and one in the other
+	// does, that plan is taken and its order followed (status.chosen.policy).
 	// +optional
 	// +kubebuilder:default=LeastLaxity
 	Policy PlanningPolicy `json:"policy,omitempty"`
@@ -535,6 +537,12 @@ type ChosenPlan struct {
 	// feasible is true when the plan meets every query's deadline.
 	// +optional
 	Feasible bool `json:"feasible"`
+
+	// policy is the order in which the plan, and the operator after it,
+	// run ready batches: spec.planning.policy, or the other order when
+	// only that one meets every deadline.
+	// +optional
+	Policy PlanningPolicy `json:"policy,omitempty"`
 }
 
 // PlanCandidate is one simulated (initialNodes, batchSizeFactor) pair.

@@ -11,7 +11,8 @@ import (
 // demo plays hours of a workload in minutes. It is what the reconcilers and
 // the simulated cluster read. It stands still until it is started and
 // whenever it is held: the demo holds it while laxity reacts to what the
-// simulated cluster did, because a reconcile that takes 50 ms of real time
+// simulated cluster did, and while a reconcile that laxity's own timer
+// started finishes, because a reconcile that takes 50 ms of real time
 // would take seconds of simulated time at the demo's speed, where on a
 // cluster it is nothing next to batches of minutes.
 type scaledClock struct {

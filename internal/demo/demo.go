@@ -542,6 +542,12 @@ func (r *run) loop(ctx context.Context) error {
 		}
 		r.clock.hold()
 		now := r.clock.Now()
+		// A reconcile that one of laxity's own timers started while the
+		// clock ran (a node request or a launch due now) finishes with the
+		// clock held too, before the simulations look at what it wrote.
+		if err := settleIfBusy(ctx); err != nil {
+			return err
+		}
 		for {
 			before := r.writes()
 			if err := r.step(ctx, now); err != nil {
@@ -630,6 +636,16 @@ func settle(ctx context.Context) error {
 		case <-time.After(time.Millisecond):
 		}
 	}
+}
+
+// settleIfBusy settles only when a controller is busy now: most ticks find
+// every controller idle and should not wait for work to show.
+func settleIfBusy(ctx context.Context) error {
+	busy, err := controllersBusy()
+	if err != nil || !busy {
+		return err
+	}
+	return settle(ctx)
 }
 
 // controllersBusy reads controller-runtime's own metrics: a controller is

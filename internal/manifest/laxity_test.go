@@ -428,3 +428,14 @@ func BenchmarkNewLaxityLoader(b *testing.B) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestEmbeddedCRDsAreValid holds the CRDs embedded in the binary to the API
+// server's create-time checks (structural schema, defaults, CEL rules and
+// their cost), which NewLaxityLoader leaves out to start fast.
+func TestEmbeddedCRDsAreValid(t *testing.T) {
+	for _, data := range crd.All() {
+		if _, err := NewValidator(data); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -84,3 +84,20 @@ func BenchmarkRejectYear(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSearchTPCHLong is BenchmarkSearchTPCH with every window ten
+// times as long (12.5 hours at the same rates): ten times the batches, so
+// the improvement phase's share of the work shows at that size too.
+func BenchmarkSearchTPCHLong(b *testing.B) {
+	for _, rate := range []float64{1, 2, 4} {
+		w := stretchedWorkload(tpchWorkload(1, rate), 10*4500)
+		b.Run(fmt.Sprintf("rate=%gx", rate), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Plan(w); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,26 +1,32 @@
 package planner
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // The grid search gives every query the same batch-size factor and every
 // batch of a query the same size. The improvement phase starts from the best
 // grid plan (or, when none meets every deadline, from the one that comes
-// closest) and reshapes one query's batches at a time: two neighbouring
+// closest) and reshapes it: one query's batches at a time (two neighbouring
 // batches merged, one split in two, a boundary moved by whole units, or the
-// query cut anew into one batch more or fewer. Each shape is planned the way
-// a grid cell is (the least-laxity simulation, backtracking to larger sizes,
-// segments after idle gaps re-planned from the initial size) and priced by
-// the objective, so every plan it returns keeps the model's invariants. A
-// move is kept when it makes the plan less late or, once on time, cheaper.
+// query cut anew into one batch more or fewer) or every query's at once
+// (each last boundary moved, or each query cut into one batch more or
+// fewer). Each shape is planned the way a grid cell is (the least-laxity
+// simulation, backtracking to larger sizes, segments after idle gaps
+// re-planned from the initial size) and priced by the objective, so every
+// plan it returns keeps the model's invariants. A move is kept when it
+// makes the plan less late or, once on time, cheaper.
 
 // The improvement phase may simulate improvementShare times as many events
 // as the grid search did, and at least minImprovementEvents: a small
 // multiple of the grid's work on large workloads, and enough on small ones
-// to reshape every query many times. The bound counts work, not time, so
+// to reshape every query many times, on a pool capped at each smaller peak
+// and on one free to grow. The bound counts work, not time, so
 // the plan is the same on any machine.
 const (
 	improvementShare     = 2
-	minImprovementEvents = 1 << 16
+	minImprovementEvents = 1 << 19
 )
 
 // reserveSeconds is the slack the improvement phase leaves every query, or
@@ -29,6 +35,12 @@ const (
 // seconds the cost model does not hold (a pod's start, the operator seeing
 // a step end and launching the next) would make such a plan late.
 const reserveSeconds = 30
+
+// reserveShare caps the reserve at this share of the time from the window's
+// end to the deadline: a query given 30 s after its window asks for a plan
+// that uses them, and a reserve of all 30 would leave the phase nothing to
+// reshape.
+const reserveShare = 0.1
 
 // shape is every query's batch ends, in tuples.
 type shape [][]int64
@@ -49,25 +61,14 @@ type trial struct {
 	late float64
 }
 
-// better orders trials: less late first, then by the objective.
-func (t trial) better(than trial, objective Objective) bool {
-	const tolerance = 1e-9
-	switch {
-	case t.late < than.late-tolerance:
-		return true
-	case t.late > than.late+tolerance:
-		return false
-	case t.late > 0:
-		return false
-	}
-	return t.o.better(than.o, objective)
-}
-
 // improver is the state of one improvement phase.
 type improver struct {
 	p       *prepared
 	factor  int
 	initial int
+	// sizes is how many of the pool's sizes, from the smallest, the pass
+	// may use.
+	sizes int
 	// reserve is, by query, the slack a reshaped plan must leave it.
 	reserve []float64
 	// until is the budget's event count the phase stops at.
@@ -79,31 +80,100 @@ func (im *improver) spent() bool { return im.p.budget.events >= im.until }
 
 // improve returns a reshaped plan that meets every deadline and is better
 // than start, or nil when it finds none.
-func (p *prepared) improve(start *outcome, initial int) *outcome {
-	grid := p.budget.events
-	im := &improver{p: p, factor: start.BatchSizeFactor, initial: initial, reserve: make([]float64, len(start.sim.layouts))}
+//
+// The executable bill charges every increase of the pool a provisioning
+// lead time of nodes held idle, and the grid's cells often grow the pool
+// for the batches after the window. So the phase first asks for plans on a
+// pool that never grows past a smaller peak: for each pool size from the
+// initial one up to below the start's largest, it reshapes the start to
+// meet every deadline on at most that size (first less late, then
+// cheaper), and keeps the first such plan that costs less than the start.
+// Then it reshapes the best plan so far with the pool free to grow as a
+// grid cell's does.
+func (p *prepared) improve(start *outcome, initial, until int) *outcome {
+	sizes := len(p.w.Pool.Sizes)
+	im := &improver{p: p, factor: start.BatchSizeFactor, initial: initial, sizes: sizes, reserve: make([]float64, len(start.sim.layouts))}
 	for q, end := range start.sim.finishes() {
-		im.reserve[q] = min(reserveSeconds, max(start.sim.layouts[q].deadline-end, 0))
+		l := &start.sim.layouts[q]
+		gap := l.deadline - p.w.Queries[q].WindowEnd
+		im.reserve[q] = min(reserveSeconds, reserveShare*gap, max(l.deadline-end, 0))
 	}
-	im.until = grid + max(improvementShare*grid, minImprovementEvents)
 	sh := shapeOf(start)
-	cur := im.plan(sh)
+	best := im.plan(sh)
+	if best.o == nil || best.late > 0 {
+		best = trial{}
+	}
+	objective := p.w.Planning.Objective
+	// Every pass but the last may use an equal share of the work left;
+	// one that ends early leaves its share to the others.
+	top := sizeIndex(p.w.Pool.Sizes, start.MaxNodes)
+	if best.o == nil {
+		top = 0
+	}
+	passes := top - initial + 1
+	improved := false
+	for peak := initial; peak < top && p.budget.events < until; peak++ {
+		if !p.fits(start.sim.layouts, peak) {
+			passes--
+			continue
+		}
+		capped := *im
+		capped.sizes = peak + 1
+		capped.until = p.budget.events + (until-p.budget.events)/passes
+		// A capped plan that is late and already costs as much as the
+		// best one is seldom made both on time and cheaper: the pass is
+		// skipped, and its work left to the others.
+		t := capped.plan(sh)
+		if t.late > 0 && t.o.objectiveCost(objective) >= best.o.objectiveCost(objective) {
+			passes--
+			continue
+		}
+		passes--
+		t, csh, _ := capped.search(t, sh)
+		if t.late == 0 && t.o.better(best.o, objective) {
+			best, sh, improved = t, csh, true
+			break
+		}
+	}
+	cur := best
 	if cur.o == nil {
+		cur = im.plan(sh)
+	}
+	im.until = until
+	cur, _, helped := im.search(cur, sh)
+	if !improved && !helped || cur.late > 0 {
 		return nil
 	}
+	cur.o.Improved = true
+	return cur.o
+}
+
+// search is the local search of one pass from shape sh, planned as cur:
+// queries are visited in turn, then all of them at once; one whose move
+// helped is tried again, and the pass ends after a whole turn helped none
+// or when its share of the work is spent. It returns the best trial, its
+// shape, and whether any move helped.
+func (im *improver) search(cur trial, sh shape) (trial, shape, bool) {
 	improved := false
-	objective := p.w.Planning.Objective
-	// Queries are visited in turn; one whose move helped is tried again,
-	// and the phase ends after a whole turn of queries helped none.
-	for q, unhelped := 0, 0; unhelped < len(sh) && !im.spent(); {
+	slots := len(sh) + 1
+	for q, unhelped := len(sh), 0; unhelped < slots && !im.spent(); {
 		helped := false
-		for _, ends := range im.moves(q, sh[q]) {
+		var cands []shape
+		if q < len(sh) {
+			for _, ends := range im.moves(q, sh[q]) {
+				next := slices.Clone(sh)
+				next[q] = ends
+				cands = append(cands, next)
+			}
+		} else {
+			cands = im.globalMoves(sh)
+		}
+		for _, next := range cands {
 			if im.spent() {
 				break
 			}
-			next := slices.Clone(sh)
-			next[q] = ends
-			if t := im.plan(next); t.o != nil && t.better(cur, objective) {
+			t := im.plan(next)
+			if im.helps(t, cur) {
 				cur, sh, helped, improved = t, next, true, true
 				break
 			}
@@ -113,19 +183,48 @@ func (p *prepared) improve(start *outcome, initial int) *outcome {
 			continue
 		}
 		unhelped++
-		q = (q + 1) % len(sh)
+		q = (q + 1) % slots
 	}
-	if !improved || cur.late > 0 {
-		return nil
-	}
-	cur.o.Improved = true
-	return cur.o
+	return cur, sh, improved
 }
+
+// helps reports whether trial t is worth moving to from cur: less late by
+// more than a millisecond, or on time and cheaper by the objective by more
+// than gainTolerance of its cost (or as cheap and cheaper by the other
+// cost by as much). A move that gains less is not taken: a long chain of
+// such moves, each nudging a boundary, would spend the phase's work on
+// nothing a bill shows.
+func (im *improver) helps(t, cur trial) bool {
+	const lateTolerance = 1e-3
+	switch {
+	case t.o == nil:
+		return false
+	case t.late < cur.late-lateTolerance:
+		return true
+	case t.late > 0 || cur.late > 0:
+		return false
+	}
+	first, second := t.o.ExecutableCost, t.o.Cost
+	curFirst, curSecond := cur.o.ExecutableCost, cur.o.Cost
+	if im.p.w.Planning.Objective == Instant {
+		first, second, curFirst, curSecond = second, first, curSecond, curFirst
+	}
+	switch {
+	case first < curFirst*(1-gainTolerance):
+		return true
+	case first > curFirst+costTolerance:
+		return false
+	}
+	return second < curSecond*(1-gainTolerance)
+}
+
+// gainTolerance is the least relative saving a reshaping move must make.
+const gainTolerance = 1e-4
 
 // plan plans a shape as a grid cell is planned, from the phase's initial
 // size; when that meets no deadline with the reserve, from every larger
-// one, and when none does, it measures how late the shape is, against the
-// deadlines less the reserve, on the largest size.
+// one the pass allows, and when none does, it measures how late the shape
+// is, against the deadlines less the reserve, on the largest of them.
 func (im *improver) plan(sh shape) trial {
 	p := im.p
 	ls := make([]layout, len(sh))
@@ -133,8 +232,16 @@ func (im *improver) plan(sh shape) trial {
 		ls[i] = layoutOf(i, p.w.Queries[i], p.arrivals[i], p.costs[i], ends)
 		ls[i].precompute(p.w.Pool.Sizes)
 	}
-	for initial := im.initial; initial < len(p.w.Pool.Sizes); initial++ {
+	newSim := func() *sim {
 		s := p.newSim(ls)
+		s.sizes = s.sizes[:im.sizes]
+		if s.readyAt != nil {
+			s.readyAt = s.readyAt[:im.sizes]
+		}
+		return s
+	}
+	for initial := im.initial; initial < im.sizes; initial++ {
+		s := newSim()
 		if !s.genSchedule(0, initial, p.w.Planning.BacktrackStep) {
 			continue
 		}
@@ -146,8 +253,8 @@ func (im *improver) plan(sh shape) trial {
 		p.price(o)
 		return trial{o: o}
 	}
-	largest := len(p.w.Pool.Sizes) - 1
-	s := p.newSim(ls)
+	largest := im.sizes - 1
+	s := newSim()
 	s.run(nodePolicy{fixed: largest}, runToEnd)
 	o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[largest], BatchSizeFactor: im.factor}, sim: s}
 	p.price(o)
@@ -169,8 +276,9 @@ func (im *improver) short(s *sim) float64 {
 
 // moves are the shapes one move away from query q's batch ends, in the
 // order they are tried: merges first (fewer batches, less overhead), then
-// splits, then boundaries moved by a unit either way, then the query cut
-// anew into one batch fewer or one more.
+// splits, then boundaries moved either way (by half a batch, a quarter, ...,
+// down to one unit), then the query cut anew into one batch fewer or one
+// more.
 func (im *improver) moves(q int, ends []int64) [][]int64 {
 	p := im.p
 	unit := p.w.Queries[q].Granularity
@@ -198,16 +306,26 @@ func (im *improver) moves(q int, ends []int64) [][]int64 {
 		cut := from(i) + units/2*unit
 		out = append(out, slices.Insert(slices.Clone(ends), i, cut))
 	}
-	// Move the boundary after batch i by one unit either way.
+	// Move the boundary after batch i either way, by the powers of two of
+	// units below the larger neighbour's, the largest first, so that a
+	// boundary does not creep a unit at a time.
 	for i := 0; i+1 < len(ends); i++ {
-		for _, d := range []int64{-unit, unit} {
-			at := ends[i] + d
-			if at <= from(i) || at >= ends[i+1] || at-from(i) > limit || ends[i+1]-at > limit {
-				continue
+		span := max(ends[i]-from(i), ends[i+1]-ends[i]) / unit
+		var steps []int64
+		for d := int64(1); d < span; d *= 2 {
+			steps = append(steps, d)
+		}
+		slices.Reverse(steps)
+		for _, d := range steps {
+			for _, sign := range []int64{-1, 1} {
+				at := ends[i] + sign*d*unit
+				if at <= from(i) || at >= ends[i+1] || at-from(i) > limit || ends[i+1]-at > limit {
+					continue
+				}
+				moved := slices.Clone(ends)
+				moved[i] = at
+				out = append(out, moved)
 			}
-			moved := slices.Clone(ends)
-			moved[i] = at
-			out = append(out, moved)
 		}
 	}
 	// Cut anew into one batch fewer or one more, of equal whole-unit sizes.
@@ -241,4 +359,87 @@ func evenCut(total, unit, limit int64, k int) ([]int64, bool) {
 		ends = append(ends, at)
 	}
 	return ends, true
+}
+
+// globalMoves are the shapes one move away from sh that change every query
+// at once: every query's last boundary moved later (a smaller last batch,
+// so less runs after the window) or earlier by the same number of units,
+// and every query cut anew into one batch more or one fewer.
+func (im *improver) globalMoves(sh shape) []shape {
+	p := im.p
+	var out []shape
+	span := int64(0)
+	for q, ends := range sh {
+		if n := len(ends); n > 1 {
+			from := int64(0)
+			if n > 2 {
+				from = ends[n-3]
+			}
+			span = max(span, (ends[n-1]-from)/p.w.Queries[q].Granularity)
+		}
+	}
+	for d := int64(1) << 62; d >= 1; d /= 2 {
+		if d >= span {
+			continue
+		}
+		for _, sign := range []int64{1, -1} {
+			next := make(shape, len(sh))
+			changed := false
+			for q, ends := range sh {
+				next[q] = ends
+				n := len(ends)
+				if n < 2 {
+					continue
+				}
+				unit, limit := p.w.Queries[q].Granularity, p.limit[q]
+				from := int64(0)
+				if n > 2 {
+					from = ends[n-3]
+				}
+				at := ends[n-2] + sign*d*unit
+				if at <= from || at >= ends[n-1] || at-from > limit || ends[n-1]-at > limit {
+					continue
+				}
+				moved := slices.Clone(ends)
+				moved[n-2] = at
+				next[q], changed = moved, true
+			}
+			if changed {
+				out = append(out, next)
+			}
+		}
+	}
+	for _, more := range []int{1, -1} {
+		next := make(shape, len(sh))
+		changed := false
+		for q, ends := range sh {
+			next[q] = ends
+			unit := p.w.Queries[q].Granularity
+			if cut, ok := evenCut(ends[len(ends)-1], unit, p.limit[q], len(ends)+more); ok {
+				next[q], changed = cut, true
+			}
+		}
+		if changed {
+			out = append(out, next)
+		}
+	}
+	return out
+}
+
+// fits reports whether the pool held at size index size could do the work
+// of every query at all between the first tuple and the last deadline: the
+// work of one query on it is at least its tuples' share, the final merge
+// and the overhead of as few batches as the largest batch allows. A peak
+// that fails this cannot be reshaped into a plan, and its pass is skipped.
+func (p *prepared) fits(ls []layout, size int) bool {
+	first, last := math.Inf(1), math.Inf(-1)
+	work := 0.0
+	for q := range ls {
+		l := &ls[q]
+		first = min(first, p.w.Queries[q].WindowStart)
+		last = max(last, l.deadline)
+		batches := ceilDiv(l.total, p.limit[q])
+		work += float64(batches)*l.onNodes[size].BatchOverhead() + float64(l.total)*l.perTuple[size] + l.finalMerge[size]
+	}
+	return work <= last-max(first, 0)
 }

@@ -99,6 +99,10 @@ type Chosen struct {
 	// size and batch-size factor above): some query's batches differ in
 	// size, or its batch count is not the factor's.
 	Improved bool `json:"improved"`
+	// Policy is the order the plan runs ready batches in, and dispatch
+	// follows: the workload's, or the other one when only it meets every
+	// deadline (see PlanContext).
+	Policy Policy `json:"policy"`
 	// Failure names the query that misses its deadline first when no
 	// candidate is feasible; absent for a feasible plan.
 	Failure *Failure `json:"failure,omitempty"`

@@ -97,7 +97,7 @@ func TestOneQuery(t *testing.T) {
 	if diff := cmp.Diff(last, summarise(d.Steps[10:]), approx); diff != "" {
 		t.Errorf("last batch and final merge (-want +got):\n%s", diff)
 	}
-	want := Chosen{InitialNodes: 2, BatchSizeFactor: 1, Cost: 0.2078, ExecutableCost: 0.2078, MaxNodes: 2, Feasible: true}
+	want := Chosen{InitialNodes: 2, BatchSizeFactor: 1, Cost: 0.2078, ExecutableCost: 0.2078, MaxNodes: 2, Feasible: true, Policy: LeastLaxity}
 	if diff := cmp.Diff(want, d.Chosen, approx); diff != "" {
 		t.Errorf("chosen (-want +got):\n%s", diff)
 	}

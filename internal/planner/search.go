@@ -50,11 +50,35 @@ func PlanContext(ctx context.Context, w Workload) (doc Document, err error) {
 	p.budget = &budget{ctx: ctx}
 	defer recoverBudget(&err)
 	p.budget.check()
-	return p.plan()
+	doc = p.plan()
+	if doc.Chosen.Feasible || w.Planning.GridOnly {
+		return doc, nil
+	}
+	// Neither order is best for every workload: steps run one at a time
+	// and are not pre-empted, so least laxity first can start a batch
+	// that makes a query with an earlier deadline late, and the other way
+	// round. When the workload's order misses a deadline, the other is
+	// tried, and its plan taken when it meets every deadline; the plan
+	// carries the order, which dispatch then follows. The published
+	// method (GridOnly) keeps the one order it was given.
+	other := *p
+	other.w.Planning.Policy = otherPolicy(w.Planning.Policy)
+	if alt := other.plan(); alt.Chosen.Feasible {
+		return alt, nil
+	}
+	return doc, nil
+}
+
+// otherPolicy is the order that is not policy.
+func otherPolicy(policy Policy) Policy {
+	if policy == EarliestDeadline {
+		return LeastLaxity
+	}
+	return EarliestDeadline
 }
 
 // plan is the search of Plan on a prepared workload.
-func (p *prepared) plan() (Document, error) {
+func (p *prepared) plan() Document {
 	w := p.w
 	doc := Document{Schedule: w.Name, Origin: w.Origin}
 	factors := make([]factorLayouts, len(w.Planning.BatchSizeFactors))
@@ -97,12 +121,14 @@ func (p *prepared) plan() (Document, error) {
 		// The phase accepts a move that ties on the objective within
 		// rounding and wins on the other cost, so a chain of such moves
 		// can drift above the cheapest candidate; that plan is not taken.
-		if o := p.improve(start, initial); o != nil && (failure != nil || o.better(best, w.Planning.Objective) && o.objectiveCost(w.Planning.Objective) <= cheapest+costTolerance) {
+		grid := p.budget.events
+		until := grid + max(improvementShare*grid, minImprovementEvents)
+		if o := p.improve(start, initial, until); o != nil && (failure != nil || o.better(best, w.Planning.Objective) && o.objectiveCost(w.Planning.Objective) <= cheapest+costTolerance) {
 			best, failure = o, nil
 		}
 	}
 	p.fill(&doc, best, failure)
-	return doc, nil
+	return doc
 }
 
 // sizeIndex is the index of nodes in sizes (0 when absent).
@@ -288,7 +314,7 @@ func (p *prepared) fill(doc *Document, o *outcome, failure *Failure) {
 	doc.Chosen = Chosen{
 		InitialNodes: o.InitialNodes, BatchSizeFactor: o.BatchSizeFactor,
 		Cost: o.Cost, ExecutableCost: o.ExecutableCost,
-		MaxNodes: o.MaxNodes, Feasible: failure == nil, Improved: o.Improved, Failure: failure,
+		MaxNodes: o.MaxNodes, Feasible: failure == nil, Improved: o.Improved, Policy: p.w.Planning.Policy, Failure: failure,
 	}
 	finish := o.sim.finishes()
 	for q, l := range o.sim.layouts {

@@ -41,10 +41,15 @@ func RuntimeMargin(es *laxityv1alpha1.ElasticSchedule) float64 {
 }
 
 // DispatchSettings are the dispatcher's settings for the schedule: its
-// policy and pool sizes, with the manager's attempt limit and backoff.
-func DispatchSettings(es *laxityv1alpha1.ElasticSchedule, maxAttempts int, backoff time.Duration) dispatch.Settings {
+// pool sizes, the order of the plan in force doc (nil when there is none:
+// then the spec's policy), with the manager's attempt limit and backoff.
+// The plan's order is the spec's unless only the other met every deadline.
+func DispatchSettings(es *laxityv1alpha1.ElasticSchedule, doc *planner.Document, maxAttempts int, backoff time.Duration) dispatch.Settings {
 	s := dispatch.Settings{Policy: planner.LeastLaxity, MaxAttempts: maxAttempts, Backoff: backoff}
-	if es.Spec.Planning.Policy == laxityv1alpha1.PolicyEarliestDeadline {
+	switch {
+	case doc != nil && doc.Chosen.Policy != "":
+		s.Policy = doc.Chosen.Policy
+	case es.Spec.Planning.Policy == laxityv1alpha1.PolicyEarliestDeadline:
 		s.Policy = planner.EarliestDeadline
 	}
 	for _, size := range es.Spec.NodePool.Sizes {
