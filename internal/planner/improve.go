@@ -97,6 +97,9 @@ func (p *prepared) improve(start *outcome, initial, until int) *outcome {
 		l := &start.sim.layouts[q]
 		gap := l.deadline - p.w.Queries[q].WindowEnd
 		im.reserve[q] = min(reserveSeconds, reserveShare*gap, max(l.deadline-end, 0))
+		if p.w.Planning.ExactDeadlines {
+			im.reserve[q] = 0
+		}
 	}
 	sh := shapeOf(start)
 	best := im.plan(sh)
