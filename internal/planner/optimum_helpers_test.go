@@ -198,8 +198,8 @@ type oracleSearch struct {
 	// bestExecutableSteps is the plan of bestExecutable, for diagnosis.
 	bestExecutableSteps []Step
 	found               bool
-	visited, limit              int
-	stopped                     bool
+	visited, limit      int
+	stopped             bool
 }
 
 // leastRemaining is the least time query qi needs from now, started at t,
