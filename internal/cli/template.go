@@ -20,7 +20,7 @@ var sparkApplications = sync.OnceValues(func() (*manifest.Validator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return manifest.NewValidator(crd)
+	return manifest.NewEmbeddedValidator(crd)
 })
 
 // checkTemplate renders q's first batch as a SparkApplication, as the

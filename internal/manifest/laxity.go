@@ -125,7 +125,7 @@ func Read(files ...File) (*Set, error) {
 func NewLaxityLoader() (*Loader, error) {
 	var validators []*Validator
 	for _, data := range crd.All() {
-		v, err := newValidator(data, false)
+		v, err := NewEmbeddedValidator(data)
 		if err != nil {
 			return nil, fmt.Errorf("building laxity validators: %w", err)
 		}

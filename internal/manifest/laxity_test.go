@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/config/crd"
+	"github.com/laxity-dev/laxity/config/thirdparty"
 )
 
 const (
@@ -429,13 +431,46 @@ func BenchmarkNewLaxityLoader(b *testing.B) {
 
 func ptr[T any](v T) *T { return &v }
 
-// TestEmbeddedCRDsAreValid holds the CRDs embedded in the binary to the API
-// server's create-time checks (structural schema, defaults, CEL rules and
-// their cost), which NewLaxityLoader leaves out to start fast.
+// TestEmbeddedCRDsAreValid holds the CRDs NewEmbeddedValidator reads to the
+// API server's create-time checks (structural schema, defaults, CEL rules
+// and their cost), which it leaves out to start fast: laxity's own and the
+// SparkApplication CRD that `laxity plan` checks templates against.
 func TestEmbeddedCRDsAreValid(t *testing.T) {
-	for _, data := range crd.All() {
+	spark, err := thirdparty.Read(thirdparty.SparkApplications)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range append(crd.All(), spark) {
 		if _, err := NewValidator(data); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestEmbeddedValidatorValidatesAsNewValidator: built on first use, an
+// embedded validator finds what NewValidator's finds, and reports its
+// versions before it has built them.
+func TestEmbeddedValidatorValidatesAsNewValidator(t *testing.T) {
+	eager, err := NewValidator(crd.ElasticSchedules())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lazy, err := NewEmbeddedValidator(crd.ElasticSchedules())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := lazy.Versions(), eager.Versions(); !slices.Equal(got, want) {
+		t.Errorf("versions %v, want %v", got, want)
+	}
+	for _, obj := range []map[string]any{
+		{"apiVersion": "laxity.dev/v1alpha1", "kind": "ElasticSchedule", "metadata": map[string]any{"name": "a", "namespace": "n"},
+			"spec": map[string]any{"nodePool": map[string]any{"sizes": []any{int64(0)}}}},
+		{"apiVersion": "laxity.dev/v2", "kind": "ElasticSchedule", "metadata": map[string]any{"name": "a", "namespace": "n"}},
+	} {
+		_, want := eager.Validate(obj)
+		_, got := lazy.Validate(obj)
+		if len(want) == 0 || got.ToAggregate().Error() != want.ToAggregate().Error() {
+			t.Errorf("embedded validator: %v\nNewValidator: %v", got, want)
 		}
 	}
 }

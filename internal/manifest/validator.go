@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -42,8 +43,11 @@ type Validator struct {
 	crdName    string
 	gk         schema.GroupKind
 	namespaced bool
-	// versions holds one entry per served version with a schema.
-	versions map[string]*versionValidator
+	// served is the served versions, sorted.
+	served []string
+	// versions builds, or returns what was built of, one entry per served
+	// version: schema, defaults and compiled CEL rules.
+	versions func() (map[string]*versionValidator, error)
 }
 
 // versionValidator is what the API server builds for one served version of
@@ -63,11 +67,17 @@ type versionValidator struct {
 // reject is an error here too.
 func NewValidator(crdYAML []byte) (*Validator, error) { return newValidator(crdYAML, true) }
 
-// newValidator is NewValidator, with the CRD's own validation left out
-// when checkCRD is false: for the CRDs embedded in the binary, which
-// TestEmbeddedCRDsAreValid holds to the API server's create-time checks,
-// since those checks compile every CEL rule a second time and would double
-// the start of every `laxity plan`.
+// NewEmbeddedValidator is NewValidator for a CRD compiled into the binary,
+// whose tests hold it to the API server's create-time checks
+// (TestEmbeddedCRDsAreValid): those checks are left out, since they
+// compile every CEL rule a second time, and the schema and rules are built
+// on the first object validated, so a run that reads no object of the kind
+// pays nothing for it. Both would otherwise slow the start of every
+// `laxity plan`.
+func NewEmbeddedValidator(crdYAML []byte) (*Validator, error) { return newValidator(crdYAML, false) }
+
+// newValidator is NewValidator, or NewEmbeddedValidator when checkCRD is
+// false.
 func newValidator(crdYAML []byte, checkCRD bool) (*Validator, error) {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := yaml.UnmarshalStrict(crdYAML, crd); err != nil {
@@ -87,21 +97,38 @@ func newValidator(crdYAML []byte, checkCRD bool) (*Validator, error) {
 		crdName:    crd.Name,
 		gk:         schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind},
 		namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
-		versions:   map[string]*versionValidator{},
 	}
 	for _, ver := range crd.Spec.Versions {
-		if !ver.Served {
-			continue
+		if ver.Served {
+			v.served = append(v.served, ver.Name)
 		}
-		vv, err := newVersionValidator(crd, ver.Name)
-		if err != nil {
-			return nil, fmt.Errorf("building validator for %s version %s: %w", crd.Name, ver.Name, err)
-		}
-		v.versions[ver.Name] = vv
 	}
-	if len(v.versions) == 0 {
+	sort.Strings(v.served)
+	if len(v.served) == 0 {
 		return nil, fmt.Errorf("building validator for %s: no served version", crd.Name)
 	}
+	build := func() (map[string]*versionValidator, error) {
+		versions := map[string]*versionValidator{}
+		for _, name := range v.served {
+			vv, err := newVersionValidator(crd, name)
+			if err != nil {
+				return nil, fmt.Errorf("building validator for %s version %s: %w", crd.Name, name, err)
+			}
+			versions[name] = vv
+		}
+		return versions, nil
+	}
+	if !checkCRD {
+		// Built on first use: a run that reads no object of the kind
+		// compiles none of its rules.
+		v.versions = sync.OnceValues(build)
+		return v, nil
+	}
+	versions, err := build()
+	if err != nil {
+		return nil, err
+	}
+	v.versions = func() (map[string]*versionValidator, error) { return versions, nil }
 	return v, nil
 }
 
@@ -177,14 +204,7 @@ func (v *Validator) GroupKind() schema.GroupKind { return v.gk }
 func (v *Validator) Namespaced() bool { return v.namespaced }
 
 // Versions returns the served versions, sorted.
-func (v *Validator) Versions() []string {
-	out := make([]string, 0, len(v.versions))
-	for ver := range v.versions {
-		out = append(out, ver)
-	}
-	sort.Strings(out)
-	return out
-}
+func (v *Validator) Versions() []string { return slices.Clone(v.served) }
 
 // Validate checks obj as the API server checks a create request for it and
 // returns the object the server would store, and every error found. obj is
@@ -305,13 +325,17 @@ func (v *Validator) versionFor(u map[string]any) (*versionValidator, field.Error
 	switch {
 	case err != nil || gv.Group != v.gk.Group:
 		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), u["apiVersion"], fmt.Sprintf("must be %s/<version>", v.gk.Group)))
-	case v.versions[gv.Version] == nil:
+	case !slices.Contains(v.served, gv.Version):
 		errs = append(errs, field.NotSupported(field.NewPath("apiVersion"), apiVersion, v.apiVersions()))
 	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	return v.versions[gv.Version], nil
+	versions, err := v.versions()
+	if err != nil {
+		return nil, field.ErrorList{field.InternalError(nil, err)}
+	}
+	return versions[gv.Version], nil
 }
 
 func (v *Validator) apiVersions() []string {

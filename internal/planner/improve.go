@@ -97,6 +97,9 @@ func (p *prepared) improve(start *outcome, initial, until int) *outcome {
 		l := &start.sim.layouts[q]
 		gap := l.deadline - p.w.Queries[q].WindowEnd
 		im.reserve[q] = min(reserveSeconds, reserveShare*gap, max(l.deadline-end, 0))
+		if p.w.Planning.ExactDeadlines {
+			im.reserve[q] = 0
+		}
 	}
 	sh := shapeOf(start)
 	best := im.plan(sh)
@@ -141,11 +144,74 @@ func (p *prepared) improve(start *outcome, initial, until int) *outcome {
 	}
 	im.until = until
 	cur, _, helped := im.search(cur, sh)
-	if !improved && !helped || cur.late > 0 {
+	if cur.late > 0 {
+		return nil
+	}
+	im.until = max(until, p.budget.events) + delayEvents
+	cur, later := im.delayIncreases(cur)
+	if !improved && !helped && !later {
 		return nil
 	}
 	cur.o.Improved = true
 	return cur.o
+}
+
+// delayEvents bounds the work of delayIncreases, on top of the phase's.
+const delayEvents = minImprovementEvents / 4
+
+// delayIncreases runs one step at a time on the next smaller pool size,
+// the earliest first, while that lowers the bill and meets every deadline
+// with the reserve. The simulation judges a step by the slack it would
+// leave if every step after it ran on the same nodes, so it grows the pool
+// for the whole rest of a window as soon as the end of the window needs
+// more nodes; running the first of those steps on the smaller pool, and
+// growing it only for the steps that need it, often meets the same
+// deadlines for less. Each try replays the batches in the plan's order
+// policy, with the pool size of every step fixed by its place in the
+// schedule.
+func (im *improver) delayIncreases(cur trial) (trial, bool) {
+	improved := false
+	for !im.spent() {
+		entries := cur.o.sim.entries
+		helped := false
+		for j := 0; j < len(entries) && !im.spent(); j++ {
+			if entries[j].nodes == 0 {
+				continue
+			}
+			sizes := make([]int, len(entries))
+			for i, e := range entries {
+				sizes[i] = e.nodes
+			}
+			sizes[j]--
+			if t := im.replaySizes(cur.o.sim.layouts, sizes); im.helps(t, cur) {
+				cur, helped, improved = t, true, true
+				break
+			}
+		}
+		if !helped {
+			break
+		}
+	}
+	return cur, improved
+}
+
+// replaySizes schedules the layouts with the i-th step on pool size index
+// sizes[i] (the last one's for any further step), stopping at the first
+// query late; the trial is late when it misses a deadline less its reserve.
+func (im *improver) replaySizes(layouts []layout, sizes []int) trial {
+	p := im.p
+	s := p.newSim(layouts)
+	policy := nodePolicy{at: func(float64) int { return sizes[min(len(s.entries), len(sizes)-1)] }}
+	if s.run(policy, stopWhenLate) != nil {
+		return trial{}
+	}
+	if late := im.short(s); late > 0 {
+		return trial{}
+	}
+	first := s.entries[0].nodes
+	o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[first], BatchSizeFactor: im.factor, Feasible: true}, sim: s}
+	p.price(o)
+	return trial{o: o}
 }
 
 // search is the local search of one pass from shape sh, planned as cur:

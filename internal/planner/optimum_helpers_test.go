@@ -195,9 +195,11 @@ type oracleSearch struct {
 	next, batches, order        []int
 	steps                       []Step
 	bestInstant, bestExecutable float64
-	found                       bool
-	visited, limit              int
-	stopped                     bool
+	// bestExecutableSteps is the plan of bestExecutable, for diagnosis.
+	bestExecutableSteps []Step
+	found               bool
+	visited, limit      int
+	stopped             bool
 }
 
 // leastRemaining is the least time query qi needs from now, started at t,
@@ -281,6 +283,9 @@ func (s *oracleSearch) walk(t, nodeSeconds float64) {
 	}
 	if done {
 		i, e := s.p.costs(s.steps)
+		if e < s.bestExecutable {
+			s.bestExecutableSteps = append(s.bestExecutableSteps[:0], s.steps...)
+		}
 		s.bestInstant, s.bestExecutable, s.found = min(s.bestInstant, i), min(s.bestExecutable, e), true
 		return
 	}

@@ -18,6 +18,9 @@ type prepared struct {
 	unitSize, limit []int64
 	// budget ends the search when the caller's context does.
 	budget *budget
+	// noPlan is set when a bound proves that no plan meets every deadline
+	// (provablyLate): neither the reshaping nor the other order is tried.
+	noPlan bool
 }
 
 // outcome is one simulated candidate.
@@ -50,8 +53,9 @@ func PlanContext(ctx context.Context, w Workload) (doc Document, err error) {
 	p.budget = &budget{ctx: ctx}
 	defer recoverBudget(&err)
 	p.budget.check()
+	p.noPlan = p.provablyLate()
 	doc = p.plan()
-	if doc.Chosen.Feasible || w.Planning.GridOnly {
+	if doc.Chosen.Feasible || w.Planning.GridOnly || p.noPlan {
 		return doc, nil
 	}
 	// Neither order is best for every workload: steps run one at a time
@@ -81,6 +85,9 @@ func otherPolicy(policy Policy) Policy {
 func (p *prepared) plan() Document {
 	w := p.w
 	doc := Document{Schedule: w.Name, Origin: w.Origin}
+	// Each order's search measures its own grid: the improvement phase's
+	// share is of this search's work, not of an earlier order's too.
+	searchStart := p.budget.events
 	factors := make([]factorLayouts, len(w.Planning.BatchSizeFactors))
 	for i, f := range w.Planning.BatchSizeFactors {
 		factors[i] = p.factorLayouts(f)
@@ -117,12 +124,12 @@ func (p *prepared) plan() Document {
 	} else {
 		initial = sizeIndex(w.Pool.Sizes, best.InitialNodes)
 	}
-	if start != nil && !w.Planning.GridOnly {
+	if start != nil && !w.Planning.GridOnly && !p.noPlan {
 		// The phase accepts a move that ties on the objective within
 		// rounding and wins on the other cost, so a chain of such moves
 		// can drift above the cheapest candidate; that plan is not taken.
-		grid := p.budget.events
-		until := grid + max(improvementShare*grid, minImprovementEvents)
+		grid := p.budget.events - searchStart
+		until := p.budget.events + max(improvementShare*grid, minImprovementEvents)
 		if o := p.improve(start, initial, until); o != nil && (failure != nil || o.better(best, w.Planning.Objective) && o.objectiveCost(w.Planning.Objective) <= cheapest+costTolerance) {
 			best, failure = o, nil
 		}

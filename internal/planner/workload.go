@@ -124,6 +124,11 @@ type Planning struct {
 	// that reshapes its batches. The experiments that reproduce the
 	// published tables set it.
 	GridOnly bool
+	// ExactDeadlines lets the improvement phase end a query at its
+	// deadline, without the slack it otherwise leaves each one
+	// (reserveSeconds). An exact optimum, which knows no such slack, is
+	// compared with plans made this way; no API field sets it.
+	ExactDeadlines bool
 	// RuntimeMargin is the fraction added to every modelled batch and merge
 	// duration, as headroom for nodes slower than the cost model.
 	RuntimeMargin float64

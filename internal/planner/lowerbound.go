@@ -1,0 +1,109 @@
+package planner
+
+import (
+	"container/heap"
+	"math"
+	"slices"
+)
+
+// provablyLate reports whether no plan of any shape, size or order can meet
+// every deadline, by a bound that ignores what makes planning hard. The
+// pool runs one step at a time, so any plan is also a schedule of these
+// jobs on one machine, where a job may be interrupted and resumed:
+//
+//   - each query's tuple work on the largest pool (seconds per tuple times
+//     its tuples), from its window start to its deadline;
+//   - each query's last step without that tuple work (one batch's overhead
+//     and a final merge of one input on the largest pool), from when its
+//     last tuple is ready to its deadline.
+//
+// Every real step is at least as long on its own pool size, and a step
+// cut at will fits wherever the whole one did, so a workload these jobs
+// cannot fit has no plan. Earliest deadline first, allowed to interrupt,
+// fits them whenever any schedule does, so simulating it decides. The
+// search uses this to skip the reshaping and the other order, which cannot
+// help, on a workload where the grid found no plan.
+func (p *prepared) provablyLate() bool {
+	largest := p.w.Pool.Sizes[len(p.w.Pool.Sizes)-1]
+	jobs := make([]boundJob, 0, 2*len(p.w.Queries))
+	for i, q := range p.w.Queries {
+		a, c := p.arrivals[i], p.costs[i]
+		total := a.total()
+		if total == 0 {
+			continue
+		}
+		tupleWork := c.batch(largest, total) - c.batchOverhead
+		last := c.batchOverhead + c.merge(largest, 1)
+		jobs = append(jobs,
+			boundJob{release: a.timeOf(0), work: tupleWork, deadline: q.Deadline},
+			boundJob{release: a.readyAt(total), work: last, deadline: q.Deadline})
+	}
+	return !preemptiveEDFFits(jobs)
+}
+
+// boundJob is work that may run, interrupted at will, between release and
+// deadline.
+type boundJob struct {
+	release, work, deadline float64
+}
+
+// preemptiveEDFFits simulates earliest deadline first with interruptions on
+// one machine and reports whether every job ends by its deadline (within
+// rounding: the bound must never call a plan the search can make late).
+func preemptiveEDFFits(jobs []boundJob) bool {
+	slices.SortFunc(jobs, func(a, b boundJob) int {
+		switch {
+		case a.release < b.release:
+			return -1
+		case a.release > b.release:
+			return 1
+		}
+		return 0
+	})
+	var ready byDeadline
+	now := 0.0
+	for next := 0; next < len(jobs) || ready.Len() > 0; {
+		if ready.Len() == 0 {
+			now = max(now, jobs[next].release)
+		}
+		for next < len(jobs) && jobs[next].release <= now {
+			heap.Push(&ready, &jobs[next])
+			next++
+		}
+		// Run the most urgent job until it ends or the next release.
+		j := ready[0]
+		until := now + j.work
+		if next < len(jobs) && jobs[next].release < until {
+			j.work -= jobs[next].release - now
+			now = jobs[next].release
+			continue
+		}
+		now = until
+		heap.Pop(&ready)
+		if now > j.deadline+boundTolerance(j.deadline) {
+			return false
+		}
+	}
+	return true
+}
+
+// boundTolerance is how far past its deadline the bound lets a job end
+// before it calls the workload late: far more than the search's rounding,
+// far less than any real miss.
+func boundTolerance(deadline float64) float64 {
+	return 1e-6 * max(1, math.Abs(deadline))
+}
+
+// byDeadline is a min-heap of jobs by deadline.
+type byDeadline []*boundJob
+
+func (h byDeadline) Len() int           { return len(h) }
+func (h byDeadline) Less(i, j int) bool { return h[i].deadline < h[j].deadline }
+func (h byDeadline) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *byDeadline) Push(x any)        { *h = append(*h, x.(*boundJob)) }
+func (h *byDeadline) Pop() any {
+	old := *h
+	j := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return j
+}
