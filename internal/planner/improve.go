@@ -73,6 +73,18 @@ type improver struct {
 	reserve []float64
 	// until is the budget's event count the phase stops at.
 	until int
+	// planned and layouts are the last shape planned and its layouts. A
+	// move changes one query's batch ends and shares the others' slices,
+	// which nothing writes to, so the next shape reuses the layouts of
+	// every query whose ends are the same slice.
+	planned shape
+	layouts []layout
+}
+
+// sameEnds reports whether a and b are the same slice: the same batch ends,
+// since no shape's ends are written after it is made.
+func sameEnds(a, b []int64) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // spent reports whether the phase has used its share of the work.
@@ -295,9 +307,14 @@ func (im *improver) plan(sh shape) trial {
 	p := im.p
 	ls := make([]layout, len(sh))
 	for i, ends := range sh {
+		if len(im.planned) == len(sh) && sameEnds(im.planned[i], ends) {
+			ls[i] = im.layouts[i]
+			continue
+		}
 		ls[i] = layoutOf(i, p.w.Queries[i], p.arrivals[i], p.costs[i], ends)
 		ls[i].precompute(p.w.Pool.Sizes)
 	}
+	im.planned, im.layouts = sh, ls
 	newSim := func() *sim {
 		s := p.newSim(ls)
 		s.sizes = s.sizes[:im.sizes]

@@ -93,6 +93,13 @@ func newSim(layouts []layout, sizes []int, policy Policy) *sim {
 		}
 	}
 	s.maxAbs = deadline + work
+	// Every batch becomes one entry: sized once, the schedule is not
+	// copied as it grows, which was most of what a search allocated.
+	batches := 0
+	for i := range layouts {
+		batches += len(layouts[i].to)
+	}
+	s.entries = make([]entry, 0, batches)
 	return s
 }
 
