@@ -26,7 +26,7 @@ import (
 // the plan is the same on any machine.
 const (
 	improvementShare     = 2
-	minImprovementEvents = 1 << 19
+	minImprovementEvents = 1 << 18
 )
 
 // reserveSeconds is the slack the improvement phase leaves every query, or
