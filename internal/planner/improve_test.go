@@ -128,3 +128,48 @@ func TestPlanStartsOnThePoolAsItIs(t *testing.T) {
 		t.Errorf("a negative ready count: err = %v, want it named", err)
 	}
 }
+
+// At twice its rate the sample's best grid cell (4 initial nodes, 8X) grows
+// the pool for every batch after a point in the window, though only the
+// last ones need the nodes. delayIncreases runs earlier steps one size
+// smaller: the plan it returns meets every deadline, bills less, and runs
+// no step on more nodes than the cell ran the step at the same place (the
+// replay may order the batches differently, the sizes stay by place).
+func TestDelayIncreasesRunsStepsOnFewerNodesForLess(t *testing.T) {
+	w := tpchWorkload(1, 2)
+	p, err := prepare(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.budget = &budget{}
+	initial := sizeIndex(w.Pool.Sizes, 4)
+	start := p.candidate(initial, p.factorLayouts(8))
+	if !start.Feasible {
+		t.Fatal("the grid cell misses a deadline")
+	}
+	im := &improver{p: p, factor: 8, initial: initial, sizes: len(w.Pool.Sizes),
+		reserve: make([]float64, len(w.Queries)), until: delayEvents}
+	got, improved := im.delayIncreases(trial{o: start})
+	if !improved || got.late > 0 {
+		t.Fatalf("improved %v, late %g s; want a plan on time", improved, got.late)
+	}
+	if got.o.ExecutableCost >= start.ExecutableCost {
+		t.Errorf("executable cost %g, the grid cell's %g", got.o.ExecutableCost, start.ExecutableCost)
+	}
+	if len(got.o.sim.entries) != len(start.sim.entries) {
+		t.Fatalf("%d steps, the cell's %d: the batches changed", len(got.o.sim.entries), len(start.sim.entries))
+	}
+	smaller := 0
+	for i, e := range got.o.sim.entries {
+		was := start.sim.entries[i]
+		if e.nodes > was.nodes {
+			t.Errorf("step %d on size index %d, the cell's %d", i, e.nodes, was.nodes)
+		}
+		if e.nodes < was.nodes {
+			smaller++
+		}
+	}
+	if smaller == 0 {
+		t.Error("no step runs on fewer nodes")
+	}
+}
