@@ -128,22 +128,21 @@ func (p *prepared) improve(start *outcome, initial, until int) *outcome {
 	passes := top - initial + 1
 	improved := false
 	for peak := initial; peak < top && p.budget.events < until; peak++ {
+		share := (until - p.budget.events) / passes
+		passes--
 		if !p.fits(start.sim.layouts, peak) {
-			passes--
 			continue
 		}
 		capped := *im
 		capped.sizes = peak + 1
-		capped.until = p.budget.events + (until-p.budget.events)/passes
+		capped.until = p.budget.events + share
 		// A capped plan that is late and already costs as much as the
 		// best one is seldom made both on time and cheaper: the pass is
 		// skipped, and its work left to the others.
 		t := capped.plan(sh)
 		if t.late > 0 && t.o.objectiveCost(objective) >= best.o.objectiveCost(objective) {
-			passes--
 			continue
 		}
-		passes--
 		t, csh, _ := capped.search(t, sh)
 		if t.late == 0 && t.o.better(best.o, objective) {
 			best, sh, improved = t, csh, true
@@ -185,17 +184,19 @@ func (im *improver) delayIncreases(cur trial) (trial, bool) {
 	improved := false
 	for !im.spent() {
 		entries := cur.o.sim.entries
+		sizes := make([]int, len(entries))
+		for i, e := range entries {
+			sizes[i] = e.nodes
+		}
 		helped := false
 		for j := 0; j < len(entries) && !im.spent(); j++ {
-			if entries[j].nodes == 0 {
+			if sizes[j] == 0 {
 				continue
 			}
-			sizes := make([]int, len(entries))
-			for i, e := range entries {
-				sizes[i] = e.nodes
-			}
 			sizes[j]--
-			if t := im.replaySizes(cur.o.sim.layouts, sizes); im.helps(t, cur) {
+			t := im.replaySizes(cur.o.sim.layouts, sizes)
+			sizes[j]++
+			if im.helps(t, cur) {
 				cur, helped, improved = t, true, true
 				break
 			}
@@ -390,24 +391,13 @@ func (im *improver) moves(q int, ends []int64) [][]int64 {
 		out = append(out, slices.Insert(slices.Clone(ends), i, cut))
 	}
 	// Move the boundary after batch i either way, by the powers of two of
-	// units below the larger neighbour's, the largest first, so that a
-	// boundary does not creep a unit at a time.
+	// units below the larger neighbour's.
 	for i := 0; i+1 < len(ends); i++ {
-		span := max(ends[i]-from(i), ends[i+1]-ends[i]) / unit
-		var steps []int64
-		for d := int64(1); d < span; d *= 2 {
-			steps = append(steps, d)
-		}
-		slices.Reverse(steps)
-		for _, d := range steps {
+		for _, d := range halvings(max(ends[i]-from(i), ends[i+1]-ends[i]) / unit) {
 			for _, sign := range []int64{-1, 1} {
-				at := ends[i] + sign*d*unit
-				if at <= from(i) || at >= ends[i+1] || at-from(i) > limit || ends[i+1]-at > limit {
-					continue
+				if moved, ok := movedBoundary(ends, i, ends[i]+sign*d*unit, limit); ok {
+					out = append(out, moved)
 				}
-				moved := slices.Clone(ends)
-				moved[i] = at
-				out = append(out, moved)
 			}
 		}
 	}
@@ -444,6 +434,32 @@ func evenCut(total, unit, limit int64, k int) ([]int64, bool) {
 	return ends, true
 }
 
+// halvings are the powers of two below span, the largest first: how far a
+// boundary is moved, in units, so that it does not creep a unit at a time.
+func halvings(span int64) []int64 {
+	var steps []int64
+	for d := int64(1); d < span; d *= 2 {
+		steps = append(steps, d)
+	}
+	slices.Reverse(steps)
+	return steps
+}
+
+// movedBoundary is ends with the boundary after batch i moved to at, when
+// both batches it separates keep at least one tuple and at most limit.
+func movedBoundary(ends []int64, i int, at, limit int64) ([]int64, bool) {
+	from := int64(0)
+	if i > 0 {
+		from = ends[i-1]
+	}
+	if at <= from || at >= ends[i+1] || at-from > limit || ends[i+1]-at > limit {
+		return nil, false
+	}
+	moved := slices.Clone(ends)
+	moved[i] = at
+	return moved, true
+}
+
 // globalMoves are the shapes one move away from sh that change every query
 // at once: every query's last boundary moved later (a smaller last batch,
 // so less runs after the window) or earlier by the same number of units,
@@ -461,10 +477,7 @@ func (im *improver) globalMoves(sh shape) []shape {
 			span = max(span, (ends[n-1]-from)/p.w.Queries[q].Granularity)
 		}
 	}
-	for d := int64(1) << 62; d >= 1; d /= 2 {
-		if d >= span {
-			continue
-		}
+	for _, d := range halvings(span) {
 		for _, sign := range []int64{1, -1} {
 			next := make(shape, len(sh))
 			changed := false
@@ -474,18 +487,9 @@ func (im *improver) globalMoves(sh shape) []shape {
 				if n < 2 {
 					continue
 				}
-				unit, limit := p.w.Queries[q].Granularity, p.limit[q]
-				from := int64(0)
-				if n > 2 {
-					from = ends[n-3]
+				if moved, ok := movedBoundary(ends, n-2, ends[n-2]+sign*d*p.w.Queries[q].Granularity, p.limit[q]); ok {
+					next[q], changed = moved, true
 				}
-				at := ends[n-2] + sign*d*unit
-				if at <= from || at >= ends[n-1] || at-from > limit || ends[n-1]-at > limit {
-					continue
-				}
-				moved := slices.Clone(ends)
-				moved[n-2] = at
-				next[q], changed = moved, true
 			}
 			if changed {
 				out = append(out, next)

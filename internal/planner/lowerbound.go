@@ -1,7 +1,7 @@
 package planner
 
 import (
-	"container/heap"
+	"cmp"
 	"math"
 	"slices"
 )
@@ -51,27 +51,19 @@ type boundJob struct {
 // one machine and reports whether every job ends by its deadline (within
 // rounding: the bound must never call a plan the search can make late).
 func preemptiveEDFFits(jobs []boundJob) bool {
-	slices.SortFunc(jobs, func(a, b boundJob) int {
-		switch {
-		case a.release < b.release:
-			return -1
-		case a.release > b.release:
-			return 1
-		}
-		return 0
-	})
-	var ready byDeadline
+	slices.SortStableFunc(jobs, func(a, b boundJob) int { return cmp.Compare(a.release, b.release) })
+	var ready queue // job indices by deadline
 	now := 0.0
-	for next := 0; next < len(jobs) || ready.Len() > 0; {
-		if ready.Len() == 0 {
+	for next := 0; next < len(jobs) || ready.len() > 0; {
+		if ready.len() == 0 {
 			now = max(now, jobs[next].release)
 		}
 		for next < len(jobs) && jobs[next].release <= now {
-			heap.Push(&ready, &jobs[next])
+			ready.push(jobs[next].deadline, next)
 			next++
 		}
 		// Run the most urgent job until it ends or the next release.
-		j := ready[0]
+		j := &jobs[ready.top().query]
 		until := now + j.work
 		if next < len(jobs) && jobs[next].release < until {
 			j.work -= jobs[next].release - now
@@ -79,7 +71,7 @@ func preemptiveEDFFits(jobs []boundJob) bool {
 			continue
 		}
 		now = until
-		heap.Pop(&ready)
+		ready.pop()
 		if now > j.deadline+boundTolerance(j.deadline) {
 			return false
 		}
@@ -92,18 +84,4 @@ func preemptiveEDFFits(jobs []boundJob) bool {
 // far less than any real miss.
 func boundTolerance(deadline float64) float64 {
 	return 1e-6 * max(1, math.Abs(deadline))
-}
-
-// byDeadline is a min-heap of jobs by deadline.
-type byDeadline []*boundJob
-
-func (h byDeadline) Len() int           { return len(h) }
-func (h byDeadline) Less(i, j int) bool { return h[i].deadline < h[j].deadline }
-func (h byDeadline) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *byDeadline) Push(x any)        { *h = append(*h, x.(*boundJob)) }
-func (h *byDeadline) Pop() any {
-	old := *h
-	j := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return j
 }
