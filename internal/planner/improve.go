@@ -1,9 +1,6 @@
 package planner
 
-import (
-	"math"
-	"slices"
-)
+import "slices"
 
 // The grid search gives every query the same batch-size factor and every
 // batch of a query the same size. The improvement phase starts from the best
@@ -130,7 +127,7 @@ func (p *prepared) improve(start *outcome, initial, until int) *outcome {
 	for peak := initial; peak < top && p.budget.events < until; peak++ {
 		share := (until - p.budget.events) / passes
 		passes--
-		if !p.fits(start.sim.layouts, peak) {
+		if p.provablyLateOn(peak) {
 			continue
 		}
 		capped := *im
@@ -511,22 +508,4 @@ func (im *improver) globalMoves(sh shape) []shape {
 		}
 	}
 	return out
-}
-
-// fits reports whether the pool held at size index size could do the work
-// of every query at all between the first tuple and the last deadline: the
-// work of one query on it is at least its tuples' share, the final merge
-// and the overhead of as few batches as the largest batch allows. A peak
-// that fails this cannot be reshaped into a plan, and its pass is skipped.
-func (p *prepared) fits(ls []layout, size int) bool {
-	first, last := math.Inf(1), math.Inf(-1)
-	work := 0.0
-	for q := range ls {
-		l := &ls[q]
-		first = min(first, p.w.Queries[q].WindowStart)
-		last = max(last, l.deadline)
-		batches := ceilDiv(l.total, p.limit[q])
-		work += float64(batches)*l.onNodes[size].BatchOverhead() + float64(l.total)*l.perTuple[size] + l.finalMerge[size]
-	}
-	return work <= last-max(first, 0)
 }

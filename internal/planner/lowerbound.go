@@ -7,24 +7,31 @@ import (
 )
 
 // provablyLate reports whether no plan of any shape, size or order can meet
-// every deadline, by a bound that ignores what makes planning hard. The
-// pool runs one step at a time, so any plan is also a schedule of these
-// jobs on one machine, where a job may be interrupted and resumed:
+// every deadline: provablyLateOn the largest pool size. The search uses it
+// to skip the reshaping and the other order, which cannot help, on a
+// workload where the grid found no plan.
+func (p *prepared) provablyLate() bool { return p.provablyLateOn(len(p.w.Pool.Sizes) - 1) }
+
+// provablyLateOn reports whether no plan that never grows the pool past
+// size index size can meet every deadline, by a bound that ignores what
+// makes planning hard. The pool runs one step at a time, so any plan is
+// also a schedule of these jobs on one machine, where a job may be
+// interrupted and resumed:
 //
-//   - each query's tuple work on the largest pool (seconds per tuple times
-//     its tuples), from its window start to its deadline;
-//   - each query's last step without that tuple work (one batch's overhead
-//     and a final merge of one input on the largest pool), from when its
-//     last tuple is ready to its deadline.
+//   - each query's tuple work on that size (seconds per tuple times its
+//     tuples) and the overhead of all but one of the fewest batches its
+//     largest batch allows, from its window start to its deadline;
+//   - each query's last step without that work (one batch's overhead and a
+//     final merge of one input on that size), from when its last tuple is
+//     ready to its deadline.
 //
 // Every real step is at least as long on its own pool size, and a step
 // cut at will fits wherever the whole one did, so a workload these jobs
-// cannot fit has no plan. Earliest deadline first, allowed to interrupt,
-// fits them whenever any schedule does, so simulating it decides. The
-// search uses this to skip the reshaping and the other order, which cannot
-// help, on a workload where the grid found no plan.
-func (p *prepared) provablyLate() bool {
-	largest := p.w.Pool.Sizes[len(p.w.Pool.Sizes)-1]
+// cannot fit has no such plan. Earliest deadline first, allowed to
+// interrupt, fits them whenever any schedule does, so simulating it
+// decides.
+func (p *prepared) provablyLateOn(size int) bool {
+	nodes := p.w.Pool.Sizes[size]
 	jobs := make([]boundJob, 0, 2*len(p.w.Queries))
 	for i, q := range p.w.Queries {
 		a, c := p.arrivals[i], p.costs[i]
@@ -32,8 +39,9 @@ func (p *prepared) provablyLate() bool {
 		if total == 0 {
 			continue
 		}
-		tupleWork := c.batch(largest, total) - c.batchOverhead
-		last := c.batchOverhead + c.merge(largest, 1)
+		overheads := float64(ceilDiv(total, p.limit[i])-1) * c.batchOverhead
+		tupleWork := c.batch(nodes, total) - c.batchOverhead + overheads
+		last := c.batchOverhead + c.merge(nodes, 1)
 		jobs = append(jobs,
 			boundJob{release: a.timeOf(0), work: tupleWork, deadline: q.Deadline},
 			boundJob{release: a.readyAt(total), work: last, deadline: q.Deadline})
