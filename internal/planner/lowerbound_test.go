@@ -131,3 +131,33 @@ func BenchmarkSearchProvablyLate(b *testing.B) {
 		}
 	}
 }
+
+// On a pool capped at a smaller size the bound proves more workloads late:
+// the sample at 4x its rate cannot be met on 2 or 4 nodes, and is on 10.
+// Every plan the planner makes grows past each size the bound rules out.
+func TestProvablyLateOnASmallerPool(t *testing.T) {
+	for _, tc := range []struct {
+		rate float64
+		late []bool // by pool size 2, 4, 10, 14, 20
+	}{
+		{1, []bool{false, false, false, false, false}},
+		{2, []bool{true, false, false, false, false}},
+		{4, []bool{true, true, false, false, false}},
+	} {
+		w := tpchWorkload(1, tc.rate)
+		p, err := prepare(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := mustPlan(t, w)
+		for size, want := range tc.late {
+			got := p.provablyLateOn(size)
+			if got != want {
+				t.Errorf("rate %gx, %d nodes: provablyLateOn = %v, want %v", tc.rate, w.Pool.Sizes[size], got, want)
+			}
+			if got && doc.Chosen.Feasible && doc.Chosen.MaxNodes <= w.Pool.Sizes[size] {
+				t.Errorf("rate %gx: a plan on at most %d nodes meets every deadline, on a size the bound rules out (%d)", tc.rate, doc.Chosen.MaxNodes, w.Pool.Sizes[size])
+			}
+		}
+	}
+}
