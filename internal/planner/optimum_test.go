@@ -116,8 +116,8 @@ func compareWithOptimum(n int) (comparison, error) {
 			doc                 Document
 			instant, executable *[]float64
 		}{{doc, &c.instant, &c.executable}, {reserved, &c.reservedInstant, &c.reservedExecutable}} {
-			pi := Cost(NodeTimeline(d.doc.Steps, w.Pool), w.Pool)
-			pe := Cost(RequestTimeline(NodeTimeline(d.doc.Steps, w.Pool), w.Pool), w.Pool)
+			nodes := NodeTimeline(d.doc.Steps, w.Pool)
+			pi, pe := Cost(nodes, w.Pool), Cost(RequestTimeline(nodes, w.Pool), w.Pool)
 			if pi < instant-1e-9 || pe < executable-1e-9 {
 				c.cheaper = append(c.cheaper, fmt.Sprintf("seed %d: planner (instant %g, executable %g) below the optimum (%g, %g)", seed, pi, pe, instant, executable))
 			}
