@@ -97,7 +97,7 @@ var _ = BeforeSuite(func() {
 		Expect(admin.Create(ctx, &rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"},
 			Rules: []rbacv1.PolicyRule{
-				{APIGroups: []string{"laxity.dev"}, Resources: []string{"elasticschedules", "intermittentqueries"}, Verbs: []string{"*"}},
+				{APIGroups: []string{"laxity.dev"}, Resources: []string{"elasticschedules", "intermittentqueries", "recurringqueries"}, Verbs: []string{"*"}},
 				{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "create", "delete"}},
 				{APIGroups: []string{"sparkoperator.k8s.io"}, Resources: []string{"sparkapplications"}, Verbs: []string{"get", "list"}},
 			},
