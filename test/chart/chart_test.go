@@ -279,7 +279,30 @@ var _ = Describe("The Helm chart", func() {
 				unbound = append(unbound, permissionsOf(role.Rules))
 			}
 		}
-		Expect(unbound).To(Equal([][]permission{permissionsOf(metricsReaderRules)}), "a metrics reader ClusterRole, for scrapers")
+		want := [][]permission{permissionsOf(metricsReaderRules)}
+		tenantRoles := as[rbacv1.ClusterRole](readDocuments(filepath.Join("config", "rbac", "tenant_roles.yaml")))
+		Expect(tenantRoles).To(HaveLen(2))
+		for _, role := range tenantRoles {
+			want = append(want, permissionsOf(role.Rules))
+		}
+		Expect(unbound).To(ConsistOf(want), "a metrics reader ClusterRole, for scrapers, and the tenants' edit and view roles of config/rbac/tenant_roles.yaml")
+	})
+
+	It("aggregates the tenants' roles into the built-in admin, edit and view roles, and can leave them out", func() {
+		aggregatedInto := map[string][]string{}
+		for _, role := range as[rbacv1.ClusterRole](chartDefaults().ofKind(clusterRoleKind)) {
+			for _, builtIn := range []string{"admin", "edit", "view"} {
+				if role.Labels["rbac.authorization.k8s.io/aggregate-to-"+builtIn] == "true" {
+					aggregatedInto[builtIn] = append(aggregatedInto[builtIn], role.Name)
+				}
+			}
+		}
+		Expect(aggregatedInto).To(Equal(map[string][]string{
+			"admin": {"laxity-edit"}, "edit": {"laxity-edit"}, "view": {"laxity-view"},
+		}))
+		for _, role := range as[rbacv1.ClusterRole](helmTemplate("laxity", "laxity-system", "--set", "rbac.tenantRoles=false").ofKind(clusterRoleKind)) {
+			Expect(role.Labels).NotTo(HaveKey(HavePrefix("rbac.authorization.k8s.io/aggregate-to-")), role.Name)
+		}
 	})
 
 	It("renders a ServiceMonitor that scrapes the metrics Service when asked to", func(ctx SpecContext) {

@@ -105,8 +105,8 @@ var _ = Describe("The Helm chart's combinations of values", func() {
 				Expect(grantsTo(r, deployment.Namespace, "platform-laxity").ClusterRoles).To(ContainElement(HaveSuffix("-manager")))
 			},
 		}),
-		Entry("no RBAC", "no-rbac", variant{
-			flags: []string{"--set", "rbac.create=false"},
+		Entry("no RBAC: neither the manager's nor the tenants' roles", "no-rbac", variant{
+			flags: []string{"--set", "rbac.create=false,rbac.tenantRoles=false"},
 			check: func(r rendered) { Expect(r.ofKind(rbacKinds...)).To(BeEmpty()) },
 		}),
 		Entry("no leader election", "no-leader", variant{

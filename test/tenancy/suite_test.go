@@ -10,6 +10,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,7 +87,13 @@ var _ = BeforeSuite(func() {
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: laxityUser}},
 	})).To(Succeed())
 
-	By("giving carol cluster-admin, and alice and bob a Role in their own namespace")
+	By("installing the tenants' roles of config/rbac/tenant_roles.yaml")
+	tenantRoles := readClusterRoles(filepath.Join("..", "..", "config", "rbac", "tenant_roles.yaml"))
+	for i := range tenantRoles {
+		Expect(admin.Create(ctx, &tenantRoles[i])).To(Succeed())
+	}
+
+	By("giving carol cluster-admin, and alice and bob laxity-edit in their own namespace, as docs/design.md tells platform teams")
 	Expect(admin.Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "carol-admin"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
@@ -94,10 +101,18 @@ var _ = BeforeSuite(func() {
 	})).To(Succeed())
 	for user, ns := range map[string]string{alice: teamA, bob: teamB} {
 		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
+		Expect(admin.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "laxity-edit"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "laxity-edit"},
+			Subjects:   subjects,
+		})).To(Succeed())
+		// What the built-in edit role gives besides laxity-edit, and the
+		// stories use: the namespace's Secrets, and reading the
+		// SparkApplications laxity makes (spark-operator's chart grants it).
 		Expect(admin.Create(ctx, &rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"},
 			Rules: []rbacv1.PolicyRule{
-				{APIGroups: []string{"laxity.dev"}, Resources: []string{"elasticschedules", "intermittentqueries", "recurringqueries"}, Verbs: []string{"*"}},
 				{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "create", "delete"}},
 				{APIGroups: []string{"sparkoperator.k8s.io"}, Resources: []string{"sparkapplications"}, Verbs: []string{"get", "list"}},
 			},
@@ -105,7 +120,7 @@ var _ = BeforeSuite(func() {
 		Expect(admin.Create(ctx, &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant"},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "tenant"},
-			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+			Subjects:   subjects,
 		})).To(Succeed())
 	}
 	asAlice, asBob, asCarol = as(alice), as(bob), as(carol)
@@ -126,6 +141,19 @@ var _ = BeforeSuite(func() {
 		Expect(mgr.Start(ctx)).To(Succeed())
 	}()
 })
+
+// readClusterRoles reads the ClusterRoles of a multi-document YAML file.
+func readClusterRoles(path string) []rbacv1.ClusterRole {
+	data, err := os.ReadFile(path)
+	Expect(err).NotTo(HaveOccurred())
+	var roles []rbacv1.ClusterRole
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var role rbacv1.ClusterRole
+		Expect(yaml.UnmarshalStrict([]byte(doc), &role)).To(Succeed())
+		roles = append(roles, role)
+	}
+	return roles
+}
 
 var _ = AfterSuite(func() {
 	if cancelSuite != nil {
