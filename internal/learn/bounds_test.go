@@ -93,7 +93,9 @@ func TestClamp(t *testing.T) {
 
 func modelsClose(a, b costmodel.Model) bool {
 	c := func(x, y float64) bool { return math.Abs(x-y) <= 1e-12*max(math.Abs(x), math.Abs(y)) }
-	l := func(x, y costmodel.Linear) bool { return c(x.Overhead, y.Overhead) && c(x.Serial, y.Serial) && c(x.Parallel, y.Parallel) }
+	l := func(x, y costmodel.Linear) bool {
+		return c(x.Overhead, y.Overhead) && c(x.Serial, y.Serial) && c(x.Parallel, y.Parallel)
+	}
 	return l(a.Batch, b.Batch) && l(a.Merge, b.Merge)
 }
 

@@ -2,6 +2,7 @@ package tenancy_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -77,15 +78,27 @@ func learnedBatchFactor(g Gomega, l *laxityv1alpha1.LearnedModel) float64 {
 	return v
 }
 
-var _ = Describe("learning stays inside its bounds", func() {
-	BeforeEach(func(ctx SpecContext) {
-		var nodes corev1.NodeList
-		Expect(asCarol.List(ctx, &nodes)).To(Succeed())
-		if len(nodes.Items) == 0 {
-			readyNodes(ctx, teamA, 8)
-			readyNodes(ctx, teamB, 8)
+// learningReadyPools makes the tenants' pools ready, as the suite's other
+// specs find them (readyNodes: 8 Ready nodes labelled laxity.dev/pool=<ns>
+// in each namespace), when no spec made them yet.
+func learningReadyPools(ctx context.Context) {
+	var nodes corev1.NodeList
+	Expect(asCarol.List(ctx, &nodes)).To(Succeed())
+	if len(nodes.Items) > 0 {
+		return
+	}
+	for _, ns := range []string{teamA, teamB} {
+		for i := range 8 {
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-node-%d", ns, i), Labels: map[string]string{"laxity.dev/pool": ns}}}
+			Expect(asCarol.Create(ctx, node)).To(Succeed())
+			node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+			Expect(asCarol.Status().Update(ctx, node)).To(Succeed())
 		}
-	})
+	}
+}
+
+var _ = Describe("learning stays inside its bounds", func() {
+	BeforeEach(func(ctx SpecContext) { learningReadyPools(ctx) })
 
 	It("holds the in-window correction of two absurdly slow steps at the documented bound", func(ctx SpecContext) {
 		create(ctx, asAlice, builder.Schedule(teamA, "slow-steps").SmallBatches().Obj())
