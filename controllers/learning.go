@@ -73,11 +73,10 @@ func learnedModel(q *laxityv1alpha1.IntermittentQuery, es *laxityv1alpha1.Elasti
 	observations := spec.ToLearn(all)
 	l := learn.Fit(declared, observations, learn.Defaults)
 	// The fit weighs the declared model and earlier windows; steps of this
-	// window that run slower than the fit say so at once.
-	slower := false
-	if f, n := learn.WindowSlowdown(l.Model, spec.ToLearn(own)); n >= 2 && f > 1 {
-		l.Model, l.Slowdown, slower = l.Model.Scaled(f), l.Slowdown*f, f > 1+learn.DefaultTolerance
-	}
+	// window that run slower than the fit say so at once, within the
+	// learner's bound around the declared model.
+	l, f := learn.Correct(declared, l, spec.ToLearn(own), learn.Defaults)
+	slower := f > 1+learn.DefaultTolerance
 	// One or two steps that ran as modelled say little about the spread:
 	// the margin they leave is the prior's, and plans change only once the
 	// steps say something the declared model does not.
@@ -137,7 +136,8 @@ func inheritedObservations(ctx context.Context, c client.Reader, q *laxityv1alph
 
 // learnAcrossWindows sets what the RecurringQuery learned from its windows
 // (status.learned): the observations of its earlier ones, kept, and those
-// of its windows still there, fitted with the template's declared model as
+// of its windows still there (the IntermittentQueries it controls, by UID),
+// fitted with the template's declared model as
 // the prior. Plans use what each window learned (its own status.learned,
 // which starts from these observations); this is the record across
 // windows, which survives the windows' deletion by the history limits.
@@ -170,8 +170,17 @@ func learnAcrossWindows(rq *laxityv1alpha1.RecurringQuery, children []laxityv1al
 		}
 	}
 	for i := range children {
-		if l := children[i].Status.Learned; l != nil {
-			for _, o := range l.Observations {
+		q := &children[i]
+		// Only the recurring query's own windows teach it: an
+		// IntermittentQuery whose controller is this RecurringQuery (its
+		// UID, so not one of an object deleted and re-created under the
+		// same name), not one that merely carries its label or a window's
+		// name, and only what it observed of its own window.
+		if !metav1.IsControlledBy(q, rq) || q.Status.Learned == nil {
+			continue
+		}
+		for _, o := range q.Status.Learned.Observations {
+			if o.WindowStart.Equal(&q.Spec.Window.Start) {
 				add(o)
 			}
 		}

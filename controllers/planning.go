@@ -138,7 +138,7 @@ func learnedChange(v *view, dqs []dispatch.Query) (reason, message string) {
 	}
 	if planned, now := models.LeadTimeSeconds, v.workload.Pool.ProvisioningLeadTime; planned > 0 && math.Abs(now-planned) > planned*learn.DefaultTolerance {
 		return ReplanModelLearned, fmt.Sprintf("The pool's measured provisioning lead time is %s; the plan in force assumed %s: re-planning",
-			time.Duration(now*float64(time.Second)), time.Duration(planned*float64(time.Second)))
+			costmodel.Duration(now), costmodel.Duration(planned))
 	}
 	sizes := v.workload.Pool.Sizes
 	largest := sizes[len(sizes)-1]

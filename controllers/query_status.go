@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/costmodel"
 	"github.com/laxity-dev/laxity/internal/dispatch"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
@@ -76,7 +77,7 @@ func metaTime(t *time.Time) *metav1.Time {
 // one in whole seconds.
 func dampedSlack(previous laxityv1alpha1.Decimal, slack time.Duration) laxityv1alpha1.Decimal {
 	if old, err := previous.Float64(); err == nil {
-		delta := time.Duration((slack.Seconds() - old) * float64(time.Second))
+		delta := costmodel.Duration(slack.Seconds() - old)
 		if delta.Abs() < slackResolution && (old < 0) == (slack < 0) {
 			return previous
 		}
@@ -88,7 +89,7 @@ func dampedSlack(previous laxityv1alpha1.Decimal, slack time.Duration) laxityv1a
 // exact slack would change them, and so write the status, every second.
 func shownSlack(q *laxityv1alpha1.IntermittentQuery) time.Duration {
 	seconds, _ := q.Status.SlackSeconds.Float64()
-	return time.Duration(seconds * float64(time.Second))
+	return costmodel.Duration(seconds)
 }
 
 // queryState is what a query's conditions are computed from.
@@ -122,7 +123,7 @@ func plannedLate(doc *planner.Document, query string) time.Duration {
 	}
 	for _, p := range doc.Queries {
 		if p.Name == query && p.Slack < 0 {
-			return time.Duration(-p.Slack * float64(time.Second))
+			return costmodel.Duration(-p.Slack)
 		}
 	}
 	return 0

@@ -2,13 +2,13 @@ package controllers
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/costmodel"
 	"github.com/laxity-dev/laxity/internal/dispatch"
 	"github.com/laxity-dev/laxity/internal/planner"
 )
@@ -59,7 +59,7 @@ func money(v float64) laxityv1alpha1.Decimal { return laxityv1alpha1.NewDecimal(
 
 // at is the instant seconds after origin, to the millisecond.
 func at(origin time.Time, seconds float64) time.Time {
-	return origin.Add(time.Duration(math.Round(seconds*1000)) * time.Millisecond)
+	return origin.Add(costmodel.Duration(seconds).Round(time.Millisecond))
 }
 
 // scheduleState is what the schedule's conditions are computed from.

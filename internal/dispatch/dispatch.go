@@ -364,7 +364,7 @@ func (q *Query) stepSeconds(step Step, nodes int) float64 {
 	return q.Cost.MergeSeconds(nodes, step.Inputs)
 }
 
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+func seconds(s float64) time.Duration { return costmodel.Duration(s) }
 
 // FreeAt is when the pool is expected to be free: the modelled end of the
 // step that holds it (its start, or now for one not started yet, plus its
@@ -692,7 +692,7 @@ func NextRequestChange(origin time.Time, requests []planner.NodeLevel, now time.
 	current := RequestAt(origin, requests, now)
 	for _, r := range requests {
 		if r.At > offset && r.Nodes != current {
-			return origin.Add(time.Duration(r.At * float64(time.Second)))
+			return origin.Add(costmodel.Duration(r.At))
 		}
 	}
 	return time.Time{}
@@ -788,7 +788,7 @@ func (r StuckRule) Bound(modelled time.Duration) time.Duration {
 	if r.Factor <= 0 && r.MinExtra <= 0 {
 		return 0
 	}
-	return max(time.Duration(r.Factor*float64(modelled)), modelled+r.MinExtra)
+	return max(costmodel.Duration(r.Factor*modelled.Seconds()), modelled+r.MinExtra)
 }
 
 // StuckStep is a launched step that has held the pool past its bound.

@@ -109,6 +109,32 @@ type Settings struct {
 	LeadQuantile float64
 }
 
+// The bounds of what is learned, named once: docs/design.md ("Learning")
+// documents them.
+const (
+	// ModelBound is how far, as a factor either way, learning may move a
+	// query's model from the declared one: every coefficient of a learned
+	// model, the slowdown, and the model as the window's own steps
+	// correct it (Correct) stay within [declared/ModelBound,
+	// declared×ModelBound]. Defaults.Bound.
+	ModelBound = 10
+	// MarginBound is the largest margin learning plans with, as a fraction
+	// of the learned model's durations: 1 is 100%. Defaults.MaxMargin.
+	MarginBound = 1
+	// LeadTimeBound is how many times the declared provisioning lead time
+	// a learned one may be, at most (it is never below the declared one).
+	// It is Defaults.Bound: the same factor as the models'.
+	LeadTimeBound = ModelBound
+	// MaxLeadTimeSeconds bounds a learned lead time whatever the declared
+	// one (a declared lead time of 0 has no multiple to bound it): 30 days,
+	// the API's bound on the pool's durations.
+	MaxLeadTimeSeconds = 30 * 24 * 3600
+	// MinWindowSteps is the fewest of a window's own finished steps whose
+	// ratio to the model corrects it within the window (Correct): one step
+	// alone may be an outlier.
+	MinWindowSteps = 2
+)
+
 // Defaults are what the operator and the study learn with. The quantile
 // and allowance were set by the study of docs/experiments.md ("Learning
 // across windows"): a deadline is missed when the work left after a window
@@ -117,13 +143,13 @@ type Settings struct {
 var Defaults = Settings{
 	HalfLife:      32,
 	PriorWeight:   1,
-	Bound:         10,
+	Bound:         ModelBound,
 	MinFitSamples: 8,
 	FitGain:       0.25,
 	Quantile:      0.85,
 	Allowance:     1,
 	PriorSpread:   0.1,
-	MaxMargin:     1,
+	MaxMargin:     MarginBound,
 	LeadQuantile:  0.9,
 }
 
@@ -210,8 +236,55 @@ func Fit(declared costmodel.Model, obs []Observation, s Settings) Learned {
 	} else {
 		out.Model.Merge = scale(declared.Merge, out.Slowdown)
 	}
+	// Every path above keeps within the bound; this is the guarantee.
+	out.Model = Clamp(declared, out.Model, s.Bound)
 	out.Margin = s.margin(out.Model, all)
 	return out
+}
+
+// Clamp is m with every coefficient within a factor bound of declared's,
+// either way: [declared/bound, declared×bound]. Every duration of the
+// result is then within that factor of the declared model's, since a
+// duration is a sum of coefficients times non-negative work. A bound below
+// 1 or not a number is ModelBound; a coefficient that is not a number is
+// the declared one.
+func Clamp(declared, m costmodel.Model, bound float64) costmodel.Model {
+	if !(bound >= 1) || math.IsInf(bound, 0) {
+		bound = ModelBound
+	}
+	c := func(v, d float64) float64 {
+		if math.IsNaN(v) {
+			return d
+		}
+		return min(max(v, d/bound), d*bound)
+	}
+	l := func(m, d costmodel.Linear) costmodel.Linear {
+		return costmodel.Linear{Overhead: c(m.Overhead, d.Overhead), Serial: c(m.Serial, d.Serial), Parallel: c(m.Parallel, d.Parallel)}
+	}
+	return costmodel.Model{Batch: l(m.Batch, declared.Batch), Merge: l(m.Merge, declared.Merge)}
+}
+
+// Correct is l corrected by its window's own finished steps (own, oldest
+// first), for a window that runs slower than l's model: the fit weighs the
+// declared model and earlier windows, so it follows such a window with a
+// lag, and the window's own steps say so at once. When at least
+// MinWindowSteps of them are usable and their robust ratio to l's model
+// (WindowSlowdown) is above 1, the model is scaled by that ratio, and the
+// slowdown with it, both held to s.Bound around declared (Clamp): a
+// window whose steps ran a hundred times slower than modelled is planned
+// at s.Bound times the declared model, not a hundred. factor is the
+// window's ratio as measured (1 when no correction applies), which says
+// how much slower than the fit the window runs even where the bound cut
+// the correction short.
+func Correct(declared costmodel.Model, l Learned, own []Observation, s Settings) (corrected Learned, factor float64) {
+	s = s.sane()
+	f, n := WindowSlowdown(l.Model, own)
+	if n < MinWindowSteps || !(f > 1) {
+		return l, 1
+	}
+	l.Model = Clamp(declared, l.Model.Scaled(f), s.Bound)
+	l.Slowdown = min(max(l.Slowdown*f, 1/s.Bound), s.Bound)
+	return l, f
 }
 
 // sane replaces knobs that would make no sense (zero, negative, not a
@@ -520,8 +593,9 @@ func absAll(xs []float64) []float64 {
 // LeadTime learns a provisioning lead time, in seconds, from observed ones
 // (oldest first): the LeadQuantile quantile of the observations, newer ones
 // weighing more, never below declared (nodes that came early once are no
-// promise) and at most Bound times it. Observations that are not finite
-// numbers of at least 0 are skipped.
+// promise), at most Bound times it and at most MaxLeadTimeSeconds (unless
+// the declared one is longer). Observations that are not finite numbers of
+// at least 0 are skipped.
 func LeadTime(declared float64, observed []float64, s Settings) float64 {
 	s = s.sane()
 	if !(declared >= 0) || math.IsInf(declared, 0) {
@@ -541,7 +615,7 @@ func LeadTime(declared float64, observed []float64, s Settings) float64 {
 	if declared > 0 {
 		learned = min(learned, s.Bound*declared)
 	}
-	return learned
+	return min(learned, max(declared, MaxLeadTimeSeconds))
 }
 
 // The grid Change compares models on when it is given no points: batches of

@@ -27,6 +27,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/laxity-dev/laxity/internal/costmodel"
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
@@ -161,7 +162,7 @@ func NodesNow(w planner.Workload, ready, requested int, requestedBy float64) pla
 // arrivals and launches observed at now.
 func planFrom(ctx context.Context, w planner.Workload, observed map[string]Observed, r Rates, ahead float64) (planner.Document, map[string]float64, error) {
 	if ahead > 0 {
-		w = WithOrigin(w, w.Origin.Add(time.Duration(ahead*float64(time.Second))))
+		w = WithOrigin(w, w.Origin.Add(costmodel.Duration(ahead)))
 	}
 	assumed := map[string]float64{}
 	rebased := map[string]Progress{}

@@ -23,7 +23,7 @@ func Learning(es *laxityv1alpha1.ElasticSchedule) laxityv1alpha1.Learning {
 
 // DeclaredLeadTime is spec.nodePool.provisioningLeadTime, or its default.
 func DeclaredLeadTime(es *laxityv1alpha1.ElasticSchedule) time.Duration {
-	return time.Duration(durationOr(es.Spec.NodePool.ProvisioningLeadTime, DefaultProvisioningLeadTime) * float64(time.Second))
+	return costmodel.Duration(durationOr(es.Spec.NodePool.ProvisioningLeadTime, DefaultProvisioningLeadTime))
 }
 
 // LeadTime is how long the schedule's pool takes to bring a node, as plans
@@ -85,7 +85,7 @@ func ObserveLeadTime(es *laxityv1alpha1.ElasticSchedule, requested, ready int32,
 			seconds[i] = o.Seconds()
 		}
 		learned := learn.LeadTime(DeclaredLeadTime(es).Seconds(), seconds, learn.Defaults)
-		lt.Learned = &metav1.Duration{Duration: time.Duration(learned * float64(time.Second)).Round(time.Second)}
+		lt.Learned = &metav1.Duration{Duration: costmodel.Duration(learned).Round(time.Second)}
 	}
 	if lt.Pending == nil && len(lt.Observations) == 0 {
 		lt = nil

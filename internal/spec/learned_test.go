@@ -192,3 +192,12 @@ func TestLearnedStatusRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// The learner's absolute bound on a lead time is the API's bound on the
+// pool's durations: a learned lead time is always one the spec could
+// declare.
+func TestMaxLeadTimeIsTheAPIBound(t *testing.T) {
+	if got, want := float64(learn.MaxLeadTimeSeconds), laxityv1alpha1.MaxDuration.Seconds(); got != want {
+		t.Errorf("learn.MaxLeadTimeSeconds = %v, the API's MaxDuration %v s", got, want)
+	}
+}
