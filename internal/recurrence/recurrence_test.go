@@ -321,7 +321,7 @@ func TestDecideProperties(t *testing.T) {
 			Name: "rq", Schedule: s, WindowsAhead: rapid.IntRange(1, 24).Draw(t, "ahead"),
 			WindowLength:     time.Duration(rapid.Int64Range(int64(time.Minute), int64(3*time.Hour)).Draw(t, "length")),
 			StartingDeadline: sd, Suspend: rapid.Bool().Draw(t, "suspend"),
-			MaxActive: rapid.IntRange(0, 30).Draw(t, "maxActive"),
+			MaxActive:       rapid.IntRange(0, 30).Draw(t, "maxActive"),
 			SuccessfulLimit: rapid.IntRange(0, 3).Draw(t, "ok"), FailedLimit: rapid.IntRange(0, 3).Draw(t, "failed"),
 			Since: since, Instances: instances, Now: now,
 		}
