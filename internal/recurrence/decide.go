@@ -88,13 +88,14 @@ type Window struct {
 type SkipReason string
 
 const (
-	// SkipMissed: a start missed (while suspended, blocked, or with the
+	// SkipMissed is a start missed (while suspended, blocked, or with the
 	// manager down) that is not the most recent one, or that is, but was
 	// missed by more than spec.startingDeadline. Only the most recent
 	// missed start may still run, as with a CronJob.
 	SkipMissed SkipReason = "Missed"
-	// SkipMaxActive: the most recent missed start, which would have run
-	// late, found spec.maxActiveWindows windows unfinished.
+	// SkipMaxActive is the most recent missed start, skipped because
+	// spec.maxActiveWindows windows were unfinished when it would have run
+	// late.
 	SkipMaxActive SkipReason = "MaxActiveWindows"
 )
 
