@@ -94,3 +94,50 @@ func FuzzNext(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecide: for any schedule, zone, gap and bound, Decide returns, runs
+// at most one window late, never more windows than the bound allows, and
+// reports each run of skipped starts once.
+func FuzzDecide(f *testing.F) {
+	f.Add("* * * * *", uint8(0), int64(99*60), int64(-1), uint8(0), uint8(1))
+	f.Add("0 0 * * FRI", uint8(1), int64(15*366*86400), int64(60), uint8(2), uint8(2))
+	f.Add("@every 1m", uint8(0), int64(400*86400), int64(0), uint8(1), uint8(24))
+	f.Add("*/10 * * * *", uint8(7), int64(3600), int64(120), uint8(3), uint8(2))
+	f.Fuzz(func(t *testing.T, expr string, zone uint8, gapSeconds, deadlineSeconds int64, maxActive, ahead uint8) {
+		s, err := Parse(expr, fuzzZones[int(zone)%len(fuzzZones)])
+		if err != nil {
+			return
+		}
+		now := time.Date(2026, 12, 6, 4, 0, 0, 0, time.UTC)
+		gap := time.Duration(gapSeconds%(20*366*86400)) * time.Second
+		if gap < 0 {
+			gap = -gap
+		}
+		in := Input{Name: "rq", Schedule: s, WindowLength: time.Minute, WindowsAhead: 1 + int(ahead)%24,
+			MaxActive: int(maxActive) % 51, Since: now.Add(-gap), Now: now}
+		if deadlineSeconds >= 0 {
+			d := time.Duration(deadlineSeconds%(366*86400)) * time.Second
+			in.StartingDeadline = &d
+		}
+		d, err := Decide(in)
+		if err != nil {
+			if _, ok := IsSpecError(err); !ok {
+				t.Fatalf("Decide: %v is not a SpecError", err)
+			}
+			return
+		}
+		late := 0
+		for _, w := range d.Create {
+			if w.Late > 0 {
+				late++
+			}
+		}
+		bound := in.MaxActive
+		if bound <= 0 {
+			bound = DefaultMaxActive(in.WindowsAhead)
+		}
+		if late > 1 || len(d.Create) > bound || len(d.Skipped) > 2 {
+			t.Fatalf("Decide(%q, gap %s): %d late, %d created (bound %d), %d skipped runs", expr, gap, late, len(d.Create), bound, len(d.Skipped))
+		}
+	})
+}
