@@ -14,8 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -23,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -116,6 +120,11 @@ func (p *recurringPass) event(kind, reason, action, format string, args ...any) 
 
 func (r *RecurringQueryReconciler) reconcile(ctx context.Context, rq *laxityv1alpha1.RecurringQuery, now time.Time) (*recurringPass, error) {
 	p := &recurringPass{}
+	// A copy: the conditions below are set in place.
+	var prevReady *metav1.Condition
+	if c := meta.FindStatusCondition(rq.Status.Conditions, laxityv1alpha1.RecurringQueryReadyCondition); c != nil {
+		prevReady = c.DeepCopy()
+	}
 	children, err := r.windows(ctx, rq)
 	if err != nil {
 		return nil, err
@@ -126,6 +135,17 @@ func (r *RecurringQueryReconciler) reconcile(ctx context.Context, rq *laxityv1al
 	if err != nil {
 		windowsStatus(rq, children, nil, nil)
 		setRecurringStalled(rq, laxityv1alpha1.InvalidSpecReason, err.Error())
+		p.warnOnChange(prevReady, rq, "Validate")
+		return p, nil
+	}
+	// Template metadata that got past admission (a CRD installed before
+	// its rules, or a rule the API server could not run) would make every
+	// window's creation fail: it is reported, naming the field, and no
+	// window is created.
+	if err := templateMetadataErrors(rq); err != nil {
+		windowsStatus(rq, children, nil, nil)
+		setRecurringStalled(rq, laxityv1alpha1.InvalidTemplateReason, err.Error())
+		p.warnOnChange(prevReady, rq, "Validate")
 		return p, nil
 	}
 	var es laxityv1alpha1.ElasticSchedule
@@ -136,14 +156,22 @@ func (r *RecurringQueryReconciler) reconcile(ctx context.Context, rq *laxityv1al
 		windowsStatus(rq, children, nil, nil)
 		setRecurringStalled(rq, laxityv1alpha1.ScheduleNotFoundReason, fmt.Sprintf(
 			"spec.template.scheduleName: ElasticSchedule %q not found in namespace %s", rq.Spec.Template.ScheduleName, rq.Namespace))
+		p.warnOnChange(prevReady, rq, "Validate")
 		return p, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading the schedule: %w", err)
 	}
+	// Windows that could not run are not created: while the schedule is
+	// stalled, or a window of the same template is refused.
+	scheduleBlock := scheduleBlocking(&es)
+	windowBlock := refusedWindow(rq, children)
 
+	windowsAhead := int(ptr.Deref(rq.Spec.WindowsAhead, 2))
 	in := recurrence.Input{
 		Name: rq.Name, Schedule: schedule, WindowLength: rq.Spec.WindowLength.Duration,
-		WindowsAhead: int(ptr.Deref(rq.Spec.WindowsAhead, 2)), Suspend: rq.Spec.Suspend,
+		WindowsAhead: windowsAhead, Suspend: rq.Spec.Suspend,
+		MaxActive:       int(ptr.Deref(rq.Spec.MaxActiveWindows, int32(recurrence.DefaultMaxActive(windowsAhead)))),
+		Blocked:         scheduleBlock != "" || windowBlock != "",
 		SuccessfulLimit: int(ptr.Deref(rq.Spec.SuccessfulWindowsHistoryLimit, 3)),
 		FailedLimit:     int(ptr.Deref(rq.Spec.FailedWindowsHistoryLimit, 1)),
 		Instances:       instances(rq, children),
@@ -167,6 +195,7 @@ func (r *RecurringQueryReconciler) reconcile(ctx context.Context, rq *laxityv1al
 	for _, w := range d.Taken {
 		taken[w.Name] = true
 	}
+	var refused error
 	for _, w := range d.Create {
 		iq, err := renderWindow(rq, w, r.Scheme())
 		if err != nil {
@@ -185,12 +214,19 @@ func (r *RecurringQueryReconciler) reconcile(ctx context.Context, rq *laxityv1al
 				continue
 			}
 			children = append(children, existing)
+		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+			// The API server refuses the window as the template makes it:
+			// retrying cannot help until the spec changes.
+			refused = fmt.Errorf("spec.template: the API server refused window %s: %w", iq.Name, err)
 		case err != nil:
 			return nil, fmt.Errorf("creating window %s: %w", iq.Name, err)
 		default:
 			children = append(children, *iq)
 			p.event(corev1.EventTypeNormal, ReasonWindowCreated, "Create", "Created IntermittentQuery %s for the window %s to %s, due %s",
 				iq.Name, w.Start.Format(time.RFC3339), w.End.Format(time.RFC3339), iq.Spec.Deadline.UTC().Format(time.RFC3339))
+		}
+		if refused != nil {
+			break
 		}
 	}
 	// Before the history limits delete any window: what the windows
@@ -213,17 +249,16 @@ func (r *RecurringQueryReconciler) reconcile(ctx context.Context, rq *laxityv1al
 		p.event(corev1.EventTypeNormal, ReasonWindowsDeleted, "Delete", "Deleted finished windows beyond the history limits: %s", strings.Join(deleted, ", "))
 	}
 	var skipped []laxityv1alpha1.RecurringWindow
-	if d.SkippedCount > 0 {
-		why := fmt.Sprintf("Started more than spec.startingDeadline (%s) before laxity could create it", rq.Spec.StartingDeadline.Duration)
-		for _, s := range d.Skipped {
-			skipped = append(skipped, laxityv1alpha1.RecurringWindow{Start: metav1.NewTime(s), Outcome: laxityv1alpha1.WindowSkipped, Message: why})
-		}
-		p.event(corev1.EventTypeWarning, ReasonWindowSkipped, "Skip", "Skipped %d window(s) missed by more than spec.startingDeadline (%s), from %s to %s",
-			d.SkippedCount, rq.Spec.StartingDeadline.Duration, d.Skipped[0].Format(time.RFC3339), d.Skipped[len(d.Skipped)-1].Format(time.RFC3339))
+	for _, run := range d.Skipped {
+		message := skipMessage(rq, run)
+		// One entry and one event for the whole run, however many starts
+		// it holds.
+		skipped = append(skipped, laxityv1alpha1.RecurringWindow{Start: metav1.NewTime(run.Last), Outcome: laxityv1alpha1.WindowSkipped, Message: message})
+		p.event(corev1.EventTypeWarning, ReasonWindowSkipped, "Skip", "%s", message)
 	}
 
 	windowsStatus(rq, children, skipped, &es)
-	if !d.Since.IsZero() {
+	if !d.Since.IsZero() && refused == nil {
 		rq.Status.LastScheduleTime = &metav1.Time{Time: d.Since}
 	}
 	rq.Status.NextWindow = nil
@@ -232,17 +267,27 @@ func (r *RecurringQueryReconciler) reconcile(ctx context.Context, rq *laxityv1al
 	}
 
 	if se, ok := recurrence.IsSpecError(decideErr); ok {
-		reason := laxityv1alpha1.InvalidSpecReason
-		if se.Field == recurrence.FieldStartingDeadline {
-			reason = laxityv1alpha1.TooManyMissedWindowsReason
-		}
-		setRecurringStalled(rq, reason, se.Error())
+		setRecurringStalled(rq, laxityv1alpha1.InvalidSpecReason, se.Error())
+		p.warnOnChange(prevReady, rq, "Validate")
 		return p, nil
 	} else if decideErr != nil {
 		return nil, decideErr
 	}
+	switch {
+	case refused != nil:
+		setRecurringStalled(rq, laxityv1alpha1.InvalidTemplateReason, refused.Error())
+		p.warnOnChange(prevReady, rq, "Create")
+		return p, nil
+	case windowBlock != "":
+		setRecurringStalled(rq, laxityv1alpha1.WindowStalledReason, windowBlock)
+		p.warnOnChange(prevReady, rq, "Create")
+		return p, nil
+	}
 	meta.RemoveStatusCondition(&rq.Status.Conditions, laxityv1alpha1.RecurringQueryStalledCondition)
 	switch {
+	case scheduleBlock != "":
+		setRecurringReady(rq, metav1.ConditionFalse, laxityv1alpha1.ScheduleStalledReason, scheduleBlock)
+		p.warnOnChange(prevReady, rq, "Create")
 	case len(taken) > 0:
 		names := slices.Sorted(maps.Keys(taken))
 		message := fmt.Sprintf("IntermittentQueries not owned by this RecurringQuery hold the names of its windows, which do not run: %s", strings.Join(names, ", "))
@@ -250,6 +295,10 @@ func (r *RecurringQueryReconciler) reconcile(ctx context.Context, rq *laxityv1al
 		p.event(corev1.EventTypeWarning, laxityv1alpha1.WindowNameTakenReason, "Create", "%s", message)
 	case rq.Spec.Suspend:
 		setRecurringReady(rq, metav1.ConditionTrue, laxityv1alpha1.SuspendedReason, "Suspended: no new window is created")
+	case d.Waiting > 0:
+		setRecurringReady(rq, metav1.ConditionTrue, laxityv1alpha1.MaxActiveWindowsReason, fmt.Sprintf(
+			"%d window(s) ahead wait: %d windows are unfinished, spec.maxActiveWindows is %d; a window ahead is created when one finishes, or skipped if its start passes first",
+			d.Waiting, d.Active, in.MaxActive))
 	default:
 		message := "The windows ahead exist"
 		if rq.Status.NextWindow != nil {
@@ -258,6 +307,90 @@ func (r *RecurringQueryReconciler) reconcile(ctx context.Context, rq *laxityv1al
 		setRecurringReady(rq, metav1.ConditionTrue, laxityv1alpha1.WindowsScheduledReason, message)
 	}
 	return p, nil
+}
+
+// warnOnChange records a Warning event with the Ready condition's reason
+// and message when they differ from prev, the condition before the pass:
+// once per change, not once per pass.
+func (p *recurringPass) warnOnChange(prev *metav1.Condition, rq *laxityv1alpha1.RecurringQuery, action string) {
+	now := meta.FindStatusCondition(rq.Status.Conditions, laxityv1alpha1.RecurringQueryReadyCondition)
+	if now == nil || (prev != nil && prev.Reason == now.Reason && prev.Message == now.Message) {
+		return
+	}
+	p.event(corev1.EventTypeWarning, now.Reason, action, "%s", now.Message)
+}
+
+// skipMessage says which starts a run of skipped ones holds, and why.
+func skipMessage(rq *laxityv1alpha1.RecurringQuery, run recurrence.Skip) string {
+	count := strconv.Itoa(run.Count)
+	if run.AtLeast {
+		count = "more than " + count
+	}
+	span := run.First.UTC().Format(time.RFC3339)
+	if !run.Last.Equal(run.First) {
+		span = "from " + span + " to " + run.Last.UTC().Format(time.RFC3339)
+	} else {
+		span = "at " + span
+	}
+	switch run.Reason {
+	case recurrence.SkipMaxActive:
+		return fmt.Sprintf("Skipped the window starting %s: spec.maxActiveWindows (%d) windows were unfinished when it was due",
+			span, ptr.Deref(rq.Spec.MaxActiveWindows, int32(recurrence.DefaultMaxActive(int(ptr.Deref(rq.Spec.WindowsAhead, 2))))))
+	default:
+		why := "only the most recent missed start runs late"
+		if d := rq.Spec.StartingDeadline; d != nil {
+			why += fmt.Sprintf(", and only within spec.startingDeadline (%s)", d.Duration)
+		}
+		return fmt.Sprintf("Skipped %s window(s) starting %s, missed while suspended, blocked or with the manager down: %s", count, span, why)
+	}
+}
+
+// scheduleBlocking says why the schedule could not run a window now ("" when
+// it could): it is Stalled for a reason other than NoFeasiblePlan. A
+// schedule without a plan meeting every deadline still runs its queries,
+// and its windows may be what made it infeasible, so it does not block.
+func scheduleBlocking(es *laxityv1alpha1.ElasticSchedule) string {
+	c := meta.FindStatusCondition(es.Status.Conditions, laxityv1alpha1.ElasticScheduleStalledCondition)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason == laxityv1alpha1.NoFeasiblePlanReason {
+		return ""
+	}
+	return fmt.Sprintf("spec.template.scheduleName: ElasticSchedule %s is Stalled with reason %s, so it could not run a window; no window is created until it can: %s",
+		es.Name, c.Reason, c.Message)
+}
+
+// refusedWindow says which of the recurring query's unfinished windows is
+// Stalled, and why ("" when none is): every window has the same template,
+// so the next would be refused as well.
+func refusedWindow(rq *laxityv1alpha1.RecurringQuery, children []laxityv1alpha1.IntermittentQuery) string {
+	for i := len(children) - 1; i >= 0; i-- {
+		q := &children[i]
+		if !metav1.IsControlledBy(q, rq) {
+			continue
+		}
+		if _, finished := windowOutcome(q); finished {
+			continue
+		}
+		c := meta.FindStatusCondition(q.Status.Conditions, laxityv1alpha1.IntermittentQueryStalledCondition)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			continue
+		}
+		return fmt.Sprintf("spec.template: window %s is Stalled with reason %s, and every window has the same template; no further window is created until it is lifted: %s",
+			q.Name, c.Reason, c.Message)
+	}
+	return ""
+}
+
+// templateMetadataErrors checks spec.template.metadata as the API server
+// checks an object's labels and annotations, naming the field.
+func templateMetadataErrors(rq *laxityv1alpha1.RecurringQuery) error {
+	path := field.NewPath("spec", "template", "metadata")
+	labels := make(map[string]string, len(rq.Spec.Template.Metadata.Labels))
+	for k, v := range rq.Spec.Template.Metadata.Labels {
+		labels[k] = string(v)
+	}
+	errs := metav1validation.ValidateLabels(labels, path.Child("labels"))
+	errs = append(errs, apivalidation.ValidateAnnotations(rq.Spec.Template.Metadata.Annotations, path.Child("annotations"))...)
+	return errs.ToAggregate()
 }
 
 // windows lists the IntermittentQueries that claim to be the recurring
@@ -440,6 +573,26 @@ func setRecurringStalled(rq *laxityv1alpha1.RecurringQuery, reason, message stri
 	})
 }
 
+// scheduleStalledChanged passes a schedule's update that changes its
+// Stalled condition: a schedule that stalls stops its recurring queries'
+// windows, and one that recovers resumes them.
+var scheduleStalledChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		stalled := func(o client.Object) string {
+			es, ok := o.(*laxityv1alpha1.ElasticSchedule)
+			if !ok {
+				return ""
+			}
+			c := meta.FindStatusCondition(es.Status.Conditions, laxityv1alpha1.ElasticScheduleStalledCondition)
+			if c == nil {
+				return ""
+			}
+			return string(c.Status) + "/" + c.Reason
+		}
+		return stalled(e.ObjectOld) != stalled(e.ObjectNew)
+	},
+}
+
 // SetupWithManager registers the RecurringQuery controller, woken by the
 // recurring query, the windows it owns, and the ElasticSchedule its
 // template names (a missing one holds every window back).
@@ -460,7 +613,7 @@ func (r *RecurringQueryReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&laxityv1alpha1.RecurringQuery{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&laxityv1alpha1.IntermittentQuery{}).
-		Watches(&laxityv1alpha1.ElasticSchedule{}, bySchedule, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&laxityv1alpha1.ElasticSchedule{}, bySchedule, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, scheduleStalledChanged))).
 		Named("recurringquery").
 		Complete(r)
 }

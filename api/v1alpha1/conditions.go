@@ -208,7 +208,9 @@ const (
 	// InvalidTemplateReason surfaces, with Stalled True on the query, when
 	// the query's spec.sparkApplication template cannot become a step:
 	// laxity's rendering or the SparkApplication CRD rejected it. The
-	// message names the field. The schedule's other queries go on.
+	// message names the field. The schedule's other queries go on. On a
+	// RecurringQuery, its spec.template.metadata (labels, annotations)
+	// cannot be a window's metadata; no window is created.
 	InvalidTemplateReason = "InvalidTemplate"
 
 	// ExecutorDoesNotFitReason surfaces, with Stalled True on the query,
@@ -243,8 +245,9 @@ const (
 	// RecurringQueryStalledCondition is True, and present only then, when
 	// the spec cannot be honoured without a change: a schedule that does
 	// not parse or never starts a window, an unknown time zone, windows
-	// that overlap the next, too many missed windows to run late, or an
-	// ElasticSchedule that does not exist. The message names the field.
+	// that overlap the next, an ElasticSchedule that does not exist,
+	// template metadata the API server refuses, or a template its windows
+	// are refused for. The message names the field.
 	RecurringQueryStalledCondition = "Stalled"
 )
 
@@ -263,7 +266,20 @@ const (
 	// the object is left alone and that window does not run.
 	WindowNameTakenReason = "WindowNameTaken"
 
-	// TooManyMissedWindowsReason surfaces when more windows were missed
-	// than laxity runs late at once and spec.startingDeadline is unset.
-	TooManyMissedWindowsReason = "TooManyMissedWindows"
+	// ScheduleStalledReason surfaces, with Ready False, while the
+	// ElasticSchedule the template names is Stalled for a reason other
+	// than NoFeasiblePlan (NotPermitted, InvalidSpec, ...): it could not
+	// run a window, so none is created until it can.
+	ScheduleStalledReason = "ScheduleStalled"
+
+	// WindowStalledReason surfaces, with Stalled True, while one of the
+	// RecurringQuery's unfinished windows is Stalled (its template is not
+	// permitted, or is invalid): every window has the same template, so no
+	// further window is created until the refusal is lifted.
+	WindowStalledReason = "WindowStalled"
+
+	// MaxActiveWindowsReason surfaces, with Ready True, while windows
+	// ahead wait for one of spec.maxActiveWindows unfinished windows to
+	// finish.
+	MaxActiveWindowsReason = "MaxActiveWindows"
 )

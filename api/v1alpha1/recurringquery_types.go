@@ -72,7 +72,23 @@ type RecurringQuerySpec struct {
 	// +kubebuilder:validation:Maximum=24
 	WindowsAhead *int32 `json:"windowsAhead,omitempty"`
 
+	// maxActiveWindows bounds the windows that exist and are not finished
+	// (created ahead, running, or waiting for their final merge), as a
+	// CronJob's concurrencyPolicy Forbid bounds its Jobs: a window ahead
+	// waits to be created until one of them finishes, and a start that
+	// passes while none has is skipped (recorded as Skipped), never run
+	// later. Unset, it is windowsAhead + 2: the windows ahead, the one
+	// running and one still merging after its successor started. At most
+	// 50.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=50
+	MaxActiveWindows *int32 `json:"maxActiveWindows,omitempty"`
+
 	// suspend, when true, creates no new windows; those that exist run on.
+	// When it is set back to false, of the starts missed meanwhile only
+	// the most recent runs (if within startingDeadline); the older ones
+	// are recorded as Skipped.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
 
@@ -95,10 +111,12 @@ type RecurringQuerySpec struct {
 	FailedWindowsHistoryLimit *int32 `json:"failedWindowsHistoryLimit,omitempty"`
 
 	// startingDeadline, when set, is how late a window may still be created
-	// after its start, a non-negative Go duration such as "2m": a window
-	// whose start was missed by more (the manager was down, or suspend was
-	// set) is skipped and recorded in status instead of running late. When
-	// unset no window is skipped.
+	// after its start, a non-negative Go duration such as "2m". After starts
+	// were missed (the manager was down, suspend was set, or the schedule
+	// could not run windows), only the most recent missed start may run
+	// late, and only when missed by at most startingDeadline; every other
+	// missed start is skipped and recorded in status, as a CronJob does.
+	// When unset, the most recent missed start runs however late.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
@@ -152,15 +170,31 @@ type RecurringQueryTemplate struct {
 }
 
 // TemplateMetadata is the labels and annotations of a templated object.
+// The API server checks them as it checks any object's metadata, so that a
+// window's IntermittentQuery is never refused for them later.
 type TemplateMetadata struct {
-	// labels are added to every window's IntermittentQuery.
+	// labels are added to every window's IntermittentQuery. Keys are
+	// qualified names (an optional DNS subdomain prefix and "/", then at
+	// most 63 letters, digits, '-', '_' or '.', starting and ending with a
+	// letter or digit); values are at most 63 such characters, or empty.
 	// +optional
-	Labels map[string]string `json:"labels,omitempty"`
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="spec.template.metadata.labels: every key must be a qualified name: an optional DNS subdomain prefix and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",reason=FieldValueInvalid
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.labelValue().validate(self[k]).hasValue())",message="spec.template.metadata.labels: every value must be empty or at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",reason=FieldValueInvalid
+	Labels map[string]LabelValue `json:"labels,omitempty"`
 
-	// annotations are added to every window's IntermittentQuery.
+	// annotations are added to every window's IntermittentQuery. Keys are
+	// qualified names, as label keys are.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !format.qualifiedName().validate(k).hasValue())",message="spec.template.metadata.annotations: every key must be a qualified name: an optional DNS subdomain prefix and '/', then at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",reason=FieldValueInvalid
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
+
+// LabelValue is the value of a label: at most 63 characters, so that the
+// API server can check every value of a template's labels at admission.
+// +kubebuilder:validation:MaxLength=63
+type LabelValue string
 
 // WindowOutcome is where one window of a RecurringQuery stands.
 // +kubebuilder:validation:Enum=Pending;Running;Succeeded;Missed;Failed;Skipped

@@ -1072,6 +1072,11 @@ func (in *RecurringQuerySpec) DeepCopyInto(out *RecurringQuerySpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.MaxActiveWindows != nil {
+		in, out := &in.MaxActiveWindows, &out.MaxActiveWindows
+		*out = new(int32)
+		**out = **in
+	}
 	if in.SuccessfulWindowsHistoryLimit != nil {
 		in, out := &in.SuccessfulWindowsHistoryLimit, &out.SuccessfulWindowsHistoryLimit
 		*out = new(int32)
@@ -1245,7 +1250,7 @@ func (in *TemplateMetadata) DeepCopyInto(out *TemplateMetadata) {
 	*out = *in
 	if in.Labels != nil {
 		in, out := &in.Labels, &out.Labels
-		*out = make(map[string]string, len(*in))
+		*out = make(map[string]LabelValue, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val
 		}

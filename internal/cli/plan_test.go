@@ -494,6 +494,49 @@ func TestPlanRecurring(t *testing.T) {
 	}
 }
 
+// A RecurringQuery in a zone that skipped a whole local day plans (the
+// cron library's own search never returns there): Pacific/Apia went from
+// 2011-12-29 to 2011-12-31, so Friday 30 December had no start.
+func TestPlanRecurringSkippedDay(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(samplesDir, "recurring.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Replace(strings.Replace(string(data), `schedule: "*/10 * * * *"`, `schedule: "0 0 * * FRI"`, 1), "timeZone: UTC", "timeZone: Pacific/Apia", 1)
+	file := filepath.Join(t.TempDir(), "apia.yaml")
+	if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "plan", "-f", file, "--origin", "2011-12-25T00:00:00Z", "-o", "json")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	var plan planner.Document
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, q := range plan.Queries {
+		names = append(names, q.Name)
+	}
+	// Friday 2011-12-23 00:00 -10:00 was before the origin; then Friday
+	// 2012-01-06 00:00 +14:00 and 2012-01-13.
+	if want := []string{"orders-by-region-201201051000", "orders-by-region-201201121000"}; !slices.Equal(names, want) {
+		t.Errorf("planned %v, want %v", names, want)
+	}
+
+	// A schedule with no start at all is an error naming the object and
+	// the field.
+	never := strings.Replace(doc, `schedule: "0 0 * * FRI"`, `schedule: "0 0 30 2 *"`, 1)
+	if err := os.WriteFile(file, []byte(never), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = run(t, "plan", "-f", file, "--origin", "2011-12-25T00:00:00Z")
+	if code != exitInvalid || !strings.Contains(errOut, "RecurringQuery analytics/orders-by-region") || !strings.Contains(errOut, "spec.schedule") {
+		t.Errorf("never-starting schedule: exit %d, stderr %q; want exit %d naming the object and spec.schedule", code, errOut, exitInvalid)
+	}
+}
+
 func stripSearchSeconds(t *testing.T, doc string) string {
 	t.Helper()
 	var m map[string]any

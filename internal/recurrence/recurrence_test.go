@@ -120,6 +120,7 @@ func TestDecide(t *testing.T) {
 		in        Input
 		create    []string
 		skipped   int
+		waiting   int
 		taken     []string
 		delete    []string
 		since     time.Time
@@ -143,16 +144,58 @@ func TestDecide(t *testing.T) {
 			create: []string{"rq-202612010030"}, since: minutes(30), next: minutes(40),
 		},
 		{
-			name:   "missed starts run late without a starting deadline",
-			in:     Input{Since: minutes(0), Now: minutes(35)},
-			create: []string{"rq-202612010010", "rq-202612010020", "rq-202612010030", "rq-202612010040", "rq-202612010050"},
-			since:  minutes(50), next: minutes(60),
+			name:    "only the most recent missed start runs late; the older ones are skipped",
+			in:      Input{Since: minutes(0), Now: minutes(35)},
+			create:  []string{"rq-202612010030", "rq-202612010040", "rq-202612010050"},
+			skipped: 2, since: minutes(50), next: minutes(60),
 		},
 		{
 			name:    "starts missed by more than the starting deadline are skipped",
 			in:      Input{Since: minutes(0), Now: minutes(31), StartingDeadline: &two},
 			create:  []string{"rq-202612010030", "rq-202612010040", "rq-202612010050"},
 			skipped: 2, since: minutes(50), next: minutes(60),
+		},
+		{
+			name:    "the most recent missed start too, when missed by more than the starting deadline",
+			in:      Input{Since: minutes(0), Now: minutes(35), StartingDeadline: &two},
+			create:  []string{"rq-202612010040", "rq-202612010050"},
+			skipped: 3, since: minutes(50), next: minutes(60),
+		},
+		{
+			name:    "a long outage: one window late, one count of the skipped ones",
+			in:      Input{Since: minutes(0), Now: minutes(10*2000 + 5)},
+			create:  []string{Name("rq", minutes(10*2000)), Name("rq", minutes(10*2001)), Name("rq", minutes(10*2002))},
+			skipped: 1999, since: minutes(10 * 2002), next: minutes(10 * 2003),
+		},
+		{
+			name: "windows ahead wait while maxActiveWindows are unfinished",
+			in: Input{Since: minutes(20), Now: minutes(10), MaxActive: 3, Instances: []Instance{
+				{Name: "rq-202612010000", Start: minutes(0), Owned: true},
+				{Name: "rq-202612010010", Start: minutes(10), Owned: true},
+				{Name: "rq-202612010020", Start: minutes(20), Owned: true},
+			}},
+			create: nil, waiting: 1, since: minutes(20), next: minutes(30),
+		},
+		{
+			name: "finished windows free their slots",
+			in: Input{Since: minutes(20), Now: minutes(10), MaxActive: 3, Instances: []Instance{
+				{Name: "rq-202612010000", Start: minutes(0), Owned: true, Finished: true},
+				{Name: "rq-202612010010", Start: minutes(10), Owned: true},
+				{Name: "rq-202612010020", Start: minutes(20), Owned: true},
+			}},
+			create: []string{"rq-202612010030"}, delete: []string{"rq-202612010000"}, since: minutes(30), next: minutes(40),
+		},
+		{
+			name: "the most recent missed start is skipped when no slot is free",
+			in: Input{Since: minutes(0), Now: minutes(35), MaxActive: 1, Instances: []Instance{
+				{Name: "rq-202612010000", Start: minutes(0), Owned: true},
+			}},
+			create: nil, skipped: 3, waiting: 2, since: minutes(30), next: minutes(40),
+		},
+		{
+			name:   "blocked: nothing is created and nothing moves on",
+			in:     Input{Since: minutes(0), Now: minutes(35), Blocked: true},
+			create: nil, since: minutes(0), next: minutes(40),
 		},
 		{
 			name:   "suspended: nothing is created",
@@ -189,12 +232,6 @@ func TestDecide(t *testing.T) {
 			since: minutes(1), next: minutes(10),
 			wantField: FieldWindowLength,
 		},
-		{
-			name:  "too many missed windows without a starting deadline",
-			in:    Input{Since: minutes(0), Now: minutes(10 * (MaxLateWindows + 1))},
-			since: minutes(0), next: minutes(10*(MaxLateWindows+1) + 10),
-			wantField: FieldStartingDeadline,
-		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tc.in
@@ -213,8 +250,11 @@ func TestDecide(t *testing.T) {
 			if diff := cmp.Diff(tc.create, names(d.Create)); diff != "" {
 				t.Errorf("create (-want +got):\n%s", diff)
 			}
-			if d.SkippedCount != tc.skipped || len(d.Skipped) != tc.skipped {
-				t.Errorf("skipped %d (%v), want %d", d.SkippedCount, d.Skipped, tc.skipped)
+			if d.SkippedCount() != tc.skipped || d.Waiting != tc.waiting {
+				t.Errorf("skipped %d (%v) and %d waiting, want %d and %d", d.SkippedCount(), d.Skipped, d.Waiting, tc.skipped, tc.waiting)
+			}
+			if len(d.Skipped) > 2 {
+				t.Errorf("skipped runs %v: at most one per reason", d.Skipped)
 			}
 			if diff := cmp.Diff(tc.taken, names(d.Taken)); diff != "" {
 				t.Errorf("taken (-want +got):\n%s", diff)
@@ -281,6 +321,7 @@ func TestDecideProperties(t *testing.T) {
 			Name: "rq", Schedule: s, WindowsAhead: rapid.IntRange(1, 24).Draw(t, "ahead"),
 			WindowLength:     time.Duration(rapid.Int64Range(int64(time.Minute), int64(3*time.Hour)).Draw(t, "length")),
 			StartingDeadline: sd, Suspend: rapid.Bool().Draw(t, "suspend"),
+			MaxActive:       rapid.IntRange(0, 30).Draw(t, "maxActive"),
 			SuccessfulLimit: rapid.IntRange(0, 3).Draw(t, "ok"), FailedLimit: rapid.IntRange(0, 3).Draw(t, "failed"),
 			Since: since, Instances: instances, Now: now,
 		}
@@ -315,6 +356,26 @@ func TestDecideProperties(t *testing.T) {
 			if sd != nil && w.Late > *sd {
 				t.Fatalf("window %s created %s late, past the starting deadline %s", w.Name, w.Late, *sd)
 			}
+		}
+		// After any gap at most one window runs late, and the unfinished
+		// windows stay within the bound (or where they were).
+		late := 0
+		for _, w := range d.Create {
+			if w.Late > 0 {
+				late++
+			}
+		}
+		if late > 1 {
+			t.Fatalf("%d windows created late: %v", late, d.Create)
+		}
+		active := 0
+		for _, inst := range instances {
+			if inst.Owned && !inst.Finished {
+				active++
+			}
+		}
+		if len(d.Create) > 0 && active+len(d.Create) > max(in.MaxActive, DefaultMaxActive(in.WindowsAhead)*boolInt(in.MaxActive <= 0)) {
+			t.Fatalf("%d unfinished and %d created, over the bound %d", active, len(d.Create), in.MaxActive)
 		}
 		if in.Suspend && len(d.Create) > 0 {
 			t.Fatalf("suspended, but created %v", created)
@@ -351,4 +412,11 @@ func TestNamesSortByStart(t *testing.T) {
 			t.Fatalf("%s >= %s for %s before %s", Name("rq", a), Name("rq", b), a, b)
 		}
 	})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -49,6 +49,8 @@ const MinEvery = time.Minute
 type Schedule struct {
 	spec  *cron.SpecSchedule
 	every time.Duration
+	// expr is spec.schedule as written, for errors.
+	expr string
 }
 
 var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
@@ -78,7 +80,7 @@ func Parse(expr, timeZone string) (*Schedule, error) {
 		if d < MinEvery {
 			return nil, &SpecError{FieldSchedule, expr, fmt.Sprintf("@every must be at least %s", MinEvery)}
 		}
-		return &Schedule{every: d}, nil
+		return &Schedule{every: d, expr: expr}, nil
 	}
 	// A zone in the expression would override spec.timeZone.
 	if strings.HasPrefix(trimmed, "TZ=") || strings.HasPrefix(trimmed, "CRON_TZ=") {
@@ -93,29 +95,129 @@ func Parse(expr, timeZone string) (*Schedule, error) {
 		return nil, &SpecError{FieldSchedule, expr, "not a cron schedule"}
 	}
 	spec.Location = loc
-	return &Schedule{spec: spec}, nil
+	return &Schedule{spec: spec, expr: expr}, nil
 }
 
 // epoch anchors @every: its starts are whole multiples of the interval
 // since then, whenever the object was created.
 var epoch = time.Unix(0, 0).UTC()
 
+// SearchYears is how far after an instant Next looks for a start, as the
+// cron library does: a schedule with no start in that span starts none.
+const SearchYears = 5
+
+// maxSearchSteps bounds the steps of one search, whatever the zone's
+// transitions: each step moves to the next local midnight, hour or
+// matching minute, or to the zone's next transition, so five years take
+// at most a few hundred thousand steps (1,830 days of 24 hours of at most
+// 60 minutes, plus the transitions). The bound is never reached by a
+// schedule of five fields; reaching it is an error, never a hang.
+const maxSearchSteps = 400_000
+
+// starBit marks a cron field written as "*" or "?" (the cron library's
+// own convention): the day of month and day of week then combine with
+// "and", not "or".
+const starBit = 1 << 63
+
+// ErrSearchBound is the error of a search that reached maxSearchSteps.
+var ErrSearchBound = errors.New("the search for the next start exceeded its bound")
+
 // Next is the first window start strictly after t, in UTC, or the zero time
-// when the schedule starts no window in the five years after t.
+// when the schedule starts no window in the SearchYears years after t.
 func (s *Schedule) Next(t time.Time) time.Time {
+	next, _ := s.NextStart(t)
+	return next
+}
+
+// NextStart is Next with the reason when there is no start: a *SpecError
+// naming spec.schedule when the schedule starts no window in the
+// SearchYears years after t, or when the search exceeded its bound. It
+// never calls the cron library's Next, which loops forever in zones that
+// skip a whole local day (Pacific/Apia skipped 2011-12-30): it walks the
+// local calendar itself, one constant-offset span of the zone at a time,
+// so it always returns.
+func (s *Schedule) NextStart(t time.Time) (time.Time, error) {
 	if s.every > 0 {
 		since := t.Sub(epoch)
 		k := since / s.every
 		if since < 0 && since%s.every != 0 {
 			k-- // floor, not truncation towards zero
 		}
-		return epoch.Add((k + 1) * s.every)
+		return epoch.Add((k + 1) * s.every), nil
 	}
-	next := s.spec.Next(t)
-	if next.IsZero() {
-		return next
+	next, err := s.search(t)
+	switch {
+	case errors.Is(err, ErrSearchBound):
+		return time.Time{}, &SpecError{FieldSchedule, s.expr, fmt.Sprintf("%v after %s", err, t.UTC().Format(time.RFC3339))}
+	case next.IsZero():
+		return time.Time{}, &SpecError{FieldSchedule, s.expr, fmt.Sprintf("the schedule starts no window in the %d years after %s", SearchYears, t.UTC().Format(time.RFC3339))}
 	}
-	return next.UTC()
+	return next, nil
+}
+
+// search finds the first instant strictly after t whose wall clock in the
+// schedule's zone matches every field, at a whole local minute. Within one
+// span of the zone's constant offset the wall clock is the instant plus
+// the offset, so each step jumps straight to the next instant that may
+// match (the next matching minute, the next hour, the next local
+// midnight), or to the end of the span when that comes first. Wall times
+// a transition skips are never matched; wall times it repeats are matched
+// at each of their instants, as the cron library does.
+func (s *Schedule) search(t time.Time) (time.Time, error) {
+	spec := s.spec
+	loc := spec.Location
+	limit := t.AddDate(SearchYears, 0, 0)
+	// The first whole local minute after t.
+	w := t.In(loc)
+	x := t.Add(-time.Duration(w.Second())*time.Second - time.Duration(w.Nanosecond())).Add(time.Minute)
+	for range maxSearchSteps {
+		if x.After(limit) {
+			return time.Time{}, nil
+		}
+		w := x.In(loc)
+		_, end := w.ZoneBounds()
+		var step time.Duration
+		sinceMidnight := time.Duration(w.Hour())*time.Hour + time.Duration(w.Minute())*time.Minute +
+			time.Duration(w.Second())*time.Second + time.Duration(w.Nanosecond())
+		switch {
+		case spec.Month&(1<<uint(w.Month())) == 0 || !dayMatches(spec, w):
+			step = 24*time.Hour - sinceMidnight
+		case spec.Hour&(1<<uint(w.Hour())) == 0:
+			step = time.Hour - time.Duration(w.Minute())*time.Minute - time.Duration(w.Second())*time.Second - time.Duration(w.Nanosecond())
+		case w.Second() != 0 || w.Nanosecond() != 0:
+			// An offset of seconds (local mean time, before zones had
+			// whole minutes): on to the next whole local minute.
+			step = time.Minute - time.Duration(w.Second())*time.Second - time.Duration(w.Nanosecond())
+		case spec.Minute&(1<<uint(w.Minute())) == 0:
+			m := w.Minute() + 1
+			for m < 60 && spec.Minute&(1<<uint(m)) == 0 {
+				m++
+			}
+			step = time.Duration(m-w.Minute()) * time.Minute
+		default:
+			return x.UTC(), nil
+		}
+		next := x.Add(step)
+		if !end.IsZero() && next.After(end) {
+			next = end // the offset changes: read the wall clock again there
+		}
+		if !next.After(x) {
+			next = x.Add(time.Minute) // never stand still
+		}
+		x = next
+	}
+	return time.Time{}, ErrSearchBound
+}
+
+// dayMatches is the cron library's rule: with either day field a star both
+// must match, else either.
+func dayMatches(spec *cron.SpecSchedule, t time.Time) bool {
+	dom := spec.Dom&(1<<uint(t.Day())) != 0
+	dow := spec.Dow&(1<<uint(t.Weekday())) != 0
+	if spec.Dom&starBit != 0 || spec.Dow&starBit != 0 {
+		return dom && dow
+	}
+	return dom || dow
 }
 
 // Starts are the first n window starts strictly after t (fewer when the

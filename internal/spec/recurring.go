@@ -23,9 +23,9 @@ const (
 // operator adds the owner reference.
 func RecurringWindow(rq *laxityv1alpha1.RecurringQuery, w recurrence.Window) *laxityv1alpha1.IntermittentQuery {
 	t := rq.Spec.Template.DeepCopy()
-	labels := t.Metadata.Labels
-	if labels == nil {
-		labels = map[string]string{}
+	labels := make(map[string]string, len(t.Metadata.Labels)+1)
+	for k, v := range t.Metadata.Labels {
+		labels[k] = string(v)
 	}
 	labels[LabelRecurringQuery] = rq.Name
 	annotations := t.Metadata.Annotations
@@ -61,14 +61,23 @@ func RecurringWindows(rq *laxityv1alpha1.RecurringQuery, from time.Time) ([]laxi
 		ahead = int(*rq.Spec.WindowsAhead)
 	}
 	var out []laxityv1alpha1.IntermittentQuery
-	for _, start := range schedule.Starts(from.Add(-time.Nanosecond), ahead) {
-		next := schedule.Next(start)
+	// Each search is bounded (recurrence.Schedule.NextStart): a schedule
+	// with no start within the bound is an error on spec.schedule, never a
+	// hang of laxity plan.
+	start, err := schedule.NextStart(from.Add(-time.Nanosecond))
+	for len(out) < ahead {
+		if err != nil {
+			return nil, err
+		}
+		var next time.Time
+		next, err = schedule.NextStart(start)
 		end := start.Add(rq.Spec.WindowLength.Duration)
-		if !next.IsZero() && end.After(next) {
+		if err == nil && end.After(next) {
 			return nil, &recurrence.SpecError{Field: recurrence.FieldWindowLength, Value: rq.Spec.WindowLength.Duration.String(),
 				Reason: fmt.Sprintf("the window starting at %s would overlap the next one, %s later", start.Format(time.RFC3339), next.Sub(start))}
 		}
 		out = append(out, *RecurringWindow(rq, recurrence.Window{Name: recurrence.Name(rq.Name, start), Start: start, End: end}))
+		start = next
 	}
 	return out, nil
 }
