@@ -150,6 +150,14 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	if refusal != nil {
 		return r.notPermitted(es, refusal, p)
 	}
+	if ns != nil {
+		capped, restore, err := r.withinCeilings(ctx, *ns, es, p)
+		if err != nil || capped == nil {
+			return r.overCeiling(ctx, es, p, err)
+		}
+		defer restore()
+		p.capped = *capped
+	}
 	v, err := r.observe(ctx, es, ns, p)
 	if err != nil {
 		return ctrl.Result{}, p.notes, err
@@ -189,8 +197,12 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	backendErr := joinBackendErrors(p.backendErrs)
 	// A retry created in this pass ends its stuck step's handling.
 	stuck := stuckHandling(v.launched, r.Options.MaxAttempts, created)
-	setScheduleConditions(es, scheduleState{doc: doc, requested: int32(wanted), ready: v.ready, backendErr: backendErr, stuck: stuck, nodesLost: judged.nodesLost,
-		due: nodesDue(doc.Origin, doc.Requests, v.lead, v.now), lead: v.lead})
+	requested := int32(wanted)
+	if p.asked != nil {
+		requested = p.asked.nodes
+	}
+	setScheduleConditions(es, scheduleState{doc: doc, requested: requested, ready: v.ready, backendErr: backendErr, stuck: stuck, nodesLost: judged.nodesLost,
+		due: nodesDue(doc.Origin, doc.Requests, v.lead, v.now), lead: v.lead, capped: p.capped, overCeiling: p.overCeiling})
 	if backendErr != nil {
 		return ctrl.Result{}, p.notes, backendErr
 	}
@@ -266,7 +278,17 @@ func (r *ElasticScheduleReconciler) request(ctx context.Context, es *laxityv1alp
 	if err != nil {
 		return &backendError{fmt.Errorf("spec.nodePool.backend: %w", err)}
 	}
-	n := ask.nodes
+	n := p.ceilings.Write.Cap(ask.nodes)
+	if n < ask.nodes {
+		p.overCeiling = fmt.Sprintf("%d nodes wanted, %d requested: the ceiling is %s", ask.nodes, n, p.ceilings.Write)
+	}
+	if room := p.ceilings.Room; room.Set && n-min(ask.busy, n) > room.Nodes {
+		lowered := min(ask.busy, n) + max(room.Nodes, 0)
+		p.overCeiling = fmt.Sprintf("%d nodes wanted, %d requested (%d held by running steps): the namespace's ResourceQuota leaves room for %s",
+			ask.nodes, lowered, min(ask.busy, n), room)
+		n = lowered
+	}
+	ask.nodes = n
 	from, err := pool.Request(ctx, backend, n, ask.busy)
 	if err != nil {
 		return &backendError{fmt.Errorf("resizing the pool to %d nodes: %w", n, err)}
