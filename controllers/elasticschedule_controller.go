@@ -23,6 +23,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/pool"
 	"github.com/laxity-dev/laxity/internal/spec"
 	"github.com/laxity-dev/laxity/internal/steprun"
+	"github.com/laxity-dev/laxity/internal/tenancy"
 )
 
 // poolFinalizer returns the pool to zero nodes before an ElasticSchedule
@@ -278,15 +279,9 @@ func (r *ElasticScheduleReconciler) request(ctx context.Context, es *laxityv1alp
 	if err != nil {
 		return &backendError{fmt.Errorf("spec.nodePool.backend: %w", err)}
 	}
-	n := p.ceilings.Write.Cap(ask.nodes)
-	if n < ask.nodes {
-		p.overCeiling = fmt.Sprintf("%d nodes wanted, %d requested: the ceiling is %s", ask.nodes, n, p.ceilings.Write)
-	}
-	if room := p.ceilings.Room; room.Set && n-min(ask.busy, n) > room.Nodes {
-		lowered := min(ask.busy, n) + max(room.Nodes, 0)
-		p.overCeiling = fmt.Sprintf("%d nodes wanted, %d requested (%d held by running steps): the namespace's ResourceQuota leaves room for %s",
-			ask.nodes, lowered, min(ask.busy, n), room)
-		n = lowered
+	n, why := tenancy.Bound(ask.nodes, ask.busy, p.ceilings.Write, p.ceilings.Room)
+	if why != "" {
+		p.overCeiling = why
 	}
 	ask.nodes = n
 	from, err := pool.Request(ctx, backend, n, ask.busy)

@@ -125,7 +125,7 @@ type CapacityBufferGrant struct {
 	// for; its pool sizes are capped to it. Unset means no ceiling of its
 	// own (the namespace's ResourceQuota still bounds the buffer).
 	// +optional
-	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100000
 	MaxNodes *int32 `json:"maxNodes,omitempty"`
 
@@ -167,7 +167,7 @@ type PoolGrant struct {
 	// laxity.dev/allowed-namespaces annotation has no ceiling from laxity
 	// (the pool's own limits apply).
 	// +optional
-	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100000
 	MaxNodes *int32 `json:"maxNodes,omitempty"`
 }

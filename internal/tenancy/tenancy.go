@@ -45,15 +45,15 @@ const Any = "*"
 // none; every namespace may use its own.
 const DefaultServiceAccount = "default"
 
-// Pool names a node pool object by API group, kind and name. MaxNodes is
-// a grant's ceiling on it (see Ceiling); NoCeiling when the grant sets none.
+// Pool names a node pool object by API group, kind and name. In a grant,
+// MaxNodes is its ceiling (see Ceiling), NoCeiling (0) when it sets none.
 type Pool struct {
 	Group, Kind, Name string
 	MaxNodes          int32
 }
 
 // NoCeiling is the MaxNodes of a grant that sets no ceiling.
-const NoCeiling int32 = -1
+const NoCeiling int32 = 0
 
 func (p Pool) String() string {
 	if p.Group == "" {
@@ -98,7 +98,7 @@ type Grant struct {
 
 // BufferGrant lets the capacityBuffer backend keep room on the nodes
 // NodeSelector selects: a schedule's node selector must hold each of its
-// labels with the same value. MaxNodes (NoCeiling for none) and
+// labels with the same value. MaxNodes (NoCeiling, 0, for none) and
 // MaxResources (the buffered pods' requests all together, by resource
 // name, in the resource's units) are its ceilings.
 type BufferGrant struct {
@@ -388,7 +388,7 @@ func (c Ceiling) Sizes(sizes []int32) (capped []int32, changed bool) {
 
 // poolCeiling is the ceiling of a grant's MaxNodes.
 func poolCeiling(maxNodes int32, by string) Ceiling {
-	if maxNodes < 0 {
+	if maxNodes <= NoCeiling {
 		return Ceiling{}
 	}
 	return Ceiling{Set: true, Nodes: maxNodes, By: by}
@@ -622,4 +622,27 @@ func Contend(field, pool string, self Claim, rivals []Claim) *Refusal {
 		Missing: fmt.Sprintf("%s is resized by %s, which claimed it first (created %s); one pool has one writer, so this schedule writes nothing to it until that schedule is deleted or names another pool",
 			pool, holder, holder.Created.UTC().Format(time.RFC3339)),
 	}
+}
+
+// Bound is the node count laxity writes when n nodes are wanted, busy of
+// them held by laxity's running steps: n lowered to write, the ceiling on
+// every write, and so that the nodes held beyond the busy ones fit in
+// room (a CapacityBuffer's share of what the ResourceQuota leaves; the zero
+// Ceiling bounds nothing). why says what lowered it, "" when nothing did.
+// The result is never negative, never above n, never above write, and
+// leaves at most room beyond the busy nodes.
+func Bound(n, busy int32, write, room Ceiling) (nodes int32, why string) {
+	n = max(n, 0)
+	nodes = write.Cap(n)
+	if nodes < n {
+		why = fmt.Sprintf("%d nodes wanted, %d requested: the ceiling is %s", n, nodes, write)
+	}
+	held := min(max(busy, 0), nodes)
+	if room.Set && nodes-held > max(room.Nodes, 0) {
+		lowered := held + max(room.Nodes, 0)
+		why = fmt.Sprintf("%d nodes wanted, %d requested (%d held by running steps): the namespace's ResourceQuota leaves room for %s",
+			n, lowered, held, room)
+		nodes = lowered
+	}
+	return nodes, why
 }
