@@ -176,7 +176,13 @@ var _ = Describe("backends, ceilings and one writer per pool", func() {
 
 	It("lets one schedule at a time resize a pool two namespaces are allowed on: the later is refused, naming the holder, and never writes", func(ctx SpecContext) {
 		create(ctx, asCarol, nodePool("shared-ab", 0, "team-a,team-b"))
-		holder := builder.Schedule(teamA, "holder").Sizes(4).Backend(builder.ScaleBackend("karpenter.sh/v1", "NodePool", "shared-ab")).Obj()
+		By("the shared pool's 4 nodes, which both teams' schedules select")
+		readyNodes(ctx, "shared-ab", 4)
+		onShared := func(ns, name string, size int32) *laxityv1alpha1.ElasticSchedule {
+			return builder.Schedule(ns, name).Sizes(size).NodeSelector(map[string]string{"laxity.dev/pool": "shared-ab"}).
+				Backend(builder.ScaleBackend("karpenter.sh/v1", "NodePool", "shared-ab")).Obj()
+		}
+		holder := onShared(teamA, "holder", 4)
 		create(ctx, asAlice, holder)
 		create(ctx, asAlice, query(teamA, "on-ab", "holder", time.Hour).Obj())
 		Eventually(replicas(ctx, "shared-ab")).WithTimeout(timeout).WithPolling(poll).Should(BeEquivalentTo(4))
@@ -185,8 +191,7 @@ var _ = Describe("backends, ceilings and one writer per pool", func() {
 		since := u.GetResourceVersion()
 
 		By("bob's schedules on the same pool, created later, are refused and name alice's")
-		later := builder.Schedule(teamB, "later").Sizes(1).Backend(builder.ScaleBackend("karpenter.sh/v1", "NodePool", "shared-ab")).Obj()
-		next := builder.Schedule(teamB, "next").Sizes(2).Backend(builder.ScaleBackend("karpenter.sh/v1", "NodePool", "shared-ab")).Obj()
+		later, next := onShared(teamB, "later", 1), onShared(teamB, "next", 2)
 		for _, es := range []*laxityv1alpha1.ElasticSchedule{later, next} {
 			create(ctx, asBob, es)
 			create(ctx, asBob, query(teamB, es.Name+"-q", es.Name, time.Hour).Obj())
