@@ -78,6 +78,7 @@ func TestQuotaCeiling(t *testing.T) {
 		{name: "the issue's quota: 1 CPU, 2 pods", quotas: []Quota{{Name: "small", Hard: map[string]float64{"requests.cpu": 1, "pods": 2}}},
 			set: true, want: 0, by: "ResourceQuota small hard requests.cpu: 1, 64 per node"},
 		{name: "pods bound", quotas: []Quota{{Name: "q", Hard: map[string]float64{"requests.cpu": 1000, "pods": 3}}}, set: true, want: 3},
+		{name: "limits count the requests", quotas: []Quota{{Name: "q", Hard: map[string]float64{"limits.memory": 1536 << 30}}}, set: true, want: 3},
 		{name: "bare cpu counts requests", quotas: []Quota{{Name: "q", Hard: map[string]float64{"cpu": 200}}}, set: true, want: 3},
 		{name: "hard limits only when planning", quotas: []Quota{{Name: "q", Hard: map[string]float64{"requests.cpu": 640}, Used: map[string]float64{"requests.cpu": 600}}},
 			set: true, want: 10},

@@ -532,11 +532,15 @@ type Quota struct {
 }
 
 // quotaKeys are the quota keys one pod of requests counts against, with
-// how much of each.
+// how much of each. A buffered pod has requests only; it counts against
+// limits.* quotas with its requests too, the least a pod of its size
+// running there would have as limits, so that a namespace bounded by
+// limits alone is bounded here as well.
 func quotaKeys(requests map[string]float64) map[string]float64 {
 	out := map[string]float64{"pods": 1, "count/pods": 1}
 	for name, v := range requests {
 		out["requests."+name] += v
+		out["limits."+name] += v
 		switch name {
 		case "cpu", "memory", "ephemeral-storage":
 			out[name] += v
