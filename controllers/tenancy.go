@@ -179,7 +179,9 @@ func (t *Tenancy) Schedule(ctx context.Context, es *laxityv1alpha1.ElasticSchedu
 // backendGrant is what a schedule's backend is granted: refusal when it is
 // not; else the ceiling on its pool, and key, the pool object it resolves
 // to ("" for laxity's own objects, which no other schedule shares), with
-// field and what to name it by.
+// field and what to name it by. buffer says the backend is a
+// CapacityBuffer of pods of perNode requests, which the namespace's
+// ResourceQuota bounds too.
 type backendGrant struct {
 	refusal          error
 	ceiling          tenancy.Ceiling
