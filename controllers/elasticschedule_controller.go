@@ -23,6 +23,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/pool"
 	"github.com/laxity-dev/laxity/internal/spec"
 	"github.com/laxity-dev/laxity/internal/steprun"
+	"github.com/laxity-dev/laxity/internal/tenancy"
 )
 
 // poolFinalizer returns the pool to zero nodes before an ElasticSchedule
@@ -150,6 +151,14 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	if refusal != nil {
 		return r.notPermitted(es, refusal, p)
 	}
+	if ns != nil {
+		capped, restore, err := r.withinCeilings(ctx, *ns, es, p)
+		if err != nil || capped == nil {
+			return r.overCeiling(ctx, es, p, err)
+		}
+		defer restore()
+		p.capped = *capped
+	}
 	v, err := r.observe(ctx, es, ns, p)
 	if err != nil {
 		return ctrl.Result{}, p.notes, err
@@ -189,8 +198,12 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	backendErr := joinBackendErrors(p.backendErrs)
 	// A retry created in this pass ends its stuck step's handling.
 	stuck := stuckHandling(v.launched, r.Options.MaxAttempts, created)
-	setScheduleConditions(es, scheduleState{doc: doc, requested: int32(wanted), ready: v.ready, backendErr: backendErr, stuck: stuck, nodesLost: judged.nodesLost,
-		due: nodesDue(doc.Origin, doc.Requests, v.lead, v.now), lead: v.lead})
+	requested := int32(wanted)
+	if p.asked != nil {
+		requested = p.asked.nodes
+	}
+	setScheduleConditions(es, scheduleState{doc: doc, requested: requested, ready: v.ready, backendErr: backendErr, stuck: stuck, nodesLost: judged.nodesLost,
+		due: nodesDue(doc.Origin, doc.Requests, v.lead, v.now), lead: v.lead, capped: p.capped, overCeiling: p.overCeiling})
 	if backendErr != nil {
 		return ctrl.Result{}, p.notes, backendErr
 	}
@@ -266,7 +279,11 @@ func (r *ElasticScheduleReconciler) request(ctx context.Context, es *laxityv1alp
 	if err != nil {
 		return &backendError{fmt.Errorf("spec.nodePool.backend: %w", err)}
 	}
-	n := ask.nodes
+	n, why := tenancy.Bound(ask.nodes, ask.busy, p.ceilings.Write, p.ceilings.Room)
+	if why != "" {
+		p.overCeiling = why
+	}
+	ask.nodes = n
 	from, err := pool.Request(ctx, backend, n, ask.busy)
 	if err != nil {
 		return &backendError{fmt.Errorf("resizing the pool to %d nodes: %w", n, err)}

@@ -75,6 +75,13 @@ type passResult struct {
 	backendErrs []error
 	// asked is what the pass asked of the pool, nil until it did.
 	asked *poolAsk
+	// ceilings bound every write to the pool; overCeiling says how a
+	// write was lowered to them, "" when none was.
+	ceilings    Ceilings
+	overCeiling string
+	// capped says how the plan's pool sizes were lowered to the ceiling,
+	// "" when they were not.
+	capped string
 }
 
 // poolAsk is what a pass asks of the pool: nodes, busy of which laxity's

@@ -84,6 +84,10 @@ type scheduleState struct {
 	due int32
 	// lead is the provisioning lead time the plan assumes.
 	lead time.Duration
+	// capped says how the pool sizes were lowered to a ceiling before
+	// planning; overCeiling how this pass's write was lowered to one (""
+	// for neither).
+	capped, overCeiling string
 }
 
 // overdueGrace is how much longer than the lead time the plan assumes
@@ -151,8 +155,11 @@ func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) 
 		return
 	}
 	c := s.doc.Chosen
-	set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionTrue, laxityv1alpha1.PlanFoundReason,
-		fmt.Sprintf("%d initial nodes, %dX batches, cost %.2f", c.InitialNodes, c.BatchSizeFactor, c.Cost))
+	planned := fmt.Sprintf("%d initial nodes, %dX batches, cost %.2f", c.InitialNodes, c.BatchSizeFactor, c.Cost)
+	if s.capped != "" {
+		planned += "; " + s.capped
+	}
+	set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionTrue, laxityv1alpha1.PlanFoundReason, planned)
 	poolReady := fmt.Sprintf("%d of %d requested nodes ready", s.ready, s.requested)
 	// Nodes lost stay the reason the pool is not ready until it is again:
 	// the condition keeps saying so on the passes that wait for them.
@@ -171,6 +178,8 @@ func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) 
 	switch {
 	case s.backendErr != nil:
 		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionFalse, laxityv1alpha1.BackendErrorReason, s.backendErr.Error())
+	case s.overCeiling != "":
+		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionFalse, laxityv1alpha1.OverCeilingReason, s.overCeiling)
 	case s.ready >= s.requested:
 		set(laxityv1alpha1.ElasticSchedulePoolReadyCondition, metav1.ConditionTrue, laxityv1alpha1.NodesReadyReason, poolReady)
 	default:
@@ -188,6 +197,8 @@ func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) 
 	switch {
 	case s.backendErr != nil:
 		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.BackendErrorReason, s.backendErr.Error())
+	case s.overCeiling != "":
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.OverCeilingReason, s.overCeiling)
 	case s.stuck != "":
 		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.StepStuckReason, s.stuck)
 	case s.ready >= s.requested:

@@ -185,7 +185,10 @@ func (r *ElasticScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&laxityv1alpha1.IntermittentQuery{}, bySchedule, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Node{}, allSchedules).
 		// A grant made or taken back takes effect at once.
-		Watches(&laxityv1alpha1.TenantPolicy{}, allSchedules)
+		Watches(&laxityv1alpha1.TenantPolicy{}, allSchedules).
+		// Who holds a pool is decided again when a schedule on it comes,
+		// changes or goes.
+		Watches(&laxityv1alpha1.ElasticSchedule{}, samePool(mgr.GetClient()), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	if !r.Options.NoSparkApplications {
 		b = b.Watches(sparkApplication(), bySchedule)
 	}

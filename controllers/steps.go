@@ -109,8 +109,8 @@ func (r *ElasticScheduleReconciler) finalize(ctx context.Context, es *laxityv1al
 	var released pool.Released
 	switch backend, err := r.Backend(ctx, es); {
 	case refusal != nil:
-		ctrl.LoggerFrom(ctx).Info("Left the pool as it is: the namespace may not drive it", "why", refusal.Error())
-		r.Recorder.Eventf(es, nil, corev1.EventTypeWarning, laxityv1alpha1.NotPermittedReason, "Release", "The node pool was left as it is: %s", refusal)
+		ctrl.LoggerFrom(ctx).Info("Left the pool as it is: the schedule may not drive it", "why", refusal.Error())
+		r.Recorder.Eventf(es, nil, corev1.EventTypeWarning, refusalReason(refusal), "Release", "The node pool was left as it is: %s", refusal)
 	case err == nil:
 		if released, err = pool.Release(ctx, backend); err != nil {
 			return fmt.Errorf("releasing the pool: %w", err)

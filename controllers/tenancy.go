@@ -18,6 +18,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
@@ -46,6 +48,7 @@ type Tenancy struct {
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.x-k8s.io,resources=machinedeployments;machinepools,verbs=get
 // +kubebuilder:rbac:groups=karpenter.sh,resources=nodepools,verbs=get
+// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list
 
 // namespace is what the namespace name is granted: the grants of every
 // TenantPolicy whose namespaceSelector selects it, and the defaults.
@@ -80,7 +83,10 @@ func grantOf(p *laxityv1alpha1.TenantPolicy) tenancy.Grant {
 		Buckets: s.Buckets, PriorityClasses: s.PriorityClasses,
 	}
 	for _, pool := range s.Pools {
-		g.Pools = append(g.Pools, tenancy.Pool{Group: pool.Group, Kind: pool.Kind, Name: pool.Name})
+		g.Pools = append(g.Pools, tenancy.Pool{Group: pool.Group, Kind: pool.Kind, Name: pool.Name, MaxNodes: maxNodes(pool.MaxNodes)})
+	}
+	for _, b := range s.CapacityBuffers {
+		g.Buffers = append(g.Buffers, tenancy.BufferGrant{NodeSelector: b.NodeSelector, MaxNodes: maxNodes(b.MaxNodes), MaxResources: amounts(b.MaxResources)})
 	}
 	if e := s.EMR; e != nil {
 		g.VirtualClusters, g.ExecutionRoles, g.Endpoints = e.VirtualClusterIDs, e.ExecutionRoleARNs, e.Endpoints
@@ -91,9 +97,39 @@ func grantOf(p *laxityv1alpha1.TenantPolicy) tenancy.Grant {
 	return g
 }
 
+// maxNodes is a grant's maxNodes in internal/tenancy's terms.
+func maxNodes(n *int32) int32 {
+	if n == nil {
+		return tenancy.NoCeiling
+	}
+	return *n
+}
+
+// amounts is a resource list in the resources' units, for internal/tenancy.
+func amounts(list corev1.ResourceList) map[string]float64 {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make(map[string]float64, len(list))
+	for name, q := range list {
+		out[string(name)] = q.AsApproximateFloat64()
+	}
+	return out
+}
+
 // refusedError is what a namespace may not make laxity do, every refusal
 // naming its field and the grant it lacks.
 type refusedError struct{ refusals []*tenancy.Refusal }
+
+// refusalReason is the condition reason of a refusal: its first refusal's
+// own reason (PoolNotFound, PoolInUse), else NotPermitted.
+func refusalReason(err error) string {
+	var re *refusedError
+	if errors.As(err, &re) && len(re.refusals) > 0 && re.refusals[0].Reason != "" {
+		return re.refusals[0].Reason
+	}
+	return laxityv1alpha1.NotPermittedReason
+}
 
 func (e *refusedError) Error() string {
 	parts := make([]string, len(e.refusals))
@@ -120,78 +156,236 @@ func refused(rs ...*tenancy.Refusal) error {
 // Schedule decides whether es's namespace may have laxity drive the pool
 // es names, and returns what the namespace is granted. refusal is a
 // *refusedError when it may not; err is a failure to read what decides it.
+//
+// A schedule that resolves to the same pool object as another, permitted
+// one created before it is refused with reason PoolInUse, naming that one
+// (tenancy.Contend): one pool, one writer.
 func (t *Tenancy) Schedule(ctx context.Context, es *laxityv1alpha1.ElasticSchedule) (_ tenancy.Namespace, refusal, err error) {
 	ns, err := t.namespace(ctx, es.Namespace)
 	if err != nil {
 		return ns, nil, err
 	}
-	b := es.Spec.NodePool.Backend
-	switch {
-	case b.Scale != nil:
-		refusal, err = t.scale(ctx, ns, b.Scale)
-	case b.Placeholder != nil:
-		refusal = refused(ns.PriorityClass("spec.nodePool.backend.placeholder.priorityClassName", b.Placeholder.PriorityClassName))
-	case b.CapacityBuffer != nil:
-		// Its CapacityBuffer and PodTemplate are laxity's own objects in
-		// the namespace and name nothing outside it: nothing to grant.
-	case b.EMRContainers != nil:
-		e := b.EMRContainers
-		refusal = refused(ns.EMR("spec.nodePool.backend.emrContainers", tenancy.EMR{
-			VirtualClusterID: e.VirtualClusterID, ExecutionRoleARN: e.ExecutionRoleARN,
-			Nodegroup: tenancy.Nodegroup{Cluster: e.ClusterName, Name: e.NodegroupName}, Endpoint: e.Endpoint,
-		}))
+	g, err := t.backend(ctx, ns, es)
+	if err != nil || g.refusal != nil {
+		return ns, g.refusal, err
 	}
+	if g.key == "" {
+		return ns, nil, nil
+	}
+	refusal, err = t.contend(ctx, es, g)
 	return ns, refusal, err
 }
 
-// scale decides whether ns may resize the scale target ref: a grant of a
-// TenantPolicy, or else the target's own annotation.
-func (t *Tenancy) scale(ctx context.Context, ns tenancy.Namespace, ref *laxityv1alpha1.ScaleBackend) (refusal, err error) {
+// backendGrant is what a schedule's backend is granted: refusal when it is
+// not; else the ceiling on its pool, and key, the pool object it resolves
+// to ("" for laxity's own objects, which no other schedule shares), with
+// field and what to name it by. buffer says the backend is a
+// CapacityBuffer of pods of perNode requests, which the namespace's
+// ResourceQuota bounds too.
+type backendGrant struct {
+	refusal          error
+	ceiling          tenancy.Ceiling
+	key, field, what string
+	perNode          map[string]float64
+	buffer           bool
+}
+
+// backend decides whether ns may have laxity drive es's backend.
+func (t *Tenancy) backend(ctx context.Context, ns tenancy.Namespace, es *laxityv1alpha1.ElasticSchedule) (backendGrant, error) {
+	b := es.Spec.NodePool.Backend
+	switch {
+	case b.Scale != nil:
+		return t.scale(ctx, ns, es.Namespace, b.Scale)
+	case b.Placeholder != nil:
+		return backendGrant{refusal: refused(ns.PriorityClass("spec.nodePool.backend.placeholder.priorityClassName", b.Placeholder.PriorityClassName))}, nil
+	case b.CapacityBuffer != nil:
+		// The CapacityBuffer and its PodTemplate are laxity's own objects
+		// in the namespace, but the nodes they make the autoscaler
+		// provision are not: the node selector needs a grant.
+		perNode := amounts(b.CapacityBuffer.Resources)
+		ceiling, r := ns.Buffer("spec.nodePool.backend.capacityBuffer", es.Spec.NodePool.NodeSelector, perNode)
+		return backendGrant{refusal: refused(r), ceiling: ceiling, perNode: perNode, buffer: true}, nil
+	case b.EMRContainers != nil:
+		e := b.EMRContainers
+		const field = "spec.nodePool.backend.emrContainers"
+		return backendGrant{
+			refusal: refused(ns.EMR(field, tenancy.EMR{
+				VirtualClusterID: e.VirtualClusterID, ExecutionRoleARN: e.ExecutionRoleARN,
+				Nodegroup: tenancy.Nodegroup{Cluster: e.ClusterName, Name: e.NodegroupName}, Endpoint: e.Endpoint,
+			})),
+			key: emrPoolKey(e), field: field + ".nodegroupName",
+			what: fmt.Sprintf("node group %s of EKS cluster %s", e.NodegroupName, e.ClusterName),
+		}, nil
+	}
+	return backendGrant{}, nil
+}
+
+// scale decides whether ns may resize the scale target ref: the target's
+// own annotation, or else a grant of a TenantPolicy. A target that does
+// not exist is refused as not found, whatever the grants.
+func (t *Tenancy) scale(ctx context.Context, ns tenancy.Namespace, namespace string, ref *laxityv1alpha1.ScaleBackend) (backendGrant, error) {
 	const field = "spec.nodePool.backend.scale"
 	gv, parseErr := schema.ParseGroupVersion(ref.APIVersion)
 	if parseErr != nil {
-		return refused(&tenancy.Refusal{
+		return backendGrant{refusal: refused(&tenancy.Refusal{
 			Field: field + ".apiVersion", What: fmt.Sprintf("resizing %s %s", ref.Kind, ref.Name),
 			Missing: fmt.Sprintf("%q is not a group/version (%v), so no grant can name the pool", ref.APIVersion, parseErr),
-		}), nil
+		})}, nil
 	}
 	pool := tenancy.Pool{Group: gv.Group, Kind: ref.Kind, Name: ref.Name}
-	if ns.Pool(field, pool, tenancy.PoolAnnotation{}) == nil {
-		return nil, nil
-	}
-	annotation, err := t.poolAnnotation(ctx, ns.Name, gv.WithKind(ref.Kind), ref.Name)
+	target, err := t.readScaleTarget(ctx, namespace, gv.WithKind(ref.Kind), ref.Name)
 	if err != nil {
-		return nil, err
+		return backendGrant{}, err
 	}
-	return refused(ns.Pool(field, pool, annotation)), nil
+	if !target.found {
+		return backendGrant{refusal: refused(tenancy.PoolNotFound(field, pool))}, nil
+	}
+	if r := ns.Pool(field, pool, target.annotation); r != nil {
+		return backendGrant{refusal: refused(r)}, nil
+	}
+	return backendGrant{ceiling: ns.PoolCeiling(pool, target.annotation), key: target.key, field: field, what: pool.String()}, nil
 }
 
-// poolAnnotation reads the laxity.dev/allowed-namespaces annotation of the
-// scale target: in the schedule's namespace, or cluster-scoped. A target
-// that does not exist, of a kind not served, or that laxity may not read
-// has none.
-func (t *Tenancy) poolAnnotation(ctx context.Context, namespace string, gvk schema.GroupVersionKind, name string) (tenancy.PoolAnnotation, error) {
+// scaleTarget is a scale target as read: whether it exists, its
+// laxity.dev/allowed-namespaces annotation, and key, the object it is
+// (group, kind, namespace when namespaced, name; any version).
+type scaleTarget struct {
+	found      bool
+	annotation tenancy.PoolAnnotation
+	key        string
+}
+
+// readScaleTarget reads the scale target: in the schedule's namespace, or
+// cluster-scoped. A kind not served, or a target that does not exist, is
+// not found; one laxity may not read is found, without an annotation.
+func (t *Tenancy) readScaleTarget(ctx context.Context, namespace string, gvk schema.GroupVersionKind, name string) (scaleTarget, error) {
 	mapping, err := t.RESTMapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		if meta.IsNoMatchError(err) {
-			return tenancy.PoolAnnotation{}, nil
+			return scaleTarget{}, nil
 		}
-		return tenancy.PoolAnnotation{}, fmt.Errorf("mapping kind %s: %w", gvk, err)
+		return scaleTarget{}, fmt.Errorf("mapping kind %s: %w", gvk, err)
 	}
 	key := client.ObjectKey{Namespace: namespace, Name: name}
 	if mapping.Scope.Name() == meta.RESTScopeNameRoot {
 		key.Namespace = ""
 	}
+	out := scaleTarget{found: true, key: scalePoolKey(gvk.Group, gvk.Kind, key.Namespace, name)}
 	target := &metav1.PartialObjectMetadata{}
 	target.SetGroupVersionKind(gvk)
 	switch err := t.Targets.Get(ctx, key, target); {
-	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
-		return tenancy.PoolAnnotation{}, nil
+	case apierrors.IsNotFound(err):
+		return scaleTarget{}, nil
+	case apierrors.IsForbidden(err):
+		return out, nil
 	case err != nil:
-		return tenancy.PoolAnnotation{}, fmt.Errorf("reading %s %s: %w", gvk.Kind, key, err)
+		return scaleTarget{}, fmt.Errorf("reading %s %s: %w", gvk.Kind, key, err)
 	}
 	value, present := target.GetAnnotations()[tenancy.AllowedNamespacesAnnotation]
-	return tenancy.PoolAnnotation{Value: value, Present: present}, nil
+	out.annotation = tenancy.PoolAnnotation{Value: value, Present: present}
+	return out, nil
+}
+
+// scalePoolKey and emrPoolKey name the pool object a schedule resolves
+// to, so that two schedules on one object are found.
+func scalePoolKey(group, kind, namespace, name string) string {
+	return "scale/" + group + "/" + kind + "/" + namespace + "/" + name
+}
+
+func emrPoolKey(e *laxityv1alpha1.EMRContainersBackend) string {
+	return "emr/" + e.ClusterName + "/" + e.NodegroupName
+}
+
+// poolRef is the pool object es names, as far as its spec says without
+// reading: the scale target's group, kind and name (any namespace, any
+// version) or the EKS node group; "" for laxity's own objects. Schedules
+// with one poolRef may resolve to one object: they are looked at again
+// when either changes.
+func poolRef(es *laxityv1alpha1.ElasticSchedule) string {
+	b := es.Spec.NodePool.Backend
+	switch {
+	case b.Scale != nil:
+		gv, _ := schema.ParseGroupVersion(b.Scale.APIVersion)
+		return "scale/" + gv.Group + "/" + b.Scale.Kind + "/" + b.Scale.Name
+	case b.EMRContainers != nil:
+		return emrPoolKey(b.EMRContainers)
+	}
+	return ""
+}
+
+// contend finds the other schedules that resolve to the pool object es
+// does (g.key) and are permitted to drive it, and decides whether es
+// holds it.
+func (t *Tenancy) contend(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, g backendGrant) (error, error) {
+	var list laxityv1alpha1.ElasticScheduleList
+	if err := t.Client.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("listing ElasticSchedules: %w", err)
+	}
+	self := claimOf(es)
+	ref := poolRef(es)
+	var rivals []tenancy.Claim
+	for i := range list.Items {
+		other := &list.Items[i]
+		c := claimOf(other)
+		if other.UID == es.UID || poolRef(other) != ref || !c.Before(self) || other.DecodeError() != nil {
+			continue
+		}
+		ns, err := t.namespace(ctx, other.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		og, err := t.backend(ctx, ns, other)
+		if err != nil {
+			return nil, err
+		}
+		if og.refusal == nil && og.key == g.key {
+			rivals = append(rivals, c)
+		}
+	}
+	return refused(tenancy.Contend(g.field, g.what, self, rivals)), nil
+}
+
+// claimOf is es's claim on its pool.
+func claimOf(es *laxityv1alpha1.ElasticSchedule) tenancy.Claim {
+	return tenancy.Claim{Namespace: es.Namespace, Name: es.Name, Created: es.CreationTimestamp.Time}
+}
+
+// Ceilings are the bounds on what laxity writes to a schedule's pool:
+// Plan caps the pool sizes the planner may choose (the grant's ceiling
+// and, for a CapacityBuffer, the namespace's ResourceQuota's hard limits);
+// Write caps every write (the grant's ceiling), and Room caps the nodes a
+// CapacityBuffer holds beyond those laxity's steps use (what is left of
+// the ResourceQuota, as if the buffered pods ran).
+type Ceilings struct {
+	Plan, Write, Room tenancy.Ceiling
+}
+
+// Ceilings reads what bounds es's pool in namespace ns, which may drive it.
+func (t *Tenancy) Ceilings(ctx context.Context, ns tenancy.Namespace, es *laxityv1alpha1.ElasticSchedule) (Ceilings, error) {
+	g, err := t.backend(ctx, ns, es)
+	if err != nil || g.refusal != nil {
+		return Ceilings{}, err
+	}
+	out := Ceilings{Plan: g.ceiling, Write: g.ceiling}
+	if !g.buffer {
+		return out, nil
+	}
+	var list corev1.ResourceQuotaList
+	if err := t.Targets.List(ctx, &list, client.InNamespace(es.Namespace)); err != nil {
+		return out, fmt.Errorf("listing the ResourceQuotas of namespace %s: %w", es.Namespace, err)
+	}
+	var quotas []tenancy.Quota
+	for _, q := range list.Items {
+		// A scoped quota counts only the pods of its scope; the buffered
+		// pods are of none.
+		if len(q.Spec.Scopes) > 0 || q.Spec.ScopeSelector != nil {
+			continue
+		}
+		quotas = append(quotas, tenancy.Quota{Name: q.Name, Hard: amounts(q.Spec.Hard), Used: amounts(q.Status.Used)})
+	}
+	out.Plan = out.Plan.Min(tenancy.QuotaCeiling(quotas, g.perNode, false))
+	out.Room = tenancy.QuotaCeiling(quotas, g.perNode, true)
+	return out, nil
 }
 
 // Query decides whether q's namespace, ns, may have laxity run q: its
@@ -403,9 +597,10 @@ func (r *ElasticScheduleReconciler) permitted(ctx context.Context, es *laxityv1a
 // watched); a TenantPolicy's change wakes it at once.
 func (r *ElasticScheduleReconciler) notPermitted(es *laxityv1alpha1.ElasticSchedule, refusal error, p *passResult) (ctrl.Result, []note, error) {
 	prev := meta.FindStatusCondition(es.Status.Conditions, laxityv1alpha1.ElasticScheduleStalledCondition)
-	setScheduleConditions(es, scheduleState{invalid: refusal, invalidReason: laxityv1alpha1.NotPermittedReason})
-	if prev == nil || prev.Reason != laxityv1alpha1.NotPermittedReason || prev.Message != refusal.Error() {
-		p.note(corev1.EventTypeWarning, laxityv1alpha1.NotPermittedReason, "Resize", refusal.Error())
+	reason := refusalReason(refusal)
+	setScheduleConditions(es, scheduleState{invalid: refusal, invalidReason: reason})
+	if prev == nil || prev.Reason != reason || prev.Message != refusal.Error() {
+		p.note(corev1.EventTypeWarning, reason, "Resize", refusal.Error())
 	}
 	return ctrl.Result{RequeueAfter: r.Options.Poll}, p.notes, nil
 }
@@ -451,4 +646,78 @@ func (e *rejectedQuery) Unwrap() error { return e.err }
 func templateRejected(err error) bool {
 	var te *sparkapp.TemplateError
 	return errors.As(err, &te) || apierrors.IsInvalid(err)
+}
+
+// withinCeilings reads the ceilings on es's pool, which namespace ns may
+// drive, into p, and lowers es's pool sizes, in this pass's copy only, to
+// the planning ceiling, so that the plan is made within it: capped says
+// how ("" when nothing was lowered) and restore puts the sizes back before
+// the status is written. capped is nil when no size fits under the
+// ceiling.
+func (r *ElasticScheduleReconciler) withinCeilings(ctx context.Context, ns tenancy.Namespace, es *laxityv1alpha1.ElasticSchedule, p *passResult) (capped *string, restore func(), err error) {
+	c, err := r.Tenancy.Ceilings(ctx, ns, es)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the ceilings on the pool: %w", err)
+	}
+	p.ceilings = c
+	sizes, changed := c.Plan.Sizes(es.Spec.NodePool.Sizes)
+	if len(sizes) == 0 {
+		return nil, nil, nil
+	}
+	msg := ""
+	if changed {
+		msg = fmt.Sprintf("spec.nodePool.sizes are capped to %v by the ceiling of %s", sizes, c.Plan)
+	}
+	original := es.Spec.NodePool.Sizes
+	es.Spec.NodePool.Sizes = sizes
+	return &msg, func() { es.Spec.NodePool.Sizes = original }, nil
+}
+
+// overCeiling is the pass of a schedule no pool size of which fits under
+// its ceiling (err nil), or whose ceilings could not be read: the pool is
+// asked for no nodes, and the schedule is Stalled with reason OverCeiling,
+// naming the field and the ceiling.
+func (r *ElasticScheduleReconciler) overCeiling(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, p *passResult, err error) (ctrl.Result, []note, error) {
+	if err != nil {
+		return ctrl.Result{}, nil, err
+	}
+	if err := p.keep(r.request(ctx, es, poolAsk{}, p)); err != nil {
+		return ctrl.Result{}, p.notes, err
+	}
+	over := fmt.Errorf("spec.nodePool.sizes: no pool size fits under the ceiling of %s; nothing is planned, and the pool is asked for no nodes", p.ceilings.Plan)
+	prev := meta.FindStatusCondition(es.Status.Conditions, laxityv1alpha1.ElasticScheduleStalledCondition)
+	setScheduleConditions(es, scheduleState{invalid: over, invalidReason: laxityv1alpha1.OverCeilingReason})
+	if prev == nil || prev.Reason != laxityv1alpha1.OverCeilingReason || prev.Message != over.Error() {
+		p.note(corev1.EventTypeWarning, laxityv1alpha1.OverCeilingReason, "Plan", over.Error())
+	}
+	return ctrl.Result{RequeueAfter: r.Options.Poll}, p.notes, joinBackendErrors(p.backendErrs)
+}
+
+// samePool enqueues the other schedules that may resolve to the pool
+// object a schedule names (poolRef), so that a refused schedule takes the
+// pool over as soon as its holder goes, and a holder's change of pool is
+// seen by the schedules it held off.
+func samePool(c client.Reader) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		es, ok := o.(*laxityv1alpha1.ElasticSchedule)
+		if !ok {
+			return nil
+		}
+		ref := poolRef(es)
+		if ref == "" {
+			return nil
+		}
+		var list laxityv1alpha1.ElasticScheduleList
+		if err := c.List(ctx, &list); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for i := range list.Items {
+			other := &list.Items[i]
+			if other.UID != es.UID && poolRef(other) == ref {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(other)})
+			}
+		}
+		return out
+	})
 }

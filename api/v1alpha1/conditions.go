@@ -205,6 +205,26 @@ const (
 	// the grant is made or the spec changed.
 	NotPermittedReason = "NotPermitted"
 
+	// PoolNotFoundReason surfaces, with Stalled True, when the pool object
+	// a schedule's scale backend names does not exist (or its kind is not
+	// served). Nothing is resized until it exists.
+	PoolNotFoundReason = "PoolNotFound"
+
+	// PoolInUseReason surfaces, with Stalled True, when another schedule,
+	// created earlier and permitted to drive it, resolves to the same pool
+	// object (scale target or EKS node group). The message names that
+	// schedule. The refused schedule writes nothing to the pool, and its
+	// deletion leaves the pool alone; when the holder is deleted, it takes
+	// the pool over.
+	PoolInUseReason = "PoolInUse"
+
+	// OverCeilingReason surfaces when a grant's ceiling, or the namespace's
+	// ResourceQuota for a CapacityBuffer, bounds the pool below what the
+	// schedule asks: with Stalled True when no pool size fits under it,
+	// with PoolReady and Ready False when a write was lowered to it. The
+	// message names the field and the ceiling.
+	OverCeilingReason = "OverCeiling"
+
 	// InvalidTemplateReason surfaces, with Stalled True on the query, when
 	// the query's spec.sparkApplication template cannot become a step:
 	// laxity's rendering or the SparkApplication CRD rejected it. The

@@ -17,6 +17,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -96,6 +97,44 @@ type TenantPolicySpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=253
 	PriorityClasses []string `json:"priorityClasses,omitempty"`
+
+	// capacityBuffers grants the capacityBuffer backend: a selected
+	// namespace's ElasticSchedule may keep room with a CapacityBuffer only
+	// on nodes one of these entries selects, and no more than that entry's
+	// ceiling. Without an entry the backend is refused: a buffer names the
+	// nodes the cluster's autoscaler provisions for it, and the autoscaler
+	// applies no ResourceQuota to buffers.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	CapacityBuffers []CapacityBufferGrant `json:"capacityBuffers,omitempty"`
+}
+
+// CapacityBufferGrant lets the capacityBuffer backend keep room on the nodes
+// nodeSelector selects, up to a ceiling.
+type CapacityBufferGrant struct {
+	// nodeSelector is the node labels a schedule's spec.nodePool.nodeSelector
+	// must hold, each with the same value (it may hold more, selecting
+	// fewer nodes), for example {"karpenter.sh/nodepool": "team-a"}. {}
+	// lets the schedule select any nodes.
+	// +required
+	// +kubebuilder:validation:MaxProperties=32
+	NodeSelector map[string]string `json:"nodeSelector"`
+
+	// maxNodes is the most buffered pods (one per node) a schedule may ask
+	// for; its pool sizes are capped to it. Unset means no ceiling of its
+	// own (the namespace's ResourceQuota still bounds the buffer).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	MaxNodes *int32 `json:"maxNodes,omitempty"`
+
+	// maxResources bounds the buffered pods' requests all together, for
+	// example {"cpu": "64", "memory": "256Gi"}: a schedule may ask for as
+	// many nodes as fit in it.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	MaxResources corev1.ResourceList `json:"maxResources,omitempty"`
 }
 
 // PoolGrant names node pool objects by API group, kind and name.
@@ -121,6 +160,16 @@ type PoolGrant struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
+
+	// maxNodes is the most nodes laxity writes to the pool for a schedule
+	// of the selected namespaces; the schedule's pool sizes are capped to
+	// it. Unset means no ceiling. A pool allowed by its own
+	// laxity.dev/allowed-namespaces annotation has no ceiling from laxity
+	// (the pool's own limits apply).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	MaxNodes *int32 `json:"maxNodes,omitempty"`
 }
 
 // EMRGrant lists the EMR on EKS resources granted. A schedule's

@@ -358,6 +358,14 @@ func startCapacityBufferRun(ctx context.Context, open time.Time) *laxityRun {
 		corev1.ResourceCPU:    resource.MustParse(placeholderCPU),
 		corev1.ResourceMemory: resource.MustParse(placeholderMemory),
 	})
+	// The capacityBuffer backend keeps room only on nodes a TenantPolicy
+	// grants the namespace.
+	policy := builder.TenantPolicy(ns).Namespaces(ns).Obj()
+	policy.Spec.CapacityBuffers = []laxityv1alpha1.CapacityBufferGrant{{NodeSelector: map[string]string{localcluster.NodePoolLabel: poolName}}}
+	Expect(theCluster.Client.Create(ctx, policy)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) {
+		Expect(client.IgnoreNotFound(theCluster.Client.Delete(ctx, policy))).To(Succeed())
+	})
 	r := startRun(ctx, "capacityBuffer", ns, poolName, backend, target, open)
 	// The buffer gives a step's nodes up before it launches, and Karpenter
 	// keeps room for pods that never run: nothing for an executor to push

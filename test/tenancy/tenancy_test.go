@@ -232,7 +232,8 @@ var _ = Describe("the tenancy boundary", func() {
 		Expect(scheduleStalled(ctx, granted)(Default)).To(BeNil())
 	})
 
-	It("holds a pool with a CapacityBuffer, laxity's own objects in the namespace, without a grant", func(ctx SpecContext) {
+	It("holds a pool with a CapacityBuffer on the nodes a grant names", func(ctx SpecContext) {
+		grant(ctx, poolGrantsBufferPolicy("buffered", teamA, map[string]string{"laxity.dev/pool": teamA}, 8))
 		es := builder.Schedule(teamA, "buffered").Backend(builder.CapacityBufferBackend(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("7")})).Obj()
 		create(ctx, asAlice, es)
 		create(ctx, asAlice, query(teamA, "on-buffer", "buffered", time.Hour).Obj())
