@@ -440,7 +440,11 @@ func planSchedule(ctx context.Context, set *manifest.Set, s manifest.ElasticSche
 	started := time.Now()
 	doc, err := within(ctx, func() (planner.Document, error) { return planner.PlanContext(ctx, w) })
 	if errors.Is(err, planner.ErrSearchBudget) || errors.Is(err, context.DeadlineExceeded) {
-		return planner.Workload{}, planner.Document{}, over(fmt.Sprintf("the plan search of its %d queries", len(w.Queries)))
+		queries := fmt.Sprintf("%d queries", len(w.Queries))
+		if len(w.Queries) == 1 {
+			queries = "its query"
+		}
+		return planner.Workload{}, planner.Document{}, over("the plan search of " + queries)
 	}
 	if err != nil {
 		var ie *planner.InvalidError

@@ -50,7 +50,7 @@ func TestPlanOverBudgetScheduleIsNamedAndTheOthersPlanned(t *testing.T) {
 		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitBudget, errOut)
 	}
 	for _, want := range []string{
-		"ElasticSchedule planted/events: not planned: the plan search of its 3 queries ran longer than the 2s --plan-timeout",
+		"ElasticSchedule planted/events: not planned: the plan search of 3 queries ran longer than the 2s --plan-timeout",
 		"1 of 2 schedules ran out of --plan-timeout 2s",
 	} {
 		if !strings.Contains(errOut, want) {
