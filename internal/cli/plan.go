@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
-	"github.com/laxity-dev/laxity/controllers"
 	"github.com/laxity-dev/laxity/internal/baseline"
 	"github.com/laxity-dev/laxity/internal/manifest"
 	"github.com/laxity-dev/laxity/internal/planner"
@@ -37,6 +36,11 @@ type planOptions struct {
 	// stdin is what -f - reads.
 	stdin io.Reader
 }
+
+// defaultPlanTimeout is --plan-timeout's default: the operator's search
+// budget, controllers.DefaultPlanTimeout (which laxity plan may not import;
+// a test keeps the two equal).
+const defaultPlanTimeout = 30 * time.Second
 
 func newPlanCommand(plugin bool) *cobra.Command {
 	o := &planOptions{plugin: plugin}
@@ -94,7 +98,7 @@ wins over 3), 1 on bad input.`,
 	cmd.Flags().StringVar(&o.schedule, "schedule", "", "plan only this ElasticSchedule, as NAME or NAMESPACE/NAME")
 	cmd.Flags().StringVar(&o.svg, "svg", "", "also draw the plan as an SVG figure in this file (one schedule only)")
 	cmd.Flags().BoolVar(&o.compare, "compare", false, "print the plan's cost, largest pool and deadlines against the baselines instead of the plan")
-	cmd.Flags().DurationVar(&o.planTimeout, "plan-timeout", controllers.DefaultPlanTimeout, "compute time each schedule may take (its windows, its plan search, its comparison), as the operator's --plan-timeout; a schedule that takes longer is reported by name and not printed, and the others are")
+	cmd.Flags().DurationVar(&o.planTimeout, "plan-timeout", defaultPlanTimeout, "compute time each schedule may take (its windows, its plan search, its comparison), as the operator's --plan-timeout; a schedule that takes longer is reported by name and not printed, and the others are")
 	o.cluster.addFlags(cmd)
 	return cmd
 }
