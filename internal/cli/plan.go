@@ -213,14 +213,14 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 type budgetError struct {
 	source          manifest.Source
 	namespace, name string
-	// what ran out of time, for the message.
-	what    string
-	timeout time.Duration
+	// what ran out of time, and what to do about it, for the message.
+	what, advice string
+	timeout      time.Duration
 }
 
 func (e *budgetError) Error() string {
-	return fmt.Sprintf("%s: ElasticSchedule %s/%s: not planned: %s ran longer than the %s --plan-timeout gives each schedule; raise --plan-timeout, shorten the windows, use fewer spec.planning.batchSizeFactors or pool sizes, or split the queries over several schedules",
-		e.source, e.namespace, e.name, e.what, e.timeout)
+	return fmt.Sprintf("%s: ElasticSchedule %s/%s: not planned: %s ran longer than the %s --plan-timeout gives each schedule; %s",
+		e.source, e.namespace, e.name, e.what, e.timeout, e.advice)
 }
 
 // planWithin plans one schedule, and with --compare compares it, within
@@ -231,8 +231,8 @@ func (o *planOptions) planWithin(ctx context.Context, set *manifest.Set, s manif
 	ctx, cancel := context.WithTimeout(ctx, o.planTimeout)
 	defer cancel()
 	es := s.Object
-	over := func(what string) error {
-		return &budgetError{source: s.Source, namespace: es.Namespace, name: es.Name, what: what, timeout: o.planTimeout}
+	over := func(what, advice string) error {
+		return &budgetError{source: s.Source, namespace: es.Namespace, name: es.Name, what: what, advice: advice, timeout: o.planTimeout}
 	}
 	w, doc, err := planSchedule(ctx, set, s, origin, over)
 	if err != nil || !o.compare {
@@ -241,7 +241,7 @@ func (o *planOptions) planWithin(ctx context.Context, set *manifest.Set, s manif
 	results, err := within(ctx, func() ([]baseline.Result, error) { return baseline.Compare(w, doc) })
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return w, doc, nil, over("the comparison with the baselines (--compare)")
+		return w, doc, nil, over("the comparison with the baselines (--compare)", "raise --plan-timeout, or plan without --compare")
 	case err != nil:
 		return w, doc, nil, &exitError{code: exitInvalid, err: fmt.Errorf("plan: --compare: ElasticSchedule %s/%s: %w", es.Namespace, es.Name, err)}
 	}
@@ -347,8 +347,8 @@ func scheduleRef(ref string) (namespace, name string) {
 // planSchedule plans one schedule and returns the workload it planned with
 // the plan.
 // Its windows and its search stop when ctx ends, with the error over makes
-// from what ran out of time.
-func planSchedule(ctx context.Context, set *manifest.Set, s manifest.ElasticSchedule, origin *time.Time, over func(what string) error) (planner.Workload, planner.Document, error) {
+// from what ran out of time and what to do about it.
+func planSchedule(ctx context.Context, set *manifest.Set, s manifest.ElasticSchedule, origin *time.Time, over func(what, advice string) error) (planner.Workload, planner.Document, error) {
 	es := s.Object
 	found := set.QueriesFor(es.Namespace, es.Name)
 	recurring := set.RecurringFor(es.Namespace, es.Name)
@@ -385,7 +385,8 @@ func planSchedule(ctx context.Context, set *manifest.Set, s manifest.ElasticSche
 			windows, err := within(ctx, func() ([]laxityv1alpha1.IntermittentQuery, error) { return spec.RecurringWindows(rq.Object, *from) })
 			if errors.Is(err, context.DeadlineExceeded) {
 				return planner.Workload{}, planner.Document{}, over(fmt.Sprintf("expanding the windows of RecurringQuery %s/%s (%s: spec.schedule %q, spec.timeZone %q)",
-					es.Namespace, rq.Object.Name, rq.Source, rq.Object.Spec.Schedule, rq.Object.Spec.TimeZone))
+					es.Namespace, rq.Object.Name, rq.Source, rq.Object.Spec.Schedule, rq.Object.Spec.TimeZone),
+					"the schedule may never reach its next start in that time zone (a local day the zone skipped): change spec.schedule or spec.timeZone")
 			}
 			if err != nil {
 				return planner.Workload{}, planner.Document{}, &exitError{code: exitInvalid, err: fmt.Errorf("%s: RecurringQuery %s/%s: %w", rq.Source, es.Namespace, rq.Object.Name, err)}
@@ -448,7 +449,8 @@ func planSchedule(ctx context.Context, set *manifest.Set, s manifest.ElasticSche
 		if len(w.Queries) == 1 {
 			queries = "its query"
 		}
-		return planner.Workload{}, planner.Document{}, over("the plan search of " + queries)
+		return planner.Workload{}, planner.Document{}, over("the plan search of "+queries,
+			"raise --plan-timeout, shorten the windows, use fewer spec.planning.batchSizeFactors or pool sizes, or split the queries over several schedules")
 	}
 	if err != nil {
 		var ie *planner.InvalidError
