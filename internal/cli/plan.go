@@ -145,8 +145,8 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	if o.svg != "" && len(schedules) > 1 {
 		return invalid("plan: --svg draws one schedule, but %s hold %d; choose one with --schedule", o.sources(), len(schedules))
 	}
-	var docs []planner.Document
-	var comparisons []comparison
+	docs := []planner.Document{} // [] rather than null when no schedule is planned
+	comparisons := []comparison{}
 	if origin == nil && len(schedules) > 1 {
 		// Only --origin says from when to plan the windows of a schedule
 		// that only RecurringQueries name; among several, it is left out

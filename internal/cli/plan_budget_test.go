@@ -62,6 +62,12 @@ func TestPlanOverBudgetScheduleIsNamedAndTheOthersPlanned(t *testing.T) {
 	if !strings.Contains(out, "observability/events") || strings.Contains(out, "planted/events") {
 		t.Errorf("stdout should hold observability/events' plan only:\n%s", out)
 	}
+
+	// With no schedule planned, -o json prints an empty list.
+	code, out, errOut = run(t, "plan", "-f", filepath.Join(dir, "b-month.yaml"), "--plan-timeout", "1s", "-o", "json")
+	if code != exitBudget || strings.TrimSpace(out) != "[]" {
+		t.Errorf("the over-budget schedule alone: exit %d, stdout %q, want %d and []; stderr:\n%s", code, out, exitBudget, errOut)
+	}
 }
 
 // A RecurringQuery in a time zone that skipped a local day (Pacific/Apia
