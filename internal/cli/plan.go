@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -24,13 +25,22 @@ type planOptions struct {
 	schedule string
 	svg      string
 	compare  bool
-	cluster  clusterOptions
+	// planTimeout bounds the compute time of each schedule: its windows,
+	// its search and its comparison, as the operator's --plan-timeout
+	// bounds one search.
+	planTimeout time.Duration
+	cluster     clusterOptions
 	// plugin is true when kubectl runs laxity as its plugin: without -f,
 	// plan then reads the cluster of the current context, as kubectl would.
 	plugin bool
 	// stdin is what -f - reads.
 	stdin io.Reader
 }
+
+// defaultPlanTimeout is --plan-timeout's default: the operator's search
+// budget, controllers.DefaultPlanTimeout (which laxity plan may not import;
+// a test keeps the two equal).
+const defaultPlanTimeout = 30 * time.Second
 
 func newPlanCommand(plugin bool) *cobra.Command {
 	o := &planOptions{plugin: plugin}
@@ -58,8 +68,17 @@ and plans their specs exactly as it plans files: from their windows' start,
 not from what has already run, and without changing anything in the
 cluster. It needs only get and list on laxity's three kinds.
 
+Each schedule gets --plan-timeout of compute time (30s by default, the
+operator's own search budget) for expanding its RecurringQueries' windows,
+its plan search and, with --compare, its comparison. A schedule that needs
+longer is not printed: an error names it (NAMESPACE/NAME) and what ran out
+of time, and the other schedules are still planned and printed, so that
+one object cannot hold up the plans of all the others.
+
 Exit status: 0 when every plan is feasible, 3 when a plan is infeasible (the
-plan is still printed, with the query that is late first), 1 on bad input.`,
+plan is still printed, with the query that is late first), 4 when a
+schedule ran out of --plan-timeout (the other plans are still printed; it
+wins over 3), 1 on bad input.`,
 		Example: `  laxity plan -f config/samples/tpch.yaml
   laxity plan -f config/samples/ -o json --schedule analytics/nightly
   kubectl get lxes,lxiq,lxrq -n analytics -o yaml | laxity plan -f -
@@ -79,6 +98,7 @@ plan is still printed, with the query that is late first), 1 on bad input.`,
 	cmd.Flags().StringVar(&o.schedule, "schedule", "", "plan only this ElasticSchedule, as NAME or NAMESPACE/NAME")
 	cmd.Flags().StringVar(&o.svg, "svg", "", "also draw the plan as an SVG figure in this file (one schedule only)")
 	cmd.Flags().BoolVar(&o.compare, "compare", false, "print the plan's cost, largest pool and deadlines against the baselines instead of the plan")
+	cmd.Flags().DurationVar(&o.planTimeout, "plan-timeout", defaultPlanTimeout, "compute time each schedule may take (its windows, its plan search, its comparison), as the operator's --plan-timeout; a schedule that takes longer is reported by name and not printed, and the others are")
 	o.cluster.addFlags(cmd)
 	return cmd
 }
@@ -94,6 +114,9 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	}
 	if o.output != "table" && o.output != "json" && o.output != "yaml" {
 		return invalid("plan: -o must be table, json or yaml, got %q", o.output)
+	}
+	if o.planTimeout <= 0 {
+		return invalid("plan: --plan-timeout must be a positive duration such as 30s, got %s", o.planTimeout)
 	}
 	var origin *time.Time
 	if o.origin != "" {
@@ -122,8 +145,8 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	if o.svg != "" && len(schedules) > 1 {
 		return invalid("plan: --svg draws one schedule, but %s hold %d; choose one with --schedule", o.sources(), len(schedules))
 	}
-	var docs []planner.Document
-	var comparisons []comparison
+	docs := []planner.Document{} // [] rather than null when no schedule is planned
+	comparisons := []comparison{}
 	if origin == nil && len(schedules) > 1 {
 		// Only --origin says from when to plan the windows of a schedule
 		// that only RecurringQueries name; among several, it is left out
@@ -137,11 +160,21 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 			return true
 		})
 	}
+	var planned []manifest.ElasticSchedule
+	var overBudget int
 	for _, s := range schedules {
-		w, doc, err := planSchedule(set, s, origin)
+		w, doc, results, err := o.planWithin(cmd.Context(), set, s, origin)
+		var be *budgetError
+		if errors.As(err, &be) {
+			// One schedule out of time does not hold up the others.
+			fmt.Fprintf(errOut, "laxity: %v\n", be)
+			overBudget++
+			continue
+		}
 		if err != nil {
 			return err
 		}
+		planned = append(planned, s)
 		docs = append(docs, doc)
 		if o.svg != "" {
 			if err := writeSVG(o.svg, s.Object, w, doc); err != nil {
@@ -149,16 +182,13 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 			}
 		}
 		if o.compare {
-			results, err := baseline.Compare(w, doc)
-			if err != nil {
-				return &exitError{code: exitInvalid, err: fmt.Errorf("plan: --compare: ElasticSchedule %s/%s: %w", s.Object.Namespace, s.Object.Name, err)}
-			}
 			comparisons = append(comparisons, comparison{
 				Schedule: s.Object.Namespace + "/" + s.Object.Name, Origin: doc.Origin,
 				Results: results, pool: w.Pool,
 			})
 		}
 	}
+	schedules = planned
 	if o.compare {
 		if err := writeComparisons(out, o.output, comparisons); err != nil {
 			return fmt.Errorf("writing the comparison: %w", err)
@@ -166,12 +196,84 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	} else if err := write(out, o.output, schedules, docs); err != nil {
 		return fmt.Errorf("writing the plan: %w", err)
 	}
+	if overBudget > 0 {
+		// Each schedule was named on standard error as it ran out.
+		return &exitError{code: exitBudget, err: fmt.Errorf("plan: %d of %d schedules ran out of --plan-timeout %s and were not planned", overBudget, overBudget+len(docs), o.planTimeout)}
+	}
 	for _, d := range docs {
 		if !d.Chosen.Feasible {
 			return &exitError{code: exitInfeasible, err: errors.New("a plan is infeasible")}
 		}
 	}
 	return nil
+}
+
+// budgetError is a schedule whose windows, search or comparison took longer
+// than --plan-timeout.
+type budgetError struct {
+	source          manifest.Source
+	namespace, name string
+	// what ran out of time, and what to do about it, for the message.
+	what, advice string
+	timeout      time.Duration
+}
+
+func (e *budgetError) Error() string {
+	return fmt.Sprintf("%s: ElasticSchedule %s/%s: not planned: %s ran longer than the %s --plan-timeout gives each schedule; %s",
+		e.source, e.namespace, e.name, e.what, e.timeout, e.advice)
+}
+
+// planWithin plans one schedule, and with --compare compares it, within
+// --plan-timeout of compute time: a search that runs longer gives up at its
+// next look at the budget, and any other step (a window expansion, the
+// comparison) is left behind when the budget ends, to end with the process.
+func (o *planOptions) planWithin(ctx context.Context, set *manifest.Set, s manifest.ElasticSchedule, origin *time.Time) (planner.Workload, planner.Document, []baseline.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.planTimeout)
+	defer cancel()
+	es := s.Object
+	over := func(what, advice string) error {
+		return &budgetError{source: s.Source, namespace: es.Namespace, name: es.Name, what: what, advice: advice, timeout: o.planTimeout}
+	}
+	w, doc, err := planSchedule(ctx, set, s, origin, over)
+	if err != nil || !o.compare {
+		return w, doc, nil, err
+	}
+	results, err := within(ctx, func() ([]baseline.Result, error) { return baseline.Compare(w, doc) })
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return w, doc, nil, over("the comparison with the baselines (--compare)", "raise --plan-timeout, or plan without --compare")
+	case err != nil:
+		return w, doc, nil, &exitError{code: exitInvalid, err: fmt.Errorf("plan: --compare: ElasticSchedule %s/%s: %w", es.Namespace, es.Name, err)}
+	}
+	return w, doc, results, nil
+}
+
+// within runs f and returns what it returns, or ctx's error as soon as ctx
+// ends first. f then goes on in the background until it returns or the
+// process exits: within bounds the wait for code that cannot be
+// interrupted, such as a cron library's search for the next start.
+func within[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		select {
+		case r := <-done:
+			return r.v, r.err
+		default:
+		}
+		var zero T
+		return zero, ctx.Err()
+	}
 }
 
 // readFiles reads and validates the manifests of -f.
@@ -244,7 +346,9 @@ func scheduleRef(ref string) (namespace, name string) {
 
 // planSchedule plans one schedule and returns the workload it planned with
 // the plan.
-func planSchedule(set *manifest.Set, s manifest.ElasticSchedule, origin *time.Time) (planner.Workload, planner.Document, error) {
+// Its windows and its search stop when ctx ends, with the error over makes
+// from what ran out of time and what to do about it.
+func planSchedule(ctx context.Context, set *manifest.Set, s manifest.ElasticSchedule, origin *time.Time, over func(what, advice string) error) (planner.Workload, planner.Document, error) {
 	es := s.Object
 	found := set.QueriesFor(es.Namespace, es.Name)
 	recurring := set.RecurringFor(es.Namespace, es.Name)
@@ -278,7 +382,12 @@ func planSchedule(set *manifest.Set, s manifest.ElasticSchedule, origin *time.Ti
 				return planner.Workload{}, planner.Document{}, invalid("%s: RecurringQuery %s/%s: --origin is required to plan its windows: it says from when (no IntermittentQuery of the schedule has a window to start from)",
 					rq.Source, es.Namespace, rq.Object.Name)
 			}
-			windows, err := spec.RecurringWindows(rq.Object, *from)
+			windows, err := within(ctx, func() ([]laxityv1alpha1.IntermittentQuery, error) { return spec.RecurringWindows(rq.Object, *from) })
+			if errors.Is(err, context.DeadlineExceeded) {
+				return planner.Workload{}, planner.Document{}, over(fmt.Sprintf("expanding the windows of RecurringQuery %s/%s (%s: spec.schedule %q, spec.timeZone %q)",
+					es.Namespace, rq.Object.Name, rq.Source, rq.Object.Spec.Schedule, rq.Object.Spec.TimeZone),
+					"the schedule may never reach its next start in that time zone (a local day the zone skipped): change spec.schedule or spec.timeZone")
+			}
 			if err != nil {
 				return planner.Workload{}, planner.Document{}, &exitError{code: exitInvalid, err: fmt.Errorf("%s: RecurringQuery %s/%s: %w", rq.Source, es.Namespace, rq.Object.Name, err)}
 			}
@@ -334,7 +443,15 @@ func planSchedule(set *manifest.Set, s manifest.ElasticSchedule, origin *time.Ti
 		return planner.Workload{}, planner.Document{}, &exitError{code: exitInvalid, err: errors.Join(errs...)}
 	}
 	started := time.Now()
-	doc, err := planner.Plan(w)
+	doc, err := within(ctx, func() (planner.Document, error) { return planner.PlanContext(ctx, w) })
+	if errors.Is(err, planner.ErrSearchBudget) || errors.Is(err, context.DeadlineExceeded) {
+		queries := fmt.Sprintf("%d queries", len(w.Queries))
+		if len(w.Queries) == 1 {
+			queries = "its query"
+		}
+		return planner.Workload{}, planner.Document{}, over("the plan search of "+queries,
+			"raise --plan-timeout, shorten the windows, use fewer spec.planning.batchSizeFactors or pool sizes, or split the queries over several schedules")
+	}
 	if err != nil {
 		var ie *planner.InvalidError
 		if errors.As(err, &ie) {

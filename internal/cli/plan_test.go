@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -443,7 +444,7 @@ func BenchmarkCompareTPCH(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w, _, err := planSchedule(set, set.Schedules[0], nil)
+	w, _, err := planSchedule(context.Background(), set, set.Schedules[0], nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

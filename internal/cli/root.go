@@ -18,6 +18,9 @@ const (
 	exitInvalid = 1
 	// exitInfeasible is a valid workload no plan can meet.
 	exitInfeasible = 3
+	// exitBudget is a schedule whose plan took longer than its budget
+	// (laxity plan --plan-timeout).
+	exitBudget = 4
 )
 
 // exitError carries a subcommand's exit code with the message to print.

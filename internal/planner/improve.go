@@ -1,6 +1,9 @@
 package planner
 
-import "slices"
+import (
+	"iter"
+	"slices"
+)
 
 // The grid search gives every query the same batch-size factor and every
 // batch of a query the same size. The improvement phase starts from the best
@@ -234,17 +237,24 @@ func (im *improver) search(cur trial, sh shape) (trial, shape, bool) {
 	slots := len(sh) + 1
 	for q, unhelped := len(sh), 0; unhelped < slots && !im.spent(); {
 		helped := false
-		var cands []shape
-		if q < len(sh) {
-			for _, ends := range im.moves(q, sh[q]) {
-				next := slices.Clone(sh)
-				next[q] = ends
-				cands = append(cands, next)
-			}
-		} else {
+		// The moves are made one at a time, as they are tried: on a long
+		// window every one of them is a copy of thousands of batch ends,
+		// and the first that helps ends the turn.
+		var cands iter.Seq[shape]
+		if q == len(sh) {
 			cands = im.globalMoves(sh)
+		} else {
+			cands = func(yield func(shape) bool) {
+				for ends := range im.moves(q, sh[q]) {
+					next := slices.Clone(sh)
+					next[q] = ends
+					if !yield(next) {
+						return
+					}
+				}
+			}
 		}
-		for _, next := range cands {
+		for next := range cands {
 			if im.spent() {
 				break
 			}
@@ -360,7 +370,7 @@ func (im *improver) short(s *sim) float64 {
 // splits, then boundaries moved either way (by half a batch, a quarter, ...,
 // down to one unit), then the query cut anew into one batch fewer or one
 // more.
-func (im *improver) moves(q int, ends []int64) [][]int64 {
+func (im *improver) moves(q int, ends []int64) iter.Seq[[]int64] {
 	p := im.p
 	unit := p.w.Queries[q].Granularity
 	limit := p.limit[q]
@@ -371,40 +381,45 @@ func (im *improver) moves(q int, ends []int64) [][]int64 {
 		}
 		return ends[i-1]
 	}
-	var out [][]int64
-	// Merge batch i with batch i+1.
-	for i := 0; i+1 < len(ends); i++ {
-		if ends[i+1]-from(i) <= limit {
-			out = append(out, slices.Delete(slices.Clone(ends), i, i+1))
+	// Each move is a new slice, made when it is asked for: a shape's ends
+	// are never written after it is made (sameEnds).
+	return func(yield func([]int64) bool) {
+		// Merge batch i with batch i+1.
+		for i := 0; i+1 < len(ends); i++ {
+			if ends[i+1]-from(i) <= limit && !yield(slices.Delete(slices.Clone(ends), i, i+1)) {
+				return
+			}
 		}
-	}
-	// Split batch i at a whole unit near its middle.
-	for i := range ends {
-		units := (ends[i] - from(i)) / unit
-		if units < 2 {
-			continue
+		// Split batch i at a whole unit near its middle.
+		for i := range ends {
+			units := (ends[i] - from(i)) / unit
+			if units < 2 {
+				continue
+			}
+			cut := from(i) + units/2*unit
+			if !yield(slices.Insert(slices.Clone(ends), i, cut)) {
+				return
+			}
 		}
-		cut := from(i) + units/2*unit
-		out = append(out, slices.Insert(slices.Clone(ends), i, cut))
-	}
-	// Move the boundary after batch i either way, by the powers of two of
-	// units below the larger neighbour's.
-	for i := 0; i+1 < len(ends); i++ {
-		for _, d := range halvings(max(ends[i]-from(i), ends[i+1]-ends[i]) / unit) {
-			for _, sign := range []int64{-1, 1} {
-				if moved, ok := movedBoundary(ends, i, ends[i]+sign*d*unit, limit); ok {
-					out = append(out, moved)
+		// Move the boundary after batch i either way, by the powers of two
+		// of units below the larger neighbour's.
+		for i := 0; i+1 < len(ends); i++ {
+			for _, d := range halvings(max(ends[i]-from(i), ends[i+1]-ends[i]) / unit) {
+				for _, sign := range []int64{-1, 1} {
+					if moved, ok := movedBoundary(ends, i, ends[i]+sign*d*unit, limit); ok && !yield(moved) {
+						return
+					}
 				}
 			}
 		}
-	}
-	// Cut anew into one batch fewer or one more, of equal whole-unit sizes.
-	for _, k := range []int{len(ends) - 1, len(ends) + 1} {
-		if cut, ok := evenCut(total, unit, limit, k); ok {
-			out = append(out, cut)
+		// Cut anew into one batch fewer or one more, of equal whole-unit
+		// sizes.
+		for _, k := range []int{len(ends) - 1, len(ends) + 1} {
+			if cut, ok := evenCut(total, unit, limit, k); ok && !yield(cut) {
+				return
+			}
 		}
 	}
-	return out
 }
 
 // evenCut cuts total tuples into k batches of whole units as equal as they
@@ -461,9 +476,8 @@ func movedBoundary(ends []int64, i int, at, limit int64) ([]int64, bool) {
 // at once: every query's last boundary moved later (a smaller last batch,
 // so less runs after the window) or earlier by the same number of units,
 // and every query cut anew into one batch more or one fewer.
-func (im *improver) globalMoves(sh shape) []shape {
+func (im *improver) globalMoves(sh shape) iter.Seq[shape] {
 	p := im.p
-	var out []shape
 	span := int64(0)
 	for q, ends := range sh {
 		if n := len(ends); n > 1 {
@@ -474,38 +488,39 @@ func (im *improver) globalMoves(sh shape) []shape {
 			span = max(span, (ends[n-1]-from)/p.w.Queries[q].Granularity)
 		}
 	}
-	for _, d := range halvings(span) {
-		for _, sign := range []int64{1, -1} {
+	return func(yield func(shape) bool) {
+		for _, d := range halvings(span) {
+			for _, sign := range []int64{1, -1} {
+				next := make(shape, len(sh))
+				changed := false
+				for q, ends := range sh {
+					next[q] = ends
+					n := len(ends)
+					if n < 2 {
+						continue
+					}
+					if moved, ok := movedBoundary(ends, n-2, ends[n-2]+sign*d*p.w.Queries[q].Granularity, p.limit[q]); ok {
+						next[q], changed = moved, true
+					}
+				}
+				if changed && !yield(next) {
+					return
+				}
+			}
+		}
+		for _, more := range []int{1, -1} {
 			next := make(shape, len(sh))
 			changed := false
 			for q, ends := range sh {
 				next[q] = ends
-				n := len(ends)
-				if n < 2 {
-					continue
-				}
-				if moved, ok := movedBoundary(ends, n-2, ends[n-2]+sign*d*p.w.Queries[q].Granularity, p.limit[q]); ok {
-					next[q], changed = moved, true
+				unit := p.w.Queries[q].Granularity
+				if cut, ok := evenCut(ends[len(ends)-1], unit, p.limit[q], len(ends)+more); ok {
+					next[q], changed = cut, true
 				}
 			}
-			if changed {
-				out = append(out, next)
+			if changed && !yield(next) {
+				return
 			}
 		}
 	}
-	for _, more := range []int{1, -1} {
-		next := make(shape, len(sh))
-		changed := false
-		for q, ends := range sh {
-			next[q] = ends
-			unit := p.w.Queries[q].Granularity
-			if cut, ok := evenCut(ends[len(ends)-1], unit, p.limit[q], len(ends)+more); ok {
-				next[q], changed = cut, true
-			}
-		}
-		if changed {
-			out = append(out, next)
-		}
-	}
-	return out
 }

@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/laxity-dev/laxity/controllers"
+)
+
+// monthSchedule is the three-queries sample moved to namespace planted with
+// every window stretched to 30 days at the sample's rates (the profile's
+// busy part and the deadlines stretched in proportion): a search that runs
+// for minutes, as a tenant could plant it.
+func monthSchedule(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(samplesDir, "three-queries.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.NewReplacer(
+		"namespace: observability", "namespace: planted",
+		`end: "2026-12-01T06:30:00Z"`, `end: "2026-12-31T06:00:00Z"`,
+		`deadline: "2026-12-01T06:33:00Z"`, `deadline: "2027-01-03T06:00:00Z"`,
+		`deadline: "2026-12-01T06:35:00Z"`, `deadline: "2027-01-05T06:00:00Z"`,
+		`deadline: "2026-12-01T06:37:00Z"`, `deadline: "2027-01-07T06:00:00Z"`,
+		"after: 20m", "after: 480h",
+	).Replace(string(raw))
+	if !strings.Contains(s, "after: 480h") || !strings.Contains(s, "2027-01-07T06:00:00Z") {
+		t.Fatal("the three-queries sample changed: its stretched copy is not the 30-day workload")
+	}
+	return s
+}
+
+// A schedule whose search needs longer than --plan-timeout is reported by
+// name, with the budget, and the other schedules are still planned and
+// printed: exit status 4.
+func TestPlanOverBudgetScheduleIsNamedAndTheOthersPlanned(t *testing.T) {
+	dir := t.TempDir()
+	sample, err := os.ReadFile(filepath.Join(samplesDir, "three-queries.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{"a-events.yaml": string(sample), "b-month.yaml": monthSchedule(t)} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := run(t, "plan", "-f", dir, "--plan-timeout", "2s")
+	if code != exitBudget {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitBudget, errOut)
+	}
+	for _, want := range []string{
+		"ElasticSchedule planted/events: not planned: the plan search of 3 queries ran longer than the 2s --plan-timeout",
+		"1 of 2 schedules ran out of --plan-timeout 2s",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, errOut)
+		}
+	}
+	if !strings.Contains(out, "observability/events") || strings.Contains(out, "planted/events") {
+		t.Errorf("stdout should hold observability/events' plan only:\n%s", out)
+	}
+
+	// With no schedule planned, -o json prints an empty list.
+	code, out, errOut = run(t, "plan", "-f", filepath.Join(dir, "b-month.yaml"), "--plan-timeout", "1s", "-o", "json")
+	if code != exitBudget || strings.TrimSpace(out) != "[]" {
+		t.Errorf("the over-budget schedule alone: exit %d, stdout %q, want %d and []; stderr:\n%s", code, out, exitBudget, errOut)
+	}
+}
+
+// A RecurringQuery in a time zone that skipped a local day (Pacific/Apia
+// went from 29 to 31 December 2011) whose schedule asks for that day: the
+// plan returns within --plan-timeout with an error naming the query,
+// whether the cron search gives up by itself or is left behind.
+func TestPlanRecurringSkippedDayReturns(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(samplesDir, "recurring.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.NewReplacer(
+		`schedule: "*/10 * * * *"`, `schedule: "0 0 30 12 *"`,
+		"timeZone: UTC", "timeZone: Pacific/Apia",
+	).Replace(string(raw))
+	file := filepath.Join(t.TempDir(), "apia.yaml")
+	if err := os.WriteFile(file, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, "plan", "-f", file, "--origin", "2011-12-29T12:00:00Z", "--plan-timeout", "2s")
+	// Until the cron search gives up by itself, --plan-timeout ends the
+	// wait (exit 4); after, the schedule is refused as bad input (exit 1).
+	if (code != exitBudget && code != exitInvalid) || !strings.Contains(errOut, "RecurringQuery analytics/orders-by-region") {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit %d or %d naming RecurringQuery analytics/orders-by-region", code, errOut, exitBudget, exitInvalid)
+	}
+}
+
+func TestPlanTimeoutMustBePositive(t *testing.T) {
+	code, _, errOut := run(t, "plan", "-f", filepath.Join(samplesDir, "three-queries.yaml"), "--plan-timeout", "0s")
+	if code != exitInvalid || !strings.Contains(errOut, "--plan-timeout must be a positive duration") {
+		t.Errorf("exit %d, stderr %q; want exit %d naming --plan-timeout", code, errOut, exitInvalid)
+	}
+}
+
+// laxity plan's budget is the operator's.
+func TestPlanTimeoutDefaultIsTheOperators(t *testing.T) {
+	if defaultPlanTimeout != controllers.DefaultPlanTimeout {
+		t.Errorf("laxity plan --plan-timeout defaults to %s, the manager's to %s", defaultPlanTimeout, controllers.DefaultPlanTimeout)
+	}
+}
