@@ -75,6 +75,11 @@ type passResult struct {
 	backendErrs []error
 	// asked is what the pass asked of the pool, nil until it did.
 	asked *poolAsk
+	// overBudget says, for the conditions, that the plan searches of the
+	// schedule's specs run out of their time budget and the plan in force
+	// is kept; "" when they do not. nextSearch is when the next may start.
+	overBudget string
+	nextSearch time.Time
 }
 
 // poolAsk is what a pass asks of the pool: nodes, busy of which laxity's

@@ -84,6 +84,10 @@ type scheduleState struct {
 	due int32
 	// lead is the provisioning lead time the plan assumes.
 	lead time.Duration
+	// overBudget says that the plan searches of the current specs run out
+	// of their time budget and doc is the plan in force kept meanwhile;
+	// "" when they do not.
+	overBudget string
 }
 
 // overdueGrace is how much longer than the lead time the plan assumes
@@ -151,8 +155,12 @@ func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) 
 		return
 	}
 	c := s.doc.Chosen
-	set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionTrue, laxityv1alpha1.PlanFoundReason,
-		fmt.Sprintf("%d initial nodes, %dX batches, cost %.2f", c.InitialNodes, c.BatchSizeFactor, c.Cost))
+	if s.overBudget != "" {
+		set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionFalse, laxityv1alpha1.SearchBudgetExceededReason, s.overBudget)
+	} else {
+		set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionTrue, laxityv1alpha1.PlanFoundReason,
+			fmt.Sprintf("%d initial nodes, %dX batches, cost %.2f", c.InitialNodes, c.BatchSizeFactor, c.Cost))
+	}
 	poolReady := fmt.Sprintf("%d of %d requested nodes ready", s.ready, s.requested)
 	// Nodes lost stay the reason the pool is not ready until it is again:
 	// the condition keeps saying so on the passes that wait for them.
@@ -190,6 +198,8 @@ func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) 
 		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.BackendErrorReason, s.backendErr.Error())
 	case s.stuck != "":
 		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.StepStuckReason, s.stuck)
+	case s.overBudget != "":
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.SearchBudgetExceededReason, s.overBudget)
 	case s.ready >= s.requested:
 		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionTrue, laxityv1alpha1.DeadlinesMetReason, "Planned and running")
 	case waiting == laxityv1alpha1.WaitingForNodesReason:
