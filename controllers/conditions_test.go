@@ -308,6 +308,31 @@ func TestScheduleConditions(t *testing.T) {
 			message: "No plan meets every deadline",
 			kstatus: status.FailedStatus,
 		},
+		{
+			name:  "the search of new specs over its budget: the plan in force runs on, Planned and Ready say why",
+			state: scheduleState{doc: feasible, requested: 2, ready: 2, overBudget: "the plan search of the current specs ran longer than the 30s one search may take"},
+			want: conditionSummary{
+				"Planned": "False/SearchBudgetExceeded", "Feasible": "True/DeadlinesMet", "PoolReady": "True/NodesReady", "Ready": "False/SearchBudgetExceeded",
+			},
+			message: "the plan search of the current specs ran longer than the 30s one search may take",
+			kstatus: status.InProgressStatus,
+		},
+		{
+			name:  "over budget with a stuck step: the stuck step is what Ready reports",
+			state: scheduleState{doc: feasible, requested: 2, ready: 2, stuck: "q1-b0 stuck", overBudget: "over budget"},
+			want: conditionSummary{
+				"Planned": "False/SearchBudgetExceeded", "Feasible": "True/DeadlinesMet", "PoolReady": "True/NodesReady", "Ready": "False/StepStuck",
+			},
+			message: "q1-b0 stuck",
+			kstatus: status.InProgressStatus,
+		},
+		{
+			name:    "over budget without a plan in force: nothing runs until the next try",
+			state:   scheduleState{invalid: errors.New("no plan yet"), invalidReason: "SearchBudgetExceeded"},
+			want:    conditionSummary{"Planned": "False/SearchBudgetExceeded", "Ready": "False/SearchBudgetExceeded", "Stalled": "True/SearchBudgetExceeded"},
+			message: "no plan yet",
+			kstatus: status.FailedStatus,
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

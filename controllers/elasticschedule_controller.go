@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
@@ -50,6 +51,12 @@ type ElasticScheduleReconciler struct {
 	// query is not run; nil keeps nothing.
 	Tenancy  *Tenancy
 	Refusals *Refusals
+	// LongSearches runs the plan searches known to be long outside the
+	// reconcile workers; nil runs every search in the worker.
+	LongSearches *SearchLane
+	// searched wakes the schedule whose search the lane ended; nil when
+	// there is no lane.
+	searched <-chan event.TypedGenericEvent[*laxityv1alpha1.ElasticSchedule]
 
 	// reported holds the UIDs of the foreign objects already reported by an
 	// event, so each is reported once per manager run (the queries'
@@ -82,6 +89,7 @@ func (r *ElasticScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		if apierrors.IsNotFound(err) {
 			forgetSchedule(req.Namespace, req.Name)
 			forgetPlan(req.Namespace, req.Name)
+			r.LongSearches.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -171,7 +179,11 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	if err != nil {
 		return ctrl.Result{}, p.notes, err
 	}
-	if judged.reason != "" {
+	if judged.reason == "" {
+		// A search the lane made for specs this plan already holds is of
+		// no use.
+		r.LongSearches.forget(client.ObjectKeyFromObject(es))
+	} else {
 		retry, done, err := r.replan(ctx, v, judged.reason, p)
 		if done || err != nil {
 			return ctrl.Result{RequeueAfter: retry}, p.notes, err
@@ -203,11 +215,12 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 		requested = p.asked.nodes
 	}
 	setScheduleConditions(es, scheduleState{doc: doc, requested: requested, ready: v.ready, backendErr: backendErr, stuck: stuck, nodesLost: judged.nodesLost,
-		due: nodesDue(doc.Origin, doc.Requests, v.lead, v.now), lead: v.lead, capped: p.capped, overCeiling: p.overCeiling})
+		due: nodesDue(doc.Origin, doc.Requests, v.lead, v.now), lead: v.lead, capped: p.capped, overCeiling: p.overCeiling, overBudget: p.overBudget})
 	if backendErr != nil {
 		return ctrl.Result{}, p.notes, backendErr
 	}
 	decision.Recheck = dispatch.Earliest(decision.Recheck, dispatch.StuckRecheck(v.now, r.Options.stuckRule(), dqs))
+	decision.Recheck = dispatch.Earliest(decision.Recheck, p.nextSearch)
 	return ctrl.Result{RequeueAfter: r.requeueAfter(v.now, doc, decision)}, p.notes, nil
 }
 

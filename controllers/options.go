@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/laxity-dev/laxity/internal/dispatch"
+	"github.com/laxity-dev/laxity/internal/replan"
 )
 
 // Defaults of the stuck-step bound (Options.StuckFactor, StuckMinExtra).
@@ -52,6 +53,21 @@ type Options struct {
 	// DefaultPlanTimeout): a workload whose search would run longer gets a
 	// condition instead of holding a worker and the manager's memory.
 	PlanTimeout time.Duration
+	// SearchBackoff and SearchBackoffCap space the searches of a schedule
+	// whose searches of the same specs run out of PlanTimeout: the first
+	// waits SearchBackoff, each further one in a row twice as long, at most
+	// SearchBackoffCap (0 means replan.DefaultBackoffBase and
+	// replan.DefaultBackoffCap). A spec change is searched at once.
+	SearchBackoff, SearchBackoffCap time.Duration
+	// InlineSearch is the share of PlanTimeout a search may take in a
+	// reconcile worker (0 means DefaultInlineSearch, and never more than
+	// PlanTimeout). A longer one is cut short and run again, with the whole
+	// budget, by the long-search lane, as is every search of a schedule
+	// whose last search ran out of its budget (SearchLane).
+	InlineSearch time.Duration
+	// LongSearchWorkers is how many long searches run at once, outside
+	// the reconcile workers (0 means 1).
+	LongSearchWorkers int
 	// MaxPlanSteps bounds the batches and merges one plan may hold (0 means
 	// planner.DefaultMaxSteps).
 	MaxPlanSteps int
@@ -65,6 +81,26 @@ type Options struct {
 // search time of every sample and of 10,000 queries over a day, well below
 // what would let one tenant's plan stall the others.
 const DefaultPlanTimeout = 30 * time.Second
+
+// DefaultInlineSearch is Options.InlineSearch's default: far above the
+// search time of a schedule of a few queries (tens of milliseconds), short
+// enough that schedules whose searches are long hold the reconcile workers
+// only briefly before their searches move to the long-search lane.
+const DefaultInlineSearch = 2 * time.Second
+
+// inlineSearch is how long a search may run in a reconcile worker.
+func (o Options) inlineSearch() time.Duration {
+	d := o.InlineSearch
+	if d <= 0 {
+		d = DefaultInlineSearch
+	}
+	return min(d, o.planTimeout())
+}
+
+// searchBackoff is the backoff of searches that run out of their budget.
+func (o Options) searchBackoff() replan.Backoff {
+	return replan.Backoff{Base: o.SearchBackoff, Cap: o.SearchBackoffCap}
+}
 
 // planTimeout is the time budget of one plan search.
 func (o Options) planTimeout() time.Duration {

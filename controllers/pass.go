@@ -82,6 +82,11 @@ type passResult struct {
 	// capped says how the plan's pool sizes were lowered to the ceiling,
 	// "" when they were not.
 	capped string
+	// overBudget says, for the conditions, that the plan searches of the
+	// schedule's specs run out of their time budget and the plan in force
+	// is kept; "" when they do not. nextSearch is when the next may start.
+	overBudget string
+	nextSearch time.Time
 }
 
 // poolAsk is what a pass asks of the pool: nodes, busy of which laxity's

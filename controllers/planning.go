@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
@@ -45,10 +46,6 @@ const (
 	// for a lead time earlier rather than after the deadline is lost.
 	ReplanRunningSlow = "RunningSlow"
 )
-
-// budgetRetry is how long a schedule whose search ran out of its budget
-// waits before trying again: the same inputs would run out again.
-const budgetRetry = 5 * time.Minute
 
 // replanning is why the pass re-plans ("" when the plan in force holds)
 // and, when the reason is lost nodes, what the PoolReady condition says
@@ -241,43 +238,58 @@ func measuredRate(es *laxityv1alpha1.ElasticSchedule, pq planner.Query, rates ma
 	return replan.Observed{Measured: rates[pq.Name], Resolution: replan.Resolution(pq.Granularity, es.Spec.Planning.RateWindow.Seconds())}
 }
 
-// replan makes a new plan and stores it as the plan in force. A search
-// that runs out of its budget keeps the plan in force when there is one;
-// without one, or when the specs cannot be planned, the schedule's
-// conditions say why and done is true: the pass ends there, to be tried
-// again after result's delay.
+// replan makes a new plan and stores it as the plan in force.
+//
+// The search's time budget is kept per schedule (searchOutcome): a search
+// that runs out of it keeps the plan in force and backs off, and a search
+// known to be long runs in the lane (SearchLane), not in this worker. When
+// the search is in the lane, or the specs cannot be planned, or there is no
+// plan in force to keep, done is true: the pass ends there, to be looked
+// at again after result's delay (or when the lane wakes it).
 func (r *ElasticScheduleReconciler) replan(ctx context.Context, v *view, reason string, p *passResult) (result time.Duration, done bool, err error) {
 	es := v.es
 	logger := log.FromContext(ctx)
-	wall := time.Now() // plan_search_seconds is compute time, whatever r.Clock is
-	doc, assumed, err := r.plan(ctx, v)
-	search := time.Since(wall)
-	switch {
-	case errors.Is(err, planner.ErrSearchBudget):
-		msg := fmt.Sprintf("the plan search (%s) ran longer than the %s one search may take: raise spec.planning.batchSizeFactors, shorten the windows, or split the queries over several schedules", reason, r.Options.planTimeout())
-		logger.Info("plan search out of budget", "reason", reason, "budget", r.Options.planTimeout(), "keepingPlan", v.stored != nil)
-		p.note(corev1.EventTypeWarning, laxityv1alpha1.SearchBudgetExceededReason, "Plan", msg)
-		if v.stored == nil {
-			setScheduleConditions(es, scheduleState{invalid: errors.New(msg), invalidReason: laxityv1alpha1.SearchBudgetExceededReason})
-			return budgetRetry, true, nil
-		}
-		// The plan in force goes on; the search is tried again on the next
-		// pass that finds a reason to re-plan.
-		return 0, false, nil
-	case err != nil:
+	state := budgetStateOf(es.Status.SearchBudget)
+	if wait, next := state.Wait(v.inputsHash, v.now); wait {
+		// Backing off: the same specs ran out of the budget a moment ago.
+		return r.keepPlan(v, state, next, p)
+	}
+	run, err := r.searchFor(v)
+	if err != nil {
 		setScheduleConditions(es, scheduleState{invalid: err})
 		p.note(corev1.EventTypeWarning, laxityv1alpha1.InvalidSpecReason, "Plan", err.Error())
 		return 0, true, nil
 	}
-	stored := &storedPlan{doc: doc, inputs: v.inputsHash, reason: reason, rates: assumed, models: modelsOf(v.workload)}
+	res, inLane := r.search(ctx, v, state, run)
+	if inLane {
+		logger.V(1).Info("plan search in the long-search lane", "reason", reason, "budget", r.Options.planTimeout())
+		return r.Options.planTimeout(), true, nil
+	}
+	switch {
+	case errors.Is(res.err, planner.ErrSearchBudget):
+		state = state.RanOut(v.inputsHash, v.now, r.Options.searchBackoff())
+		es.Status.SearchBudget = budgetStatus(state, r.Options.planTimeout(), v.now)
+		state = budgetStateOf(es.Status.SearchBudget)
+		logger.Info("plan search out of budget", "reason", reason, "budget", r.Options.planTimeout(), "keepingPlan", v.stored != nil,
+			"exceeded", state.Exceeded, "nextSearch", state.Next)
+		p.note(corev1.EventTypeWarning, laxityv1alpha1.SearchBudgetExceededReason, "Plan", budgetMessage(reason, state, r.Options.planTimeout(), v.stored != nil))
+		return r.keepPlan(v, state, state.Next, p)
+	case res.err != nil:
+		setScheduleConditions(es, scheduleState{invalid: res.err})
+		p.note(corev1.EventTypeWarning, laxityv1alpha1.InvalidSpecReason, "Plan", res.err.Error())
+		return 0, true, nil
+	}
+	doc := res.doc
+	stored := &storedPlan{doc: doc, inputs: v.inputsHash, reason: reason, rates: res.assumed, models: modelsOf(v.workload)}
 	if err := storePlan(ctx, r.Client, es, stored); err != nil {
 		return 0, true, err
 	}
 	v.stored = stored
-	recordReplan(es, reason, search)
+	es.Status.SearchBudget = nil
+	recordReplan(es, reason, res.took)
 	logger.Info("planned", "reason", reason, "feasible", doc.Chosen.Feasible, "cost", doc.Chosen.Cost,
 		"initialNodes", doc.Chosen.InitialNodes, "maxNodes", doc.Chosen.MaxNodes, "batchSizeFactor", doc.Chosen.BatchSizeFactor,
-		"readyNodes", v.ready, "searchSeconds", search.Seconds())
+		"readyNodes", v.ready, "searchSeconds", res.took.Seconds())
 	es.Status.LastPlanTime = &metav1.Time{Time: v.now}
 	// A plan that misses a deadline is something to act on: a Warning,
 	// which `kubectl get events --field-selector type=Warning` lists.
@@ -289,13 +301,118 @@ func (r *ElasticScheduleReconciler) replan(ctx context.Context, v *view, reason 
 	return 0, false, nil
 }
 
-// plan makes a new plan from now (replan.Plan): from the observed progress
-// of every query whose window has opened, with the rates the rate model
-// assumes, executable on the nodes ready now. It also returns the rates so
-// assumed, by query, which the plan's maximum supported rate is relative to.
-func (r *ElasticScheduleReconciler) plan(ctx context.Context, v *view) (planner.Document, map[string]float64, error) {
+// search runs the pass's plan search, or has the lane run it (inLane):
+//
+//   - a result the lane holds for these specs is taken;
+//   - while the lane runs this schedule's search of these specs, the pass
+//     waits for it;
+//   - a search known to be long (the schedule's last one ran out of its
+//     budget) goes to the lane;
+//   - any other runs here, but only for the worker's share of the budget
+//     (Options.inlineSearch): past that, it is cut short and handed to the
+//     lane with the whole budget, so that no search holds a worker for
+//     longer than that share.
+//
+// Without a lane every search runs here with the whole budget.
+func (r *ElasticScheduleReconciler) search(ctx context.Context, v *view, state replan.BudgetState, run search) (res searchResult, inLane bool) {
+	budget := r.Options.planTimeout()
+	lane := r.LongSearches
+	if lane == nil {
+		return runSearch(ctx, run, budget), false
+	}
+	key, uid := client.ObjectKeyFromObject(v.es), v.es.UID
+	if res, ok := lane.take(key, uid, v.inputsHash); ok {
+		return res, false
+	}
+	if held, _ := lane.state(key, uid, v.inputsHash); held {
+		return searchResult{}, true
+	}
+	toLane := func() (searchResult, bool) {
+		lane.submit(&laneSearch{schedule: key, uid: uid, inputs: v.inputsHash, budget: budget, run: run, queued: time.Now()})
+		return searchResult{}, true
+	}
+	if state.Long() {
+		return toLane()
+	}
+	share := r.Options.inlineSearch()
+	res = runSearch(ctx, run, share)
+	if errors.Is(res.err, planner.ErrSearchBudget) && share < budget && ctx.Err() == nil {
+		return toLane()
+	}
+	return res, false
+}
+
+// keepPlan ends a replan whose search ran out of its budget, or waits
+// after one that did: the plan in force goes on (the pass dispatches it)
+// with Planned and Ready False saying why, until next; without one, the
+// schedule is not planned until then.
+func (r *ElasticScheduleReconciler) keepPlan(v *view, state replan.BudgetState, next time.Time, p *passResult) (time.Duration, bool, error) {
+	msg := budgetCondition(state, r.Options.planTimeout(), v.stored != nil)
+	if v.stored == nil {
+		setScheduleConditions(v.es, scheduleState{invalid: errors.New(msg), invalidReason: laxityv1alpha1.SearchBudgetExceededReason})
+		return max(next.Sub(v.now), time.Second), true, nil
+	}
+	p.overBudget, p.nextSearch = msg, next
+	return 0, false, nil
+}
+
+// budgetStateOf is the backoff state the status keeps.
+func budgetStateOf(s *laxityv1alpha1.SearchBudgetStatus) replan.BudgetState {
+	if s == nil {
+		return replan.BudgetState{}
+	}
+	out := replan.BudgetState{Inputs: s.Inputs, Exceeded: int(s.Exceeded)}
+	if s.NextSearchTime != nil {
+		out.Next = s.NextSearchTime.Time
+	}
+	return out
+}
+
+// budgetStatus is the backoff state as the status keeps it, to the second
+// (never earlier than the backoff said), after a search ran out at now.
+func budgetStatus(s replan.BudgetState, budget time.Duration, now time.Time) *laxityv1alpha1.SearchBudgetStatus {
+	next, last := wholeSeconds(s.Next), wholeSeconds(now)
+	if next.Time.Before(s.Next) {
+		next = metav1.NewTime(next.Add(time.Second))
+	}
+	return &laxityv1alpha1.SearchBudgetStatus{
+		Inputs: s.Inputs, Exceeded: int32(min(s.Exceeded, math.MaxInt32)), BudgetSeconds: laxityv1alpha1.NewDecimal(budget.Seconds(), 3),
+		LastExceededTime: &last, NextSearchTime: &next,
+	}
+}
+
+// budgetMessage is the event of a search that ran out of its budget.
+func budgetMessage(reason string, s replan.BudgetState, budget time.Duration, kept bool) string {
+	return fmt.Sprintf("The plan search (%s) ran out of its budget: %s", reason, budgetCondition(s, budget, kept))
+}
+
+// budgetCondition says, for the Planned and Ready conditions, that the
+// searches of the schedule's specs run longer than one search may take,
+// what is kept, what to change and when the next try is.
+func budgetCondition(s replan.BudgetState, budget time.Duration, kept bool) string {
+	keeping := "the schedule has no plan yet, so nothing runs"
+	if kept {
+		keeping = "the plan in force, made from the earlier specs, is kept and still run"
+	}
+	searches := "the plan search of the current specs"
+	if s.Exceeded > 1 {
+		searches = fmt.Sprintf("%d plan searches in a row of the current specs", s.Exceeded)
+	}
+	return fmt.Sprintf("%s ran longer than the %s one search may take (the manager's --plan-timeout); %s. "+
+		"To plan within it, give spec.planning.batchSizeFactors fewer entries, use search: Grid, shorten the queries' windows or coarsen their granularity, or split the queries over several schedules. "+
+		"Next try at %s (at once if a spec changes), then later each time the budget runs out again",
+		searches, budget, keeping, s.Next.UTC().Format(time.RFC3339))
+}
+
+// searchFor is the pass's plan search from now (replan.PlanContext): from
+// the observed progress of every query whose window has opened, with the
+// rates the rate model assumes, executable on the nodes ready now. It
+// returns, with the plan, the rates so assumed, by query, which the plan's
+// maximum supported rate is relative to. What it plans from is fixed when
+// it is made, so that it can run after the pass (SearchLane).
+func (r *ElasticScheduleReconciler) searchFor(v *view) (search, error) {
 	if v.workloadErr != nil {
-		return planner.Document{}, nil, v.workloadErr
+		return nil, v.workloadErr
 	}
 	es, now, rates := v.es, v.now, v.rates()
 	observed := map[string]replan.Observed{}
@@ -316,13 +433,13 @@ func (r *ElasticScheduleReconciler) plan(ctx context.Context, v *view) (planner.
 	// last batch and merge for a deadline that may have passed.
 	w.Queries = slices.DeleteFunc(slices.Clone(w.Queries), func(pq planner.Query) bool { return v.launched[pq.Name].finished() })
 	w.Planning.MaxSteps = r.Options.MaxPlanSteps
-	// The budget is compute time, whatever r.Clock is.
-	search, cancel := context.WithTimeout(ctx, r.Options.planTimeout())
-	defer cancel()
-	started := r.Clock.Now()
-	doc, assumed, err := replan.PlanContext(search, w, observed, spec.RateRules(es), v.nodesNow(w), busy)
-	doc.SearchSeconds = r.Clock.Since(started).Seconds()
-	return doc, assumed, err
+	rules, nodes, clk := spec.RateRules(es), v.nodesNow(w), r.Clock
+	return func(ctx context.Context) (planner.Document, map[string]float64, error) {
+		started := clk.Now()
+		doc, assumed, err := replan.PlanContext(ctx, w, observed, rules, nodes, busy)
+		doc.SearchSeconds = clk.Since(started).Seconds()
+		return doc, assumed, err
+	}, nil
 }
 
 // nodesNow is the pool as it is now, for a plan made now: the ready nodes,

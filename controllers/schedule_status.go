@@ -88,6 +88,10 @@ type scheduleState struct {
 	// planning; overCeiling how this pass's write was lowered to one (""
 	// for neither).
 	capped, overCeiling string
+	// overBudget says that the plan searches of the current specs run out
+	// of their time budget and doc is the plan in force kept meanwhile;
+	// "" when they do not.
+	overBudget string
 }
 
 // overdueGrace is how much longer than the lead time the plan assumes
@@ -159,7 +163,11 @@ func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) 
 	if s.capped != "" {
 		planned += "; " + s.capped
 	}
-	set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionTrue, laxityv1alpha1.PlanFoundReason, planned)
+	if s.overBudget != "" {
+		set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionFalse, laxityv1alpha1.SearchBudgetExceededReason, s.overBudget)
+	} else {
+		set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionTrue, laxityv1alpha1.PlanFoundReason, planned)
+	}
 	poolReady := fmt.Sprintf("%d of %d requested nodes ready", s.ready, s.requested)
 	// Nodes lost stay the reason the pool is not ready until it is again:
 	// the condition keeps saying so on the passes that wait for them.
@@ -201,6 +209,8 @@ func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) 
 		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.OverCeilingReason, s.overCeiling)
 	case s.stuck != "":
 		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.StepStuckReason, s.stuck)
+	case s.overBudget != "":
+		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionFalse, laxityv1alpha1.SearchBudgetExceededReason, s.overBudget)
 	case s.ready >= s.requested:
 		set(laxityv1alpha1.ElasticScheduleReadyCondition, metav1.ConditionTrue, laxityv1alpha1.DeadlinesMetReason, "Planned and running")
 	case waiting == laxityv1alpha1.WaitingForNodesReason:

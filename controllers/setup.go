@@ -68,9 +68,16 @@ func Setup(_ context.Context, mgr ctrl.Manager, clk clock.PassiveClock, opts Opt
 	// query's controller at once.
 	wake := make(chan event.TypedGenericEvent[*laxityv1alpha1.IntermittentQuery], 1024)
 	refusals := &Refusals{Wake: wake}
+	// Long plan searches run in a lane of their own, which wakes the
+	// schedule when its search has ended.
+	searched := make(chan event.TypedGenericEvent[*laxityv1alpha1.ElasticSchedule], 1024)
+	lane := &SearchLane{Workers: opts.LongSearchWorkers, Wake: searched}
+	if err := mgr.Add(lane); err != nil {
+		return fmt.Errorf("adding the long-search lane: %w", err)
+	}
 	es := &ElasticScheduleReconciler{
 		Client: mgr.GetClient(), Clock: clk, Options: opts, Backend: backend, Sources: sources, Runner: runner,
-		Recorder: mgr.GetEventRecorder("laxity"), Tenancy: tenants, Refusals: refusals,
+		Recorder: mgr.GetEventRecorder("laxity"), Tenancy: tenants, Refusals: refusals, LongSearches: lane, searched: searched,
 	}
 	if err := es.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the ElasticSchedule controller: %w", err)
@@ -191,6 +198,9 @@ func (r *ElasticScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&laxityv1alpha1.ElasticSchedule{}, samePool(mgr.GetClient()), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	if !r.Options.NoSparkApplications {
 		b = b.Watches(sparkApplication(), bySchedule)
+	}
+	if r.searched != nil {
+		b = b.WatchesRawSource(source.Channel(r.searched, &handler.TypedEnqueueRequestForObject[*laxityv1alpha1.ElasticSchedule]{}))
 	}
 	return b.Named("elasticschedule").WithOptions(workers(r.Options.ScheduleWorkers)).Complete(r)
 }

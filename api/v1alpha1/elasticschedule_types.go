@@ -505,6 +505,45 @@ type ElasticScheduleStatus struct {
 	// arrived, and the one plans use.
 	// +optional
 	LeadTime *LearnedLeadTime `json:"leadTime,omitempty"`
+
+	// searchBudget is set while the schedule's plan searches run out of the
+	// time the manager gives one search (its --plan-timeout): which specs
+	// they were made from, how many ran out in a row and when the next one
+	// may start. A spec change is tried at once; a plan found clears it.
+	// Unset when the last search finished within the budget.
+	// +optional
+	SearchBudget *SearchBudgetStatus `json:"searchBudget,omitempty"`
+}
+
+// SearchBudgetStatus is what the plan searches that ran out of their time
+// budget leave behind, so that a restarted manager backs off as the last
+// one did.
+type SearchBudgetStatus struct {
+	// inputs identifies the specs (the schedule's and its queries') the
+	// searches that ran out were made from: a hash, as in the plan
+	// ConfigMap's laxity.dev/plan-inputs annotation.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Inputs string `json:"inputs,omitempty"`
+
+	// exceeded is how many searches of those specs in a row ran out of the
+	// budget; each one doubles the wait before the next, up to a cap.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Exceeded int32 `json:"exceeded,omitempty"`
+
+	// budgetSeconds is the time one search was allowed, in seconds.
+	// +optional
+	BudgetSeconds Decimal `json:"budgetSeconds,omitempty"`
+
+	// lastExceededTime is when the last search ran out of the budget.
+	// +optional
+	LastExceededTime *metav1.Time `json:"lastExceededTime,omitempty"`
+
+	// nextSearchTime is when a search of the same specs may start again;
+	// a change of them is searched at once.
+	// +optional
+	NextSearchTime *metav1.Time `json:"nextSearchTime,omitempty"`
 }
 
 // ChosenPlan summarises the plan in force.

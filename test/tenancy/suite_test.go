@@ -134,7 +134,10 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	opts := controllers.Options{MaxAttempts: 3, Backoff: time.Second, ResultRoot: "s3a://results", Poll: time.Second,
-		AllowedServiceAccounts: []string{"spark"}}
+		AllowedServiceAccounts: []string{"spark"},
+		// A small search budget, which search_budget_test.go's workloads
+		// exceed many times over and every other story's stays far below.
+		PlanTimeout: searchBudget}
 	Expect(controllers.Setup(ctx, mgr, clock.RealClock{}, opts, "pause")).To(Succeed())
 	go func() {
 		defer GinkgoRecover()
