@@ -78,6 +78,7 @@ func grantOf(p *laxityv1alpha1.TenantPolicy) tenancy.Grant {
 	g := tenancy.Grant{
 		Policy: p.Name, ServiceAccounts: s.ServiceAccounts, HostPath: s.AllowHostPath, Privileged: s.AllowPrivileged,
 		Buckets: s.Buckets, PriorityClasses: s.PriorityClasses,
+		Schedulers: s.Schedulers, SchedulerQueues: s.SchedulerQueues, PodSecurityLevel: s.PodSecurityLevel,
 	}
 	for _, pool := range s.Pools {
 		g.Pools = append(g.Pools, tenancy.Pool{Group: pool.Group, Kind: pool.Kind, Name: pool.Name})
@@ -195,16 +196,24 @@ func (t *Tenancy) poolAnnotation(ctx context.Context, namespace string, gvk sche
 }
 
 // Query decides whether q's namespace, ns, may have laxity run q: its
-// SparkApplication template's service accounts, host paths and privileges,
-// and the bucket it reads with laxity's credentials. It returns a
+// SparkApplication template (what it may ask spark-operator for, its
+// service accounts, priority classes, schedulers and queues, host paths and
+// privileges, and its pods' Pod Security level), and the bucket it reads
+// with laxity's credentials. It returns a
 // *refusedError naming every refused field, or nil.
 func (t *Tenancy) Query(ns tenancy.Namespace, q *laxityv1alpha1.IntermittentQuery) error {
 	var rs []*tenancy.Refusal
 	if raw := q.Spec.SparkApplication; raw != nil && len(raw.Raw) > 0 {
 		var spec map[string]any
 		// A template that does not decode is the renderer's to report.
-		if json.Unmarshal(raw.Raw, &spec) == nil {
+		if json.Unmarshal(raw.Raw, &spec) == nil && spec != nil {
 			rs = append(rs, ns.Template("spec.sparkApplication", spec)...)
+			// The pods are judged as laxity renders them: with the Pod
+			// Security values the template leaves unset.
+			sparkapp.SecureDefaults(spec)
+			for _, v := range sparkapp.PodSecurity(spec, ns.PodSecurityLevel()) {
+				rs = append(rs, ns.PodSecurity(v.Field, fmt.Sprintf("%s (%s)", v.Check, v.Detail)))
+			}
 		}
 	}
 	if in := q.Spec.Input.ObjectStore; in != nil && in.SecretRef == nil {

@@ -82,8 +82,15 @@ type Grant struct {
 	// Buckets may be read with laxity's own credentials (an object-storage
 	// input without a secretRef).
 	Buckets []string
-	// PriorityClasses may be given to the namespace's placeholder pods.
+	// PriorityClasses may be given to the namespace's placeholder pods and
+	// to its SparkApplications' pods.
 	PriorityClasses []string
+	// Schedulers may place the namespace's SparkApplications' pods;
+	// SchedulerQueues are the batch-scheduler queues they may submit to.
+	Schedulers, SchedulerQueues []string
+	// PodSecurityLevel is the Pod Security Standards level the
+	// namespace's SparkApplications' pods are held to ("" for restricted).
+	PodSecurityLevel string
 }
 
 // Namespace is what a namespace may use: the grants of the policies that
