@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -60,7 +61,7 @@ func (v PodSecurityViolation) String() string {
 func PodSecurity(spec map[string]any, level string) []PodSecurityViolation {
 	lvl, err := api.ParseLevel(level)
 	if err != nil {
-		return []PodSecurityViolation{{Field: templateField, Check: "Pod Security level", Detail: err.Error()}}
+		return []PodSecurityViolation{{Field: templateField, Check: "Pod Security level " + strconv.Quote(level), Detail: err.Error()}}
 	}
 	eval, err := evaluator()
 	if err != nil {
