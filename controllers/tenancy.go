@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -102,6 +103,38 @@ func (e *refusedError) Error() string {
 		parts[i] = r.Error()
 	}
 	return strings.Join(parts, "; ")
+}
+
+// maxEventNote is the longest note the API server keeps in an event.
+const maxEventNote = 1024
+
+// admitNote is the event's note on query's refusal: the whole refusal when
+// an event holds it, else the refused fields, the query's Stalled condition
+// saying the rest.
+func admitNote(query string, refusal error) string {
+	note := fmt.Sprintf("IntermittentQuery %s is not run: %v", query, refusal)
+	var re *refusedError
+	if len(note) <= maxEventNote || !errors.As(refusal, &re) {
+		return truncateNote(note)
+	}
+	fields := make([]string, len(re.refusals))
+	for i, r := range re.refusals {
+		fields[i] = r.Field
+	}
+	return truncateNote(fmt.Sprintf("IntermittentQuery %s is not run: %d fields are not permitted (its Stalled condition says why and which grant is missing): %s",
+		query, len(fields), strings.Join(fields, ", ")))
+}
+
+// truncateNote cuts note to maxEventNote bytes, on a character boundary.
+func truncateNote(note string) string {
+	if len(note) <= maxEventNote {
+		return note
+	}
+	cut := maxEventNote - len("…")
+	for cut > 0 && !utf8.RuneStart(note[cut]) {
+		cut--
+	}
+	return note[:cut] + "…"
 }
 
 // refused is the refusals as an error, nil for none.
@@ -431,7 +464,7 @@ func (r *ElasticScheduleReconciler) admit(ns *tenancy.Namespace, queries []laxit
 		if ns != nil {
 			refusal = r.Tenancy.Query(*ns, q)
 			if r.Refusals.permit(q, refusal) {
-				p.note(corev1.EventTypeWarning, laxityv1alpha1.NotPermittedReason, "Admit", fmt.Sprintf("IntermittentQuery %s is not run: %v", q.Name, refusal))
+				p.note(corev1.EventTypeWarning, laxityv1alpha1.NotPermittedReason, "Admit", admitNote(q.Name, refusal))
 			}
 		}
 		if r.Refusals.excluded(q) || refusal != nil {
