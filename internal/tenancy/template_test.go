@@ -122,6 +122,12 @@ func TestPodSecurityLevel(t *testing.T) {
 			t.Errorf("grants %+v: level %q, want %q", tc.grants, got, tc.want)
 		}
 	}
+	if r := (Namespace{Name: "n", Grants: []Grant{{PodSecurityLevel: LevelPrivileged}}}).Privileged("f", "a privileged container"); r != nil {
+		t.Errorf("the privileged level refused a privileged container: %v", r)
+	}
+	if r := (Namespace{Name: "n", Grants: []Grant{{PodSecurityLevel: LevelBaseline}}}).Privileged("f", "a privileged container"); r == nil {
+		t.Error("the baseline level allowed a privileged container")
+	}
 	r := Namespace{Name: "team-a"}.PodSecurity("spec.sparkApplication.driver", "runAsUser=0")
 	if !strings.Contains(r.Error(), `"restricted" Pod Security level`) || !strings.Contains(r.Error(), "spec.podSecurityLevel") {
 		t.Errorf("refusal %q: want the level and the grant", r)

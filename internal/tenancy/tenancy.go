@@ -211,9 +211,10 @@ func (n Namespace) HostPath(field string) *Refusal {
 
 // Privileged decides whether the namespace's SparkApplications may have
 // what field sets: a privileged container, added capabilities, or the
-// host's network, PID or IPC namespace.
+// host's network, PID or IPC namespace. allowPrivileged grants it, and so
+// does the privileged Pod Security level, which is the same.
 func (n Namespace) Privileged(field, what string) *Refusal {
-	if slices.ContainsFunc(n.Grants, func(g Grant) bool { return g.Privileged }) {
+	if slices.ContainsFunc(n.Grants, func(g Grant) bool { return g.Privileged || g.PodSecurityLevel == LevelPrivileged }) {
 		return nil
 	}
 	return &Refusal{Field: field, What: what, Missing: n.policyHint("allowPrivileged")}
