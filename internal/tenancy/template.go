@@ -40,19 +40,19 @@ var QueueKeys = []string{"yunikorn.apache.org/queue", "queue", "scheduling.volca
 // classes of spark-operator's own disk. No grant allows them: laxity
 // pins them all to the query's namespace and the cluster it runs in.
 var escapingConf = map[string]string{
-	"spark.kubernetes.namespace":             "the namespace the driver is created in",
-	"spark.master":                           "the cluster the application is submitted to",
-	"spark.kubernetes.driver.master":         "the API server the driver talks to",
-	"spark.submit.deploymode":                "a client-mode driver, which runs inside spark-operator",
-	"spark.kubernetes.file.upload.path":      "uploading spark-operator's local files",
-	"spark.kubernetes.context":               "a context of spark-operator's kubeconfig",
-	"spark.kubernetes.trust.certificates":    "trusting any API server certificate",
-	"spark.kubernetes.submitindriver":        "submitting from the driver",
-	"spark.kubernetes.driver.pod.name":       "adopting an existing pod as the driver",
+	"spark.kubernetes.namespace":                 "the namespace the driver is created in",
+	"spark.master":                               "the cluster the application is submitted to",
+	"spark.kubernetes.driver.master":             "the API server the driver talks to",
+	"spark.submit.deploymode":                    "a client-mode driver, which runs inside spark-operator",
+	"spark.kubernetes.file.upload.path":          "uploading spark-operator's local files",
+	"spark.kubernetes.context":                   "a context of spark-operator's kubeconfig",
+	"spark.kubernetes.trust.certificates":        "trusting any API server certificate",
+	"spark.kubernetes.submitindriver":            "submitting from the driver",
+	"spark.kubernetes.driver.pod.name":           "adopting an existing pod as the driver",
 	"spark.kubernetes.driver.pod.featuresteps":   "code run by spark-operator's submission client",
 	"spark.kubernetes.executor.pod.featuresteps": "code run by spark-operator's submission client",
-	"spark.jars.ivysettings":                 "an Ivy settings file of spark-operator's disk",
-	"spark.jars.ivy":                         "an Ivy directory of spark-operator's disk",
+	"spark.jars.ivysettings":                     "an Ivy settings file of spark-operator's disk",
+	"spark.jars.ivy":                             "an Ivy directory of spark-operator's disk",
 }
 
 // escapingConfPrefixes are prefixes (lower case) of escaping settings: the

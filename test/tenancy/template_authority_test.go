@@ -72,8 +72,11 @@ var _ = Describe("what a SparkApplication template may ask for", func() {
 		var nodes corev1.NodeList
 		Expect(asCarol.List(ctx, &nodes)).To(Succeed())
 		if len(nodes.Items) == 0 {
-			readyNodes(ctx, teamA, 8)
-			readyNodes(ctx, teamB, 8)
+			// The same pools as the suite's other specs make, whichever
+			// runs first.
+			for ns, n := range map[string]int{teamA: 8, teamB: 8} {
+				readyNodes(ctx, ns, n)
+			}
 		}
 	})
 
