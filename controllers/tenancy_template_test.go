@@ -1,10 +1,13 @@
 package controllers
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/manifest"
 	"github.com/laxity-dev/laxity/internal/tenancy"
 	"github.com/laxity-dev/laxity/test/builder"
 )
@@ -35,5 +38,47 @@ func TestAdmitNote(t *testing.T) {
 	got := admitNote("q", refused(many...))
 	if len(got) > maxEventNote || !utf8.ValidString(got) || !strings.Contains(got, "40 fields are not permitted") || !strings.HasSuffix(got, "…") {
 		t.Errorf("a long refusal's note (%d bytes): %q", len(got), got)
+	}
+}
+
+// TestSamplesNeedNoTemplateGrant: every sample's template asks for nothing
+// a namespace must be granted (beyond the manager's usual "spark" service
+// account) and, as laxity renders it, keeps to the restricted Pod Security
+// level.
+func TestSamplesNeedNoTemplateGrant(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("..", "config", "samples", "*.yaml"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no samples: %v", err)
+	}
+	ns := tenancy.Namespace{Name: "team-a", DefaultServiceAccounts: []string{"spark"}}
+	queries := 0
+	for _, path := range paths {
+		set, err := manifest.Load(path)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		var templates []*laxityv1alpha1.IntermittentQuery
+		for _, q := range set.Queries {
+			templates = append(templates, q.Object)
+		}
+		for _, r := range set.Recurring {
+			templates = append(templates, &laxityv1alpha1.IntermittentQuery{
+				ObjectMeta: r.Object.ObjectMeta,
+				Spec:       laxityv1alpha1.IntermittentQuerySpec{SparkApplication: r.Object.Spec.Template.SparkApplication},
+			})
+		}
+		for _, q := range templates {
+			queries++
+			if q.Spec.Input.ObjectStore != nil {
+				q = q.DeepCopy()
+				q.Spec.Input.ObjectStore = nil // buckets are another grant
+			}
+			if err := (&Tenancy{}).Query(ns, q); err != nil {
+				t.Errorf("%s: %s: %v", path, q.Name, err)
+			}
+		}
+	}
+	if queries == 0 {
+		t.Fatal("the samples have no queries")
 	}
 }
