@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -173,7 +174,7 @@ func FuzzTemplate(f *testing.F) {
 		if strings.EqualFold(key, "spark.kubernetes.namespace") || strings.TrimSpace(key) != key {
 			found := false
 			for _, r := range rs {
-				found = found || strings.Contains(r.Field, key)
+				found = found || strings.Contains(r.Field, fmt.Sprintf("[%q]", key))
 			}
 			if !found {
 				t.Fatalf("setting %q was not refused: %v", key, rs)
