@@ -102,8 +102,9 @@ var javaOption = regexp.MustCompile(`-D(spark\.[^=\s"']+)=([^\s"']*)`)
 // credentials or the submission client's files (escapingConf), a mode
 // other than cluster, proxyUser, driver.kubernetesMaster, a pod template's
 // namespace, files of spark-operator's disk (a file: or scheme-less
-// mainApplicationFile, deps or spark.jars/files), and laxity's own labels
-// set through sparkConf.
+// mainApplicationFile, deps or spark.jars/files), Spark UI Ingresses the
+// template configures and UI Services reachable from outside the cluster,
+// and laxity's own labels set through sparkConf.
 //
 // Allowed only where granted:
 //
@@ -215,6 +216,7 @@ func (c *templateCheck) submission(field string, spec map[string]any) {
 	if cm, ok := spec["sparkConfigMap"].(string); ok && cm != "" {
 		c.add(c.n.Privileged(field+".sparkConfigMap", "Spark settings in ConfigMap "+cm+", which laxity cannot inspect"))
 	}
+	c.exposure(field, spec)
 	c.file(field+".mainApplicationFile", spec["mainApplicationFile"])
 	if deps, ok := spec["deps"].(map[string]any); ok {
 		for _, list := range []string{"jars", "files", "pyFiles", "archives"} {
@@ -238,6 +240,26 @@ func (c *templateCheck) submission(field string, spec map[string]any) {
 	args, _ := spec["arguments"].([]any)
 	for i, a := range args {
 		c.javaOptions(fmt.Sprintf("%s.arguments[%d]", field, i), a)
+	}
+}
+
+// exposure checks the Ingresses and Services spark-operator makes for the
+// Spark UI with its own identity: a tenant that may not write an Ingress
+// or a LoadBalancer Service itself must not have spark-operator write one
+// for it (ingress annotations configure the cluster's ingress controller).
+func (c *templateCheck) exposure(field string, spec map[string]any) {
+	if ui, ok := spec["sparkUIOptions"].(map[string]any); ok {
+		for _, k := range []string{"ingressAnnotations", "ingressTLS"} {
+			if v, ok := ui[k]; ok && v != nil {
+				c.add(c.n.Escape(field+".sparkUIOptions."+k, "an Ingress configured by the template, which spark-operator writes with its own identity"))
+			}
+		}
+		if t, ok := ui["serviceType"].(string); ok && t != "" && t != "ClusterIP" {
+			c.add(c.n.Escape(field+".sparkUIOptions.serviceType", "a Spark UI Service of type "+t+", reachable from outside the cluster"))
+		}
+	}
+	if list, ok := spec["driverIngressOptions"].([]any); ok && len(list) > 0 {
+		c.add(c.n.Escape(field+".driverIngressOptions", "Ingresses and Services spark-operator writes with its own identity"))
 	}
 }
 

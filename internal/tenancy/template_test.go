@@ -87,6 +87,9 @@ func TestTemplateAuthority(t *testing.T) {
 				field + `.sparkConf["spark.kubernetes.driver.label.laxity.dev/query"]`,
 				field + `.sparkConf["spark.kubernetes.executor.label.app.kubernetes.io/managed-by"]`,
 			}},
+		{name: "what spark-operator exposes with its own identity", template: `{"sparkUIOptions":{"serviceType":"LoadBalancer","ingressAnnotations":{"nginx.ingress.kubernetes.io/configuration-snippet":"x"}},"driverIngressOptions":[{"servicePort":80}]}`,
+			want: []string{field + ".sparkUIOptions.ingressAnnotations", field + ".sparkUIOptions.serviceType", field + ".driverIngressOptions"}},
+		{name: "a Spark UI inside the cluster", template: `{"sparkUIOptions":{"serviceType":"ClusterIP","servicePort":4040}}`},
 		{name: "spark-submit's file lists", template: `{"sparkConf":{"spark.files":"s3a://b/x, /etc/shadow","spark.jars":"local:///opt/a.jar"}}`,
 			want: []string{field + `.sparkConf["spark.files"] (entry 1)`}},
 	} {
