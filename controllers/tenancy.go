@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -81,6 +82,7 @@ func grantOf(p *laxityv1alpha1.TenantPolicy) tenancy.Grant {
 	g := tenancy.Grant{
 		Policy: p.Name, ServiceAccounts: s.ServiceAccounts, HostPath: s.AllowHostPath, Privileged: s.AllowPrivileged,
 		Buckets: s.Buckets, PriorityClasses: s.PriorityClasses,
+		Schedulers: s.Schedulers, SchedulerQueues: s.SchedulerQueues, PodSecurityLevel: s.PodSecurityLevel,
 	}
 	for _, pool := range s.Pools {
 		g.Pools = append(g.Pools, tenancy.Pool{Group: pool.Group, Kind: pool.Kind, Name: pool.Name, MaxNodes: maxNodes(pool.MaxNodes)})
@@ -137,6 +139,38 @@ func (e *refusedError) Error() string {
 		parts[i] = r.Error()
 	}
 	return strings.Join(parts, "; ")
+}
+
+// maxEventNote is the longest note the API server keeps in an event.
+const maxEventNote = 1024
+
+// admitNote is the event's note on query's refusal: the whole refusal when
+// an event holds it, else the refused fields, the query's Stalled condition
+// saying the rest.
+func admitNote(query string, refusal error) string {
+	note := fmt.Sprintf("IntermittentQuery %s is not run: %v", query, refusal)
+	var re *refusedError
+	if len(note) <= maxEventNote || !errors.As(refusal, &re) {
+		return truncateNote(note)
+	}
+	fields := make([]string, len(re.refusals))
+	for i, r := range re.refusals {
+		fields[i] = r.Field
+	}
+	return truncateNote(fmt.Sprintf("IntermittentQuery %s is not run: %d fields are not permitted (its Stalled condition says why and which grant is missing): %s",
+		query, len(fields), strings.Join(fields, ", ")))
+}
+
+// truncateNote cuts note to maxEventNote bytes, on a character boundary.
+func truncateNote(note string) string {
+	if len(note) <= maxEventNote {
+		return note
+	}
+	cut := maxEventNote - len("…")
+	for cut > 0 && !utf8.RuneStart(note[cut]) {
+		cut--
+	}
+	return note[:cut] + "…"
 }
 
 // refused is the refusals as an error, nil for none.
@@ -389,16 +423,24 @@ func (t *Tenancy) Ceilings(ctx context.Context, ns tenancy.Namespace, es *laxity
 }
 
 // Query decides whether q's namespace, ns, may have laxity run q: its
-// SparkApplication template's service accounts, host paths and privileges,
-// and the bucket it reads with laxity's credentials. It returns a
+// SparkApplication template (what it may ask spark-operator for, its
+// service accounts, priority classes, schedulers and queues, host paths and
+// privileges, and its pods' Pod Security level), and the bucket it reads
+// with laxity's credentials. It returns a
 // *refusedError naming every refused field, or nil.
 func (t *Tenancy) Query(ns tenancy.Namespace, q *laxityv1alpha1.IntermittentQuery) error {
 	var rs []*tenancy.Refusal
 	if raw := q.Spec.SparkApplication; raw != nil && len(raw.Raw) > 0 {
 		var spec map[string]any
 		// A template that does not decode is the renderer's to report.
-		if json.Unmarshal(raw.Raw, &spec) == nil {
+		if json.Unmarshal(raw.Raw, &spec) == nil && spec != nil {
 			rs = append(rs, ns.Template("spec.sparkApplication", spec)...)
+			// The pods are judged as laxity renders them: with the Pod
+			// Security values the template leaves unset.
+			sparkapp.SecureDefaults(spec)
+			for _, v := range sparkapp.PodSecurity(spec, ns.PodSecurityLevel()) {
+				rs = append(rs, ns.PodSecurity(v.Field, fmt.Sprintf("%s (%s)", v.Check, v.Detail)))
+			}
 		}
 	}
 	if in := q.Spec.Input.ObjectStore; in != nil && in.SecretRef == nil {
@@ -617,7 +659,7 @@ func (r *ElasticScheduleReconciler) admit(ns *tenancy.Namespace, queries []laxit
 		if ns != nil {
 			refusal = r.Tenancy.Query(*ns, q)
 			if r.Refusals.permit(q, refusal) {
-				p.note(corev1.EventTypeWarning, laxityv1alpha1.NotPermittedReason, "Admit", fmt.Sprintf("IntermittentQuery %s is not run: %v", q.Name, refusal))
+				p.note(corev1.EventTypeWarning, laxityv1alpha1.NotPermittedReason, "Admit", admitNote(q.Name, refusal))
 			}
 		}
 		if r.Refusals.excluded(q) || refusal != nil {

@@ -67,8 +67,10 @@ type TenantPolicySpec struct {
 
 	// allowPrivileged lets the selected namespaces' SparkApplication
 	// templates run privileged containers, add capabilities, use the
-	// host's network, PID or IPC namespace, or name a pod template file
-	// laxity cannot inspect. Off by default.
+	// host's network, PID or IPC namespace, or name a pod template file or
+	// a Spark ConfigMap laxity cannot inspect: it raises the namespaces'
+	// Pod Security level to privileged (see podSecurityLevel). Off by
+	// default.
 	// +optional
 	AllowPrivileged bool `json:"allowPrivileged,omitempty"`
 
@@ -89,9 +91,12 @@ type TenantPolicySpec struct {
 	Buckets []string `json:"buckets,omitempty"`
 
 	// priorityClasses are the PriorityClasses the selected namespaces'
-	// placeholder pods may have (placeholder.priorityClassName). The class
-	// must exist; laxity creates only its own, laxity-placeholder, whose
-	// pods preempt nothing and which needs no grant.
+	// pods may have: placeholder pods (placeholder.priorityClassName) and
+	// the driver and executor pods of their SparkApplications
+	// (driver/executor.priorityClassName, batchSchedulerOptions.priorityClassName,
+	// a pod template's priorityClassName). The class must exist; laxity
+	// creates only its own, laxity-placeholder, whose pods preempt nothing
+	// and which needs no grant, and pods that name no class need none.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=64
@@ -108,6 +113,49 @@ type TenantPolicySpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
 	CapacityBuffers []CapacityBufferGrant `json:"capacityBuffers,omitempty"`
+
+	// The grants below are what a query's SparkApplication template may ask
+	// for beyond the namespace's own (see docs/design.md, "What a template
+	// may ask for").
+
+	// schedulers are the schedulers the selected namespaces'
+	// SparkApplications may ask to place their pods: spark-operator's
+	// batchScheduler (volcano, yunikorn, kube-scheduler), the pods'
+	// schedulerName and the spark.kubernetes.scheduler.name settings. The
+	// cluster's default scheduler (unset or default-scheduler) needs no
+	// grant.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	Schedulers []string `json:"schedulers,omitempty"`
+
+	// schedulerQueues are the batch-scheduler queues the selected
+	// namespaces' SparkApplications may submit to
+	// (batchSchedulerOptions.queue, the yunikorn.apache.org/queue and
+	// scheduling.volcano.sh/queue-name annotations, the queue label).
+	// A batch scheduler's queue is shared by the namespaces it serves, so
+	// using one is a grant; "*" also allows a Volcano pod group template
+	// file, which names a queue laxity cannot read.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	SchedulerQueues []string `json:"schedulerQueues,omitempty"`
+
+	// podSecurityLevel is the Pod Security Standards level
+	// (https://kubernetes.io/docs/concepts/security/pod-security-standards/)
+	// the selected namespaces' driver and executor pods are held to:
+	// restricted (the default, for namespaces no policy raises), baseline
+	// (allows, among others, running as root, an Unconfined seccomp profile
+	// and NFS or other non-ephemeral volume types) or privileged (allows
+	// everything but hostPath volumes). allowPrivileged is the same as
+	// privileged; hostPath volumes need allowHostPath at every level.
+	// Grants add up: the highest level of the policies selecting a
+	// namespace is its level.
+	// +optional
+	// +kubebuilder:validation:Enum=restricted;baseline;privileged
+	PodSecurityLevel string `json:"podSecurityLevel,omitempty"`
 }
 
 // CapacityBufferGrant lets the capacityBuffer backend keep room on the nodes

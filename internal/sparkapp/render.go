@@ -185,7 +185,8 @@ const templateField = "spec.sparkApplication"
 //     and executor.nodeSelector first, which means the same;
 //   - arguments: the template's, then laxity's (see ArgumentPrefix);
 //   - sparkConf: the template's, without keys starting with SparkConfPrefix,
-//     plus laxity's.
+//     plus laxity's;
+//   - the Pod Security values the template leaves unset (SecureDefaults).
 //
 // The metadata carries the name (see Name), q's namespace, and the labels
 // and annotations of the SparkApplication contract. Render sets no owner
@@ -230,6 +231,7 @@ func Render(q *v1alpha1.IntermittentQuery, es *v1alpha1.ElasticSchedule, s Step,
 	if len(t.errs) > 0 {
 		return nil, errors.Join(t.errs...)
 	}
+	SecureDefaults(spec)
 	t.setExecutors(spec, executors, es.Spec.NodePool.NodeSelector)
 	t.setPodLabels(spec, Labels(es.Name, q.Name, s.Kind))
 	t.setArguments(spec, arguments(q.Name, s, loc, result))

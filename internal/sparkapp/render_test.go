@@ -33,12 +33,20 @@ func minimalSpec(instances int64, args []any, conf map[string]any) map[string]an
 		"mainApplicationFile": "local:///opt/spark/jars/count.jar",
 		"arguments":           append([]any{"--table", "orders"}, args...),
 		"sparkConf":           sparkConf,
-		"driver":              map[string]any{"cores": int64(1), "memory": "1g"},
-		"executor": map[string]any{
+		"driver":              secured(map[string]any{"cores": int64(1), "memory": "1g"}),
+		"executor": secured(map[string]any{
 			"cores": int64(2), "memory": "4g", "instances": instances,
 			"nodeSelector": map[string]any{"zone": "a", "laxity.dev/pool": "tpch"},
-		},
+		}),
 	}
+}
+
+// secured is a Spark pod of a template that sets no security context, with
+// the Pod Security values rendering sets (SecureDefaults).
+func secured(pod map[string]any) map[string]any {
+	pod["podSecurityContext"] = map[string]any{"runAsNonRoot": true, "seccompProfile": map[string]any{"type": "RuntimeDefault"}}
+	pod["securityContext"] = map[string]any{"allowPrivilegeEscalation": false, "capabilities": map[string]any{"drop": []any{"ALL"}}}
+	return pod
 }
 
 // sparkApplication is the SparkApplication of minimalTemplate's query q1 of
@@ -244,8 +252,9 @@ func TestRenderSample(t *testing.T) {
 				case "executor", "arguments", "sparkConf":
 					continue
 				case "driver":
-					// As the template's, but for laxity's labels.
-					v = maps.Clone(v.(map[string]any))
+					// As the template's, but for laxity's labels and
+					// the Pod Security values it leaves unset.
+					v = secured(maps.Clone(v.(map[string]any)))
 					v.(map[string]any)["labels"] = podLabels
 				}
 				got, _ := json.Marshal(spec[k])
@@ -255,12 +264,12 @@ func TestRenderSample(t *testing.T) {
 				}
 			}
 			executor := spec["executor"].(map[string]any)
-			wantExecutor := map[string]any{
+			wantExecutor := secured(map[string]any{
 				"cores": int64(4), "memory": "12g",
 				"instances":    int64(s.ReadyNodes), // executorsPerNode: 1
 				"nodeSelector": map[string]any{"laxity.dev/pool": "tpch"},
 				"labels":       podLabels,
-			}
+			})
 			if diff := cmp.Diff(wantExecutor, executor); diff != "" {
 				t.Errorf("%s: spec.executor (-want +got):\n%s", q.Name, diff)
 			}

@@ -89,11 +89,19 @@ type Grant struct {
 	// Buckets may be read with laxity's own credentials (an object-storage
 	// input without a secretRef).
 	Buckets []string
-	// PriorityClasses may be given to the namespace's placeholder pods.
+	// PriorityClasses may be given to the namespace's placeholder pods and
+	// to its SparkApplications' pods.
 	PriorityClasses []string
 	// Buffers are the nodes the namespace's capacityBuffer schedules may
 	// keep room on, each with its ceilings.
 	Buffers []BufferGrant
+
+	// Schedulers may place the namespace's SparkApplications' pods;
+	// SchedulerQueues are the batch-scheduler queues they may submit to.
+	Schedulers, SchedulerQueues []string
+	// PodSecurityLevel is the Pod Security Standards level the
+	// namespace's SparkApplications' pods are held to ("" for restricted).
+	PodSecurityLevel string
 }
 
 // BufferGrant lets the capacityBuffer backend keep room on the nodes
@@ -241,9 +249,10 @@ func (n Namespace) HostPath(field string) *Refusal {
 
 // Privileged decides whether the namespace's SparkApplications may have
 // what field sets: a privileged container, added capabilities, or the
-// host's network, PID or IPC namespace.
+// host's network, PID or IPC namespace. allowPrivileged grants it, and so
+// does the privileged Pod Security level, which is the same.
 func (n Namespace) Privileged(field, what string) *Refusal {
-	if slices.ContainsFunc(n.Grants, func(g Grant) bool { return g.Privileged }) {
+	if slices.ContainsFunc(n.Grants, func(g Grant) bool { return g.Privileged || g.PodSecurityLevel == LevelPrivileged }) {
 		return nil
 	}
 	return &Refusal{Field: field, What: what, Missing: n.policyHint("allowPrivileged")}
