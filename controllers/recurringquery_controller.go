@@ -93,7 +93,15 @@ func (r *RecurringQueryReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 	rq.Status.ObservedGeneration = rq.Generation
 	if !equality.Semantic.DeepEqual(before.Status, rq.Status) {
-		if err := r.Status().Patch(ctx, &rq, client.MergeFrom(before)); err != nil {
+		// The status is the only record of skipped windows and of the last
+		// start: a pass that read a stale copy must not write over a newer
+		// one (a merge patch replaces the whole list of windows), so the
+		// write is conditional on the version read, and a conflict is a
+		// pass taken again, its events unsent.
+		lock := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+		if err := r.Status().Patch(ctx, &rq, lock); apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: r.Options.realDelay(time.Second)}, nil
+		} else if err != nil {
 			return ctrl.Result{}, fmt.Errorf("writing the status: %w", err)
 		}
 	}

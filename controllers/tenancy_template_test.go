@@ -62,10 +62,9 @@ func TestSamplesNeedNoTemplateGrant(t *testing.T) {
 			templates = append(templates, q.Object)
 		}
 		for _, r := range set.Recurring {
-			templates = append(templates, &laxityv1alpha1.IntermittentQuery{
-				ObjectMeta: r.Object.ObjectMeta,
-				Spec:       laxityv1alpha1.IntermittentQuerySpec{SparkApplication: r.Object.Spec.Template.SparkApplication},
-			})
+			window := builder.Query(r.Object.Namespace, r.Object.Name).Obj()
+			window.Spec.SparkApplication = r.Object.Spec.Template.SparkApplication
+			templates = append(templates, window)
 		}
 		for _, q := range templates {
 			queries++

@@ -2,13 +2,11 @@ package tenancy_test
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -78,27 +76,8 @@ func learnedBatchFactor(g Gomega, l *laxityv1alpha1.LearnedModel) float64 {
 	return v
 }
 
-// learningReadyPools makes the tenants' pools ready, as the suite's other
-// specs find them (readyNodes: 8 Ready nodes labelled laxity.dev/pool=<ns>
-// in each namespace), when no spec made them yet.
-func learningReadyPools(ctx context.Context) {
-	var nodes corev1.NodeList
-	Expect(asCarol.List(ctx, &nodes)).To(Succeed())
-	if len(nodes.Items) > 0 {
-		return
-	}
-	for _, ns := range []string{teamA, teamB} {
-		for i := range 8 {
-			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-node-%d", ns, i), Labels: map[string]string{"laxity.dev/pool": ns}}}
-			Expect(asCarol.Create(ctx, node)).To(Succeed())
-			node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-			Expect(asCarol.Status().Update(ctx, node)).To(Succeed())
-		}
-	}
-}
-
 var _ = Describe("learning stays inside its bounds", func() {
-	BeforeEach(func(ctx SpecContext) { learningReadyPools(ctx) })
+	BeforeEach(teamPoolsReady)
 
 	It("holds the in-window correction of two absurdly slow steps at the documented bound", func(ctx SpecContext) {
 		create(ctx, asAlice, builder.Schedule(teamA, "slow-steps").SmallBatches().Obj())
@@ -126,19 +105,19 @@ var _ = Describe("learning stays inside its bounds", func() {
 	})
 
 	It("learns a RecurringQuery's model only from the windows it owns, never from a labelled query, in its namespace or another", func(ctx SpecContext) {
-		create(ctx, asAlice, builder.Schedule(teamA, "orders-pool").SmallBatches().Obj())
-		rq := builder.Recurring(teamA, "orders").Schedule("orders-pool").Obj()
+		create(ctx, asAlice, builder.Schedule(teamA, "learning-pool").SmallBatches().Obj())
+		rq := builder.Recurring(teamA, "learned-orders").Schedule("learning-pool").Obj()
 		rq.Spec.Suspend = true // no window of its own: nothing it owns ran
 		rq.Spec.Template.CostModel = learningOneSecond
 		create(ctx, asAlice, rq)
 
 		By("alice labels a query of her own as a window of the RecurringQuery, without its owner reference")
-		mine := query(teamA, "orders-copy", "orders-pool", 2*time.Hour).CostModel(learningOneSecond).Obj()
+		mine := query(teamA, "learned-copy", "learning-pool", 2*time.Hour).CostModel(learningOneSecond).Obj()
 		mine.Labels = map[string]string{spec.LabelRecurringQuery: rq.Name}
 		create(ctx, asAlice, mine)
 		By("bob does the same in team-b, naming it like one of alice's windows")
-		create(ctx, asBob, builder.Schedule(teamB, "orders-pool").SmallBatches().Obj())
-		theirs := query(teamB, rq.Name+"-202601010000", "orders-pool", 2*time.Hour).CostModel(learningOneSecond).Obj()
+		create(ctx, asBob, builder.Schedule(teamB, "learning-pool").SmallBatches().Obj())
+		theirs := query(teamB, rq.Name+"-202601010000", "learning-pool", 2*time.Hour).CostModel(learningOneSecond).Obj()
 		theirs.Labels = map[string]string{spec.LabelRecurringQuery: rq.Name}
 		create(ctx, asBob, theirs)
 

@@ -116,15 +116,7 @@ func poolGrantsGone(ctx context.Context, obj client.Object) {
 }
 
 var _ = Describe("backends, ceilings and one writer per pool", func() {
-	BeforeEach(func(ctx SpecContext) {
-		// The builder's schedules select laxity.dev/pool=<namespace>.
-		var nodes corev1.NodeList
-		Expect(asCarol.List(ctx, &nodes)).To(Succeed())
-		if len(nodes.Items) == 0 {
-			readyNodes(ctx, teamA, 8)
-			readyNodes(ctx, teamB, 8)
-		}
-	})
+	BeforeEach(teamPoolsReady)
 
 	It("refuses a CapacityBuffer without a grant of its nodes, and bounds one by the grant's ceiling and the namespace's ResourceQuota", func(ctx SpecContext) {
 		create(ctx, asCarol, &corev1.ResourceQuota{

@@ -68,17 +68,7 @@ func authorityEvent(ctx context.Context, ns string, parts ...string) func(Gomega
 }
 
 var _ = Describe("what a SparkApplication template may ask for", func() {
-	BeforeEach(func(ctx SpecContext) {
-		var nodes corev1.NodeList
-		Expect(asCarol.List(ctx, &nodes)).To(Succeed())
-		if len(nodes.Items) == 0 {
-			// The same pools as the suite's other specs make, whichever
-			// runs first.
-			for ns, n := range map[string]int{teamA: 8, teamB: 8} {
-				readyNodes(ctx, ns, n)
-			}
-		}
-	})
+	BeforeEach(teamPoolsReady)
 
 	It("refuses a template that would send the driver to another namespace, API server, priority, queue and security, naming every field, and runs the allowed form", func(ctx SpecContext) {
 		By("bob keeps database credentials in team-b")

@@ -93,6 +93,19 @@ func readyNodes(ctx context.Context, ns string, n int) {
 	}
 }
 
+// teamPoolsReady makes 8 Ready nodes of each tenant's pools, unless an
+// earlier spec made them: the suite's specs run in random order, and most
+// need them.
+func teamPoolsReady(ctx context.Context) {
+	for _, ns := range []string{teamA, teamB} {
+		var nodes corev1.NodeList
+		Expect(asCarol.List(ctx, &nodes, client.MatchingLabels{"laxity.dev/pool": ns})).To(Succeed())
+		if len(nodes.Items) == 0 {
+			readyNodes(ctx, ns, 8)
+		}
+	}
+}
+
 // grant has carol create the policy until the spec ends.
 func grant(ctx context.Context, p *laxityv1alpha1.TenantPolicy) {
 	Expect(asCarol.Create(ctx, p)).To(Succeed())
@@ -136,16 +149,7 @@ func replicas(ctx context.Context, name string) func(Gomega) int64 {
 }
 
 var _ = Describe("the tenancy boundary", func() {
-	BeforeEach(func(ctx SpecContext) {
-		// Every spec's pools are ready: the builder's schedules select
-		// laxity.dev/pool=<namespace>.
-		var nodes corev1.NodeList
-		Expect(asCarol.List(ctx, &nodes)).To(Succeed())
-		if len(nodes.Items) == 0 {
-			readyNodes(ctx, teamA, 8)
-			readyNodes(ctx, teamB, 8)
-		}
-	})
+	BeforeEach(teamPoolsReady)
 
 	It("reads a query's Secret only in the query's own namespace", func(ctx SpecContext) {
 		secret := func(ns string) *corev1.Secret {
