@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/laxity-dev/laxity/internal/dispatch"
+	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/replan"
 )
 
@@ -77,10 +78,8 @@ type Options struct {
 	AllowedServiceAccounts []string
 }
 
-// DefaultPlanTimeout is Options.PlanTimeout's default: well above the
-// search time of every sample and of 10,000 queries over a day, well below
-// what would let one tenant's plan stall the others.
-const DefaultPlanTimeout = 30 * time.Second
+// DefaultPlanTimeout is Options.PlanTimeout's default, the planner's.
+const DefaultPlanTimeout = planner.DefaultSearchBudget
 
 // DefaultInlineSearch is Options.InlineSearch's default: far above the
 // search time of a schedule of a few queries (tens of milliseconds), short

@@ -37,11 +37,6 @@ type planOptions struct {
 	stdin io.Reader
 }
 
-// defaultPlanTimeout is --plan-timeout's default: the operator's search
-// budget, controllers.DefaultPlanTimeout (which laxity plan may not import;
-// a test keeps the two equal).
-const defaultPlanTimeout = 30 * time.Second
-
 func newPlanCommand(plugin bool) *cobra.Command {
 	o := &planOptions{plugin: plugin}
 	cmd := &cobra.Command{
@@ -98,7 +93,7 @@ wins over 3), 1 on bad input.`,
 	cmd.Flags().StringVar(&o.schedule, "schedule", "", "plan only this ElasticSchedule, as NAME or NAMESPACE/NAME")
 	cmd.Flags().StringVar(&o.svg, "svg", "", "also draw the plan as an SVG figure in this file (one schedule only)")
 	cmd.Flags().BoolVar(&o.compare, "compare", false, "print the plan's cost, largest pool and deadlines against the baselines instead of the plan")
-	cmd.Flags().DurationVar(&o.planTimeout, "plan-timeout", defaultPlanTimeout, "compute time each schedule may take (its windows, its plan search, its comparison), as the operator's --plan-timeout; a schedule that takes longer is reported by name and not printed, and the others are")
+	cmd.Flags().DurationVar(&o.planTimeout, "plan-timeout", planner.DefaultSearchBudget, "compute time each schedule may take (its windows, its plan search, its comparison), as the operator's --plan-timeout; a schedule that takes longer is reported by name and not printed, and the others are")
 	o.cluster.addFlags(cmd)
 	return cmd
 }

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/laxity-dev/laxity/controllers"
 )
 
 // monthSchedule is the three-queries sample moved to namespace planted with
@@ -98,12 +96,5 @@ func TestPlanTimeoutMustBePositive(t *testing.T) {
 	code, _, errOut := run(t, "plan", "-f", filepath.Join(samplesDir, "three-queries.yaml"), "--plan-timeout", "0s")
 	if code != exitInvalid || !strings.Contains(errOut, "--plan-timeout must be a positive duration") {
 		t.Errorf("exit %d, stderr %q; want exit %d naming --plan-timeout", code, errOut, exitInvalid)
-	}
-}
-
-// laxity plan's budget is the operator's.
-func TestPlanTimeoutDefaultIsTheOperators(t *testing.T) {
-	if defaultPlanTimeout != controllers.DefaultPlanTimeout {
-		t.Errorf("laxity plan --plan-timeout defaults to %s, the manager's to %s", defaultPlanTimeout, controllers.DefaultPlanTimeout)
 	}
 }

@@ -4,7 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
+
+// DefaultSearchBudget is the compute time one plan search may take unless
+// the caller says otherwise, in the operator (--plan-timeout) and in
+// laxity plan alike: well above the search time of every sample and of
+// 10,000 queries over a day, well below what would let one tenant's plan
+// stall the others.
+const DefaultSearchBudget = 30 * time.Second
 
 // ErrSearchBudget is wrapped by the error PlanContext returns when its
 // context ends before the search does: the plan would take longer than the
