@@ -81,3 +81,21 @@ func TestSamplesNeedNoTemplateGrant(t *testing.T) {
 		t.Fatal("the samples have no queries")
 	}
 }
+
+// BenchmarkQueryAdmission is what every schedule pass spends judging one
+// query's template (TPC-H sample's): decoding it, the template rules and
+// the Pod Security checks of its driver and executor pods.
+func BenchmarkQueryAdmission(b *testing.B) {
+	set, err := manifest.Load(filepath.Join("..", "config", "samples", "tpch.yaml"))
+	if err != nil || len(set.Queries) == 0 {
+		b.Fatalf("no sample queries: %v", err)
+	}
+	q := set.Queries[0].Object
+	ns := tenancy.Namespace{Name: q.Namespace, DefaultServiceAccounts: []string{"spark"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := (&Tenancy{}).Query(ns, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
