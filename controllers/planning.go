@@ -307,7 +307,7 @@ func (r *ElasticScheduleReconciler) replan(ctx context.Context, v *view, reason 
 //   - while the lane runs this schedule's search of these specs, the pass
 //     waits for it;
 //   - a search known to be long (the schedule's last one ran out of its
-//     budget) goes to the lane;
+//     budget, or outgrew the worker's share) goes to the lane;
 //   - any other runs here, but only for the worker's share of the budget
 //     (Options.inlineSearch): past that, it is cut short and handed to the
 //     lane with the whole budget, so that no search holds a worker for
@@ -321,7 +321,9 @@ func (r *ElasticScheduleReconciler) search(ctx context.Context, v *view, state r
 		return runSearch(ctx, run, budget), false
 	}
 	key, uid := client.ObjectKeyFromObject(v.es), v.es.UID
+	share := r.Options.inlineSearch()
 	if res, ok := lane.take(key, uid, v.inputsHash); ok {
+		lane.outgrew(key, uid, res.took > share)
 		return res, false
 	}
 	if held, _ := lane.state(key, uid, v.inputsHash); held {
@@ -331,12 +333,14 @@ func (r *ElasticScheduleReconciler) search(ctx context.Context, v *view, state r
 		lane.submit(&laneSearch{schedule: key, uid: uid, inputs: v.inputsHash, budget: budget, run: run, queued: time.Now()})
 		return searchResult{}, true
 	}
-	if state.Long() {
+	// A search known to be long goes to the lane at once: run here it
+	// would be cut short at the share and run again there from the start.
+	if state.Long() || lane.isOutgrown(key, uid) {
 		return toLane()
 	}
-	share := r.Options.inlineSearch()
 	res = runSearch(ctx, run, share)
 	if errors.Is(res.err, planner.ErrSearchBudget) && share < budget && ctx.Err() == nil {
+		lane.outgrew(key, uid, true)
 		return toLane()
 	}
 	return res, false

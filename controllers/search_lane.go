@@ -41,6 +41,11 @@ type SearchLane struct {
 	// turn is the namespace whose search started last: the next one is
 	// taken from the namespace after it, in name order.
 	turn string
+	// outgrown holds the schedules (by UID) whose last search outgrew a
+	// worker's share of the budget: their next searches go to the lane at
+	// once instead of spending that share again on a search to be cut
+	// short, until one ends within the share.
+	outgrown map[types.NamespacedName]types.UID
 }
 
 // laneSearch is one schedule's search in the lane.
@@ -82,6 +87,7 @@ func runSearch(ctx context.Context, s search, budget time.Duration) searchResult
 func (l *SearchLane) init() {
 	if l.entries == nil {
 		l.entries = map[types.NamespacedName]*laneSearch{}
+		l.outgrown = map[types.NamespacedName]types.UID{}
 		l.ready = make(chan struct{}, 1)
 	}
 }
@@ -127,6 +133,28 @@ func (l *SearchLane) take(key types.NamespacedName, uid types.UID, inputs string
 	return s.result, true
 }
 
+// outgrew records whether the schedule with uid's last search took longer
+// than a worker's share of the budget.
+func (l *SearchLane) outgrew(key types.NamespacedName, uid types.UID, longer bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.init()
+	if longer {
+		l.outgrown[key] = uid
+	} else {
+		delete(l.outgrown, key)
+	}
+}
+
+// isOutgrown says whether the schedule with uid's last search took longer
+// than a worker's share of the budget.
+func (l *SearchLane) isOutgrown(key types.NamespacedName, uid types.UID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	got, ok := l.outgrown[key]
+	return ok && got == uid
+}
+
 // forget drops the schedule's search, cancelling it if it runs: the
 // schedule is gone, or no longer needs a new plan.
 func (l *SearchLane) forget(key types.NamespacedName) {
@@ -135,6 +163,7 @@ func (l *SearchLane) forget(key types.NamespacedName) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	delete(l.outgrown, key)
 	if s := l.entries[key]; s != nil {
 		if s.cancel != nil {
 			s.cancel()

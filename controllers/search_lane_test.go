@@ -11,6 +11,7 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/replan"
 )
 
 func laneEntry(ns, name, inputs string, queued time.Time, run search) *laneSearch {
@@ -131,5 +132,56 @@ func TestSearchLaneRunsAndWakes(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSearchOutgrownGoesToTheLaneAtOnce: a search cut short at a worker's
+// share is not tried in a worker again (it would be cut short again and run
+// a second time in the lane) until one of the schedule's searches ends
+// within the share.
+func TestSearchOutgrownGoesToTheLaneAtOnce(t *testing.T) {
+	lane := &SearchLane{}
+	r := &ElasticScheduleReconciler{LongSearches: lane, Options: Options{PlanTimeout: time.Minute, InlineSearch: 10 * time.Millisecond}}
+	es := &laxityv1alpha1.ElasticSchedule{}
+	es.Namespace, es.Name, es.UID = "team-a", "s", "uid-1"
+	key := types.NamespacedName{Namespace: "team-a", Name: "s"}
+	ran := 0
+	long := func(ctx context.Context) (planner.Document, map[string]float64, error) {
+		ran++
+		<-ctx.Done()
+		return planner.Document{}, nil, planner.ErrSearchBudget
+	}
+	short := func(context.Context) (planner.Document, map[string]float64, error) {
+		ran++
+		return planner.Document{}, nil, nil
+	}
+	pass := func(inputs string, run search) bool {
+		_, inLane := r.search(context.Background(), &view{es: es, inputsHash: inputs}, replan.BudgetState{}, run)
+		return inLane
+	}
+
+	if !pass("v1", long) || ran != 1 {
+		t.Fatalf("the first long search: %d runs in the worker, want 1, then the lane", ran)
+	}
+	if !pass("v2", long) || ran != 1 {
+		t.Fatalf("a known long search ran %d times in the worker, want none", ran-1)
+	}
+	// The lane's search of v2 ends within the share: the next search is the
+	// worker's again.
+	s, _ := lane.next(context.Background())
+	lane.finish(s, searchResult{took: time.Millisecond})
+	if pass("v2", long) {
+		t.Fatal("the lane's ended search of v2 was not taken")
+	}
+	if lane.isOutgrown(key, es.UID) {
+		t.Fatal("a search that ended within the share left the schedule outgrown")
+	}
+	if pass("v3", short) || ran != 2 {
+		t.Fatalf("a short search after a quick one: %d runs, want it run in the worker", ran)
+	}
+	// Another object of the same name is not taken for the outgrown one.
+	lane.outgrew(key, "uid-0", true)
+	if lane.isOutgrown(key, es.UID) {
+		t.Fatal("a schedule re-created under the same name inherited its predecessor's record")
 	}
 }
