@@ -12,10 +12,10 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/dispatch"
+	"github.com/laxity-dev/laxity/internal/pass"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/source"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
-	"github.com/laxity-dev/laxity/internal/spec"
 )
 
 // dispatch decides the next step on the pool as it stands and launches it,
@@ -24,7 +24,7 @@ import (
 // SparkApplication CRD rejects it) is held and marked, with an event, and
 // the decision is taken again without it: the schedule's other queries go
 // on in the same pass.
-func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, v *view, dqs []dispatch.Query, p *passResult) (dispatch.Decision, *dispatch.Step, error) {
+func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, v *view, dqs []dispatch.Query, p *passResult) (pass.Actions, *dispatch.Step, error) {
 	for held := 0; ; held++ {
 		decision, created, err := r.dispatchOnce(ctx, v, dqs, p)
 		var rejected *rejectedQuery
@@ -48,18 +48,17 @@ func (r *ElasticScheduleReconciler) dispatch(ctx context.Context, v *view, dqs [
 
 // dispatchOnce is one decision and launch of dispatch. A launch its
 // query's template keeps from happening is a *rejectedQuery.
-func (r *ElasticScheduleReconciler) dispatchOnce(ctx context.Context, v *view, dqs []dispatch.Query, p *passResult) (_ dispatch.Decision, created *dispatch.Step, _ error) {
-	es, now, doc := v.es, v.now, &v.stored.doc
-	current := dispatch.Pool{Ready: int(v.ready)}
-	current.Coming, current.ComingBy = dispatch.Coming(doc.Origin, doc.Requests, doc.Nodes, v.lead, now)
-	decision := dispatch.Decide(now, spec.DispatchSettings(es, doc, r.Options.MaxAttempts, r.Options.Backoff), dqs, current)
+func (r *ElasticScheduleReconciler) dispatchOnce(ctx context.Context, v *view, dqs []dispatch.Query, p *passResult) (_ pass.Actions, created *dispatch.Step, _ error) {
+	es, now := v.es, v.now
+	decision := pass.Act(v.snapshot(r.Options), dqs)
+	current := decision.Pool
 	logger := log.FromContext(ctx)
-	if decision.Launch == nil {
-		logger.V(1).Info("nothing to launch", "why", decision.Why, "readyNodes", current.Ready, "comingNodes", current.Coming, "exhausted", decision.Exhausted)
+	if decision.Decision.Launch == nil {
+		logger.V(1).Info("nothing to launch", "why", decision.Decision.Why, "readyNodes", current.Ready, "comingNodes", current.Coming, "exhausted", decision.Decision.Exhausted)
 		return decision, nil, nil
 	}
-	l := decision.Launch
-	logger.V(1).Info("dispatch decision", "why", decision.Why, "query", l.Query, "kind", l.Kind, "index", l.Index, "attempt", l.Attempt, "nodes", l.Nodes, "slack", l.Slack)
+	l := decision.Decision.Launch
+	logger.V(1).Info("dispatch decision", "why", decision.Decision.Why, "query", l.Query, "kind", l.Kind, "index", l.Index, "attempt", l.Attempt, "nodes", l.Nodes, "slack", l.Slack)
 	q := queryNamed(v.queries, l.Query)
 	launched := v.launched[q.Name]
 	step := sparkapp.Step{

@@ -1,16 +1,17 @@
 // Package controllers holds laxity's three reconcilers. The ElasticSchedule
 // controller plans a schedule, drives its node pool and launches its
 // queries' steps one at a time; the IntermittentQuery controller reports a
-// query's progress. Both observe the cluster, call the pure parts (planner,
-// dispatch, replan) through the translation of internal/spec, and act.
+// query's progress. Both observe the cluster, call the pure parts (the pass
+// decisions of internal/pass, the planner, dispatch, replan) through the
+// translation of internal/spec, and act.
 //
 // One pass over a schedule, in the order it runs:
 //
 //	elasticschedule_controller.go  Reconcile and the pass: observe, judge, re-plan, size, dispatch
 //	tenancy.go                     what the namespace may make laxity do (internal/tenancy), first
 //	pass.go                        the view a pass reads once: queries, inputs, steps, nodes, plan
-//	planning.go                    whether the plan in force holds, and re-planning
-//	dispatching.go                 the next step: decided by dispatch, rendered and launched
+//	planning.go                    whether the plan in force holds (internal/pass), and re-planning
+//	dispatching.go                 the next step: decided by internal/pass, rendered and launched
 //	schedule_status.go             the schedule's status and conditions
 //
 // What the pass reads and writes:

@@ -20,7 +20,7 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/dispatch"
-	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/pass"
 	"github.com/laxity-dev/laxity/internal/pool"
 	"github.com/laxity-dev/laxity/internal/spec"
 	"github.com/laxity-dev/laxity/internal/steprun"
@@ -196,21 +196,21 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	if err != nil {
 		return ctrl.Result{}, p.notes, err
 	}
-	wanted := max(dispatch.RequestAt(doc.Origin, doc.Requests, v.now), dispatch.BehindSchedule(doc, dqs, r.Options.MaxAttempts, v.now))
-	if err := p.keep(r.request(ctx, es, poolAsk{nodes: int32(wanted), busy: int32(dispatch.Busy(dqs))}, p)); err != nil {
+	ask := pass.Act(v.snapshot(r.Options), dqs)
+	if err := p.keep(r.request(ctx, es, poolAsk{nodes: int32(ask.Request), busy: int32(ask.Busy)}, p)); err != nil {
 		return ctrl.Result{}, p.notes, err
 	}
-	if lead := spec.ObserveLeadTime(es, int32(wanted), v.ready, v.now); lead > 0 {
+	if lead := spec.ObserveLeadTime(es, int32(ask.Request), v.ready, v.now); lead > 0 {
 		recordLeadTime(es, lead)
 	}
-	decision, created, err := r.dispatch(ctx, v, dqs, p)
+	acted, created, err := r.dispatch(ctx, v, dqs, p)
 	if err := p.keep(err); err != nil {
 		return ctrl.Result{}, p.notes, err
 	}
 	backendErr := joinBackendErrors(p.backendErrs)
 	// A retry created in this pass ends its stuck step's handling.
 	stuck := stuckHandling(v.launched, r.Options.MaxAttempts, created)
-	requested := int32(wanted)
+	requested := int32(ask.Request)
 	if p.asked != nil {
 		requested = p.asked.nodes
 	}
@@ -219,9 +219,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	if backendErr != nil {
 		return ctrl.Result{}, p.notes, backendErr
 	}
-	decision.Recheck = dispatch.Earliest(decision.Recheck, dispatch.StuckRecheck(v.now, r.Options.stuckRule(), dqs))
-	decision.Recheck = dispatch.Earliest(decision.Recheck, p.nextSearch)
-	return ctrl.Result{RequeueAfter: r.requeueAfter(v.now, doc, decision)}, p.notes, nil
+	return ctrl.Result{RequeueAfter: r.requeueAfter(v.now, dispatch.Earliest(acted.Next, p.nextSearch))}, p.notes, nil
 }
 
 // idle is the pass of a schedule without queries: the pool goes to its
@@ -239,7 +237,7 @@ func (r *ElasticScheduleReconciler) idle(ctx context.Context, es *laxityv1alpha1
 // attempts, retried after the backoff like any failure, and returns the
 // queries' run-time view after it.
 func (r *ElasticScheduleReconciler) cancelStuckSteps(ctx context.Context, v *view, p *passResult) ([]dispatch.Query, error) {
-	dqs, err := v.dispatchQueries()
+	dqs, err := v.runTime(r.Options)
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +252,7 @@ func (r *ElasticScheduleReconciler) cancelStuckSteps(ctx context.Context, v *vie
 	if !cancelled {
 		return dqs, nil
 	}
-	return v.dispatchQueries()
+	return v.runTime(r.Options)
 }
 
 // keepBackendError adds err to errs when it is a backend error, for the
@@ -329,16 +327,13 @@ func (r *ElasticScheduleReconciler) handOver(ctx context.Context, es *laxityv1al
 	return nil
 }
 
-// requeueAfter is when to look again: a retry's backoff or a window's close,
-// the next change of the requested pool size, or the poll interval while
-// tuples may arrive.
-func (r *ElasticScheduleReconciler) requeueAfter(now time.Time, doc *planner.Document, d dispatch.Decision) time.Duration {
-	next := now.Add(r.Options.Poll)
-	if t := dispatch.NextRequestChange(doc.Origin, doc.Requests, now); !t.IsZero() && t.Before(next) {
-		next = t
+// requeueAfter is when to look again: at next (what the pass decisions
+// wait for), and at the latest after the poll interval, since a watch can
+// miss a change.
+func (r *ElasticScheduleReconciler) requeueAfter(now, next time.Time) time.Duration {
+	wake := now.Add(r.Options.Poll)
+	if !next.IsZero() && next.Before(wake) {
+		wake = next
 	}
-	if !d.Recheck.IsZero() && d.Recheck.Before(next) {
-		next = d.Recheck
-	}
-	return max(next.Sub(now), time.Second)
+	return max(wake.Sub(now), time.Second)
 }

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"time"
@@ -70,19 +69,9 @@ func learnedModel(q *laxityv1alpha1.IntermittentQuery, es *laxityv1alpha1.Elasti
 	if len(all) == 0 {
 		return nil, previous != nil
 	}
+	l, applies := learn.Window(declared, spec.ToLearn(inherited), spec.ToLearn(own), learn.Defaults)
+	applied := mode == laxityv1alpha1.LearningApply && applies
 	observations := spec.ToLearn(all)
-	l := learn.Fit(declared, observations, learn.Defaults)
-	// The fit weighs the declared model and earlier windows; steps of this
-	// window that run slower than the fit say so at once, within the
-	// learner's bound around the declared model.
-	l, f := learn.Correct(declared, l, spec.ToLearn(own), learn.Defaults)
-	slower := f > 1+learn.DefaultTolerance
-	// One or two steps that ran as modelled say little about the spread:
-	// the margin they leave is the prior's, and plans change only once the
-	// steps say something the declared model does not.
-	evidence := slower || len(observations) >= minEvidence || math.Abs(l.Slowdown-1) > learn.DefaultTolerance
-	applied := mode == laxityv1alpha1.LearningApply && evidence &&
-		learn.Change(learn.Learned{Model: declared}, l, observations) > learn.DefaultTolerance
 	next = spec.LearnedStatus(l, own, applied)
 	if previous != nil {
 		next.LastChange = previous.LastChange
@@ -92,10 +81,6 @@ func learnedModel(q *laxityv1alpha1.IntermittentQuery, es *laxityv1alpha1.Elasti
 	}
 	return next, changed
 }
-
-// minEvidence is the fewest observations whose spread alone (with a
-// slowdown within the tolerance) may change plans.
-const minEvidence = 3
 
 // material says whether l differs from the previously learned model by more
 // than the re-plan tolerance, at the observations' steps.

@@ -12,6 +12,7 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/dispatch"
+	"github.com/laxity-dev/laxity/internal/pass"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/pool"
 	"github.com/laxity-dev/laxity/internal/source"
@@ -209,66 +210,53 @@ func (r *ElasticScheduleReconciler) readInput(ctx context.Context, es *laxityv1a
 	return in
 }
 
-// dispatchQueries is the run-time view of every query the plan in force
-// covers: its plan, its arrivals, its launched steps and what its source
-// tells (see withSource). Its estimates price steps with the plan's
-// margins (planner.Query.Planned), so that dispatch judges slack as the
-// plan did.
-func (v *view) dispatchQueries() ([]dispatch.Query, error) {
-	doc := &v.stored.doc
-	var out []dispatch.Query
+// snapshot is the view as the pass decisions take it (internal/pass): each
+// query's window, launched steps and input, the plan in force and the pool.
+// A query's input that could not be read holds it (it starts nothing), as
+// do executors no ready node holds; a source that can tell when its tuples
+// arrive (source.Forecaster) tells dispatch, the others are polled.
+func (v *view) snapshot(o Options) *pass.Snapshot {
+	es := v.es
+	s := &pass.Snapshot{
+		Now: v.now, Workload: v.workload, Inputs: v.inputsHash,
+		Ready: int(v.ready), PreviousReady: int(v.previousReady), Lead: v.lead,
+		Rules: pass.Rules{
+			Dispatch: spec.DispatchSettings(es, nil, o.MaxAttempts, o.Backoff), Stuck: o.stuckRule(),
+			Rates: spec.RateRules(es), RateWindow: es.Spec.Planning.RateWindow.Duration, Poll: o.Poll,
+		},
+		Queries: make([]pass.Query, 0, len(v.queries)),
+	}
+	if st := v.stored; st != nil {
+		s.Plan = &pass.Plan{Doc: st.doc, Inputs: st.inputs, Reason: st.reason, Assumed: st.rates, Models: st.models}
+	}
 	for i := range v.queries {
 		q := &v.queries[i]
-		pq, ok := v.planned[q.Name]
-		if !ok {
-			return nil, fmt.Errorf("IntermittentQuery %s: %w", q.Name, v.workloadErr)
-		}
 		in := v.inputs[q.Name]
-		if dq, ok := dispatchQuery(q, pq, doc, v.launched[q.Name], in.arrived, v.now); ok {
-			dq.Cost = pq.Planned(v.workload.Planning)
-			withSource(&dq, in)
-			dq.Held = dq.Held || v.unfit[q.Name]
-			out = append(out, dq)
+		var launched dispatch.Query
+		withLaunched(&launched, v.launched[q.Name], v.now)
+		pq := pass.Query{
+			Name: q.Name, WindowStart: q.Spec.Window.Start.Time, Deadline: q.Spec.Deadline.Time,
+			Closed:  q.Spec.Window.End.Add(spec.AllowedLateness(q)),
+			Batches: launched.Batches, Partials: launched.Partials, Final: launched.Final,
+			Arrived: in.arrived, Held: in.src == nil || v.unfit[q.Name],
 		}
-	}
-	return out, nil
-}
-
-// withSource gives dispatch what the query's source tells: the instant a
-// batch fills up, for the sources that can tell (source.Forecaster; the
-// others are polled), and whether its input could be read this pass (held:
-// it starts nothing).
-func withSource(dq *dispatch.Query, in input) {
-	if f, forecasts := in.src.(source.Forecaster); forecasts {
-		dq.ArrivalOf = f.ArrivalOf
-	}
-	dq.Held = in.src == nil
-}
-
-// rates are the measured rates of the queries that have one.
-func (v *view) rates() map[string]float64 {
-	out := map[string]float64{}
-	for name, in := range v.inputs {
+		if f, forecasts := in.src.(source.Forecaster); forecasts {
+			pq.ArrivalOf = f.ArrivalOf
+		}
 		if in.measured {
-			out[name] = in.rate
+			pq.Rate = in.rate
 		}
+		s.Queries = append(s.Queries, pq)
 	}
-	return out
+	return s
 }
 
-// finished is the set of queries whose final merge has succeeded.
-func (v *view) finished() map[string]bool {
-	out := map[string]bool{}
-	for i := range v.queries {
-		if name := v.queries[i].Name; v.launched[name].finished() {
-			out[name] = true
-		}
-	}
-	return out
+// runTime is the run-time view of every query the plan in force covers
+// (pass.RunTime).
+func (v *view) runTime(o Options) ([]dispatch.Query, error) {
+	dqs, err := pass.RunTime(v.snapshot(o))
+	return dqs, v.notPlannable(err)
 }
-
-// allFinished says whether every query's final merge has succeeded.
-func (v *view) allFinished() bool { return len(v.finished()) == len(v.queries) }
 
 // query is the live query named name, nil when there is none.
 func (v *view) query(name string) *laxityv1alpha1.IntermittentQuery {

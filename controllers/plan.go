@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
-	"github.com/laxity-dev/laxity/internal/costmodel"
+	"github.com/laxity-dev/laxity/internal/pass"
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
@@ -48,7 +48,7 @@ const (
 	// rates. The plan's maxSupportedRateFactor is relative to these.
 	ratesAnnotation = "laxity.dev/plan-rates"
 	// modelsKey holds, as JSON, the cost models, margins and lead time the
-	// plan priced its steps with (plannedModels): what a learned model is
+	// plan priced its steps with (pass.Models): what a learned model is
 	// compared with to decide whether it changed enough to re-plan.
 	modelsKey = "models.json"
 )
@@ -65,29 +65,7 @@ type storedPlan struct {
 	rates map[string]float64
 	// models are what the plan priced its steps with; nil for a plan
 	// stored before laxity recorded them.
-	models *plannedModels
-}
-
-// plannedModels is what a plan priced its steps with: by query, the cost
-// model and margin (declared or learned), and the pool's lead time.
-type plannedModels struct {
-	LeadTimeSeconds float64                 `json:"leadTimeSeconds"`
-	Queries         map[string]plannedModel `json:"queries"`
-}
-
-// plannedModel is one query's cost model and its own margin.
-type plannedModel struct {
-	Cost   costmodel.Model `json:"cost"`
-	Margin float64         `json:"margin,omitempty"`
-}
-
-// modelsOf records what the workload prices its steps with.
-func modelsOf(w planner.Workload) *plannedModels {
-	m := &plannedModels{LeadTimeSeconds: w.Pool.ProvisioningLeadTime, Queries: make(map[string]plannedModel, len(w.Queries))}
-	for _, q := range w.Queries {
-		m.Queries[q.Name] = plannedModel{Cost: q.Cost, Margin: q.Margin}
-	}
-	return m
+	models *pass.Models
 }
 
 // inputsHash identifies the specs a plan depends on: the schedule's and
@@ -128,7 +106,7 @@ func loadPlan(ctx context.Context, c client.Reader, es *laxityv1alpha1.ElasticSc
 	}
 	p.doc = *doc
 	if v, ok := cm.Data[modelsKey]; ok {
-		var models plannedModels
+		var models pass.Models
 		if json.Unmarshal([]byte(v), &models) == nil {
 			p.models = &models
 		}
@@ -185,7 +163,7 @@ func decodePlan(cm *corev1.ConfigMap) (*planner.Document, error) {
 // encodePlan sets a ConfigMap's plan document, with the models it priced
 // its steps with: plain JSON that kubectl shows as it is, or the document
 // gzipped when the plain one would not fit.
-func encodePlan(cm *corev1.ConfigMap, doc *planner.Document, models *plannedModels) error {
+func encodePlan(cm *corev1.ConfigMap, doc *planner.Document, models *pass.Models) error {
 	data, err := json.Marshal(doc)
 	if err != nil {
 		return fmt.Errorf("encoding the plan: %w", err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -16,35 +15,23 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/costmodel"
-	"github.com/laxity-dev/laxity/internal/dispatch"
-	"github.com/laxity-dev/laxity/internal/learn"
+	"github.com/laxity-dev/laxity/internal/pass"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/replan"
 	"github.com/laxity-dev/laxity/internal/spec"
 )
 
-// Re-plan reasons, recorded on the plan and counted in metrics.
+// Re-plan reasons, recorded on the plan and counted in metrics (see
+// internal/pass, which decides them).
 const (
-	ReplanInitial      = "Initial"
-	ReplanSpecChanged  = "SpecChanged"
-	ReplanRateExceeded = "RateExceeded"
-	ReplanRateFellBack = "RateFellBack"
-	ReplanStepFailed   = "StepFailed"
-	// ReplanNodesLost: ready nodes fell below what the running or due step
-	// needs and what the plan expects ready (dispatch.NodesLost); the new
-	// plan starts from the nodes really there.
-	ReplanNodesLost = "NodesLost"
-	// ReplanModelLearned: what laxity learned from the steps that ran (a
-	// query's cost model and margin) or from the nodes that arrived (the
-	// pool's lead time) differs from what the plan in force priced its
-	// steps with by more than learn.DefaultTolerance.
-	ReplanModelLearned = "ModelLearned"
-	// ReplanRunningSlow: the window's steps ran slower than the plan in
-	// force priced them, by less than that tolerance, but enough that at
-	// the learned model a query's remaining steps would leave it negative
-	// slack; the remainder is re-planned at once, so that nodes are asked
-	// for a lead time earlier rather than after the deadline is lost.
-	ReplanRunningSlow = "RunningSlow"
+	ReplanInitial      = pass.Initial
+	ReplanSpecChanged  = pass.SpecChanged
+	ReplanRateExceeded = pass.RateExceeded
+	ReplanRateFellBack = pass.RateFellBack
+	ReplanStepFailed   = pass.StepFailed
+	ReplanNodesLost    = pass.NodesLost
+	ReplanModelLearned = pass.ModelLearned
+	ReplanRunningSlow  = pass.RunningSlow
 )
 
 // replanning is why the pass re-plans ("" when the plan in force holds)
@@ -55,121 +42,59 @@ type replanning struct {
 	nodesLost string
 }
 
-// judge says whether the plan in force still holds: there is one, it was
-// made from the same specs, the measured rates are within what it supports,
-// no step has used up its attempts since it was made, and the ready nodes
-// did not fall below what the work in progress needs.
+// judge says whether the plan in force still holds (pass.Judge), and
+// tells why it does not in the log and, for what was learned and for lost
+// nodes, in an event.
 func (r *ElasticScheduleReconciler) judge(ctx context.Context, v *view, p *passResult) (replanning, error) {
-	if v.stored != nil && v.allFinished() {
-		// The plan in force stays: a plan of finished queries would plan
-		// work that is done, for deadlines that may have passed.
-		return replanning{}, nil
-	}
-	if reason := replanReason(v.es, v.queries, v.planned, v.finished(), v.stored, v.inputsHash, v.rates(), v.now); reason != "" {
-		log.FromContext(ctx).V(1).Info("re-planning", "reason", reason)
-		return replanning{reason: reason}, nil
-	}
-	dqs, err := v.dispatchQueries()
+	verdict, err := pass.Judge(v.snapshot(r.Options))
 	if err != nil {
-		return replanning{}, err
+		return replanning{}, v.notPlannable(err)
 	}
-	if reason, message := learnedChange(v, dqs); reason != "" {
-		log.FromContext(ctx).Info("re-planning", "reason", reason, "change", message)
-		p.note(corev1.EventTypeNormal, laxityv1alpha1.ModelLearnedReason, "Replan", message)
-		return replanning{reason: reason}, nil
-	}
-	settings := spec.DispatchSettings(v.es, &v.stored.doc, r.Options.MaxAttempts, r.Options.Backoff)
-	if exhausted := dispatch.Exhausted(v.now, settings, dqs); len(exhausted) > 0 && v.stored.reason != ReplanStepFailed {
-		log.FromContext(ctx).V(1).Info("re-planning", "reason", ReplanStepFailed, "exhausted", exhausted)
-		return replanning{reason: ReplanStepFailed}, nil
-	}
-	doc := &v.stored.doc
-	need := max(dispatch.Holding(dqs), dispatch.BehindSchedule(doc, dqs, r.Options.MaxAttempts, v.now))
-	expected := dispatch.ExpectedReady(doc.Origin, doc.Requests, v.lead, v.now)
-	if !dispatch.NodesLost(int(v.previousReady), int(v.ready), need, expected) {
-		log.FromContext(ctx).V(1).Info("the plan in force holds", "planReason", v.stored.reason, "readyNodes", v.ready, "expectedReady", expected, "need", need)
+	logger := log.FromContext(ctx)
+	switch verdict.Reason {
+	case "":
+		logger.V(1).Info("the plan in force holds", "planReason", v.stored.reason, "readyNodes", v.ready)
 		return replanning{}, nil
+	case ReplanModelLearned, ReplanRunningSlow:
+		message := learnedMessage(v, verdict)
+		logger.Info("re-planning", "reason", verdict.Reason, "change", message)
+		p.note(corev1.EventTypeNormal, laxityv1alpha1.ModelLearnedReason, "Replan", message)
+	case ReplanNodesLost:
+		l := verdict.Lost
+		message := fmt.Sprintf("Ready nodes fell from %d to %d, below the %d the work in progress needs and the %d the plan expects ready now: re-planning from the %d there and requesting the nodes again",
+			l.From, l.To, l.Need, l.Expected, l.To)
+		logger.Info("nodes lost", "from", l.From, "to", l.To, "need", l.Need, "expected", l.Expected)
+		p.note(corev1.EventTypeWarning, laxityv1alpha1.NodesLostReason, "Replan", message)
+		return replanning{reason: verdict.Reason, nodesLost: message}, nil
+	default:
+		logger.V(1).Info("re-planning", "reason", verdict.Reason, "exhausted", verdict.Exhausted)
 	}
-	message := fmt.Sprintf("Ready nodes fell from %d to %d, below the %d the work in progress needs and the %d the plan expects ready now: re-planning from the %d there and requesting the nodes again",
-		v.previousReady, v.ready, need, expected, v.ready)
-	log.FromContext(ctx).Info("nodes lost", "from", v.previousReady, "to", v.ready, "need", need, "expected", expected)
-	p.note(corev1.EventTypeWarning, laxityv1alpha1.NodesLostReason, "Replan", message)
-	return replanning{reason: ReplanNodesLost, nodesLost: message}, nil
+	return replanning{reason: verdict.Reason}, nil
 }
 
-// replanReason says why the plan in force no longer holds by its inputs and
-// the measured rates, or "". planned are the queries in the planner's form,
-// by name; a query missing there has a spec the plan search reports on.
-func replanReason(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, planned map[string]planner.Query, finished map[string]bool, stored *storedPlan, inputs string, rates map[string]float64, now time.Time) string {
+// notPlannable is err, the error of a pass decision, with what made a
+// query's spec unplannable when that is what it says.
+func (v *view) notPlannable(err error) error {
+	var np *pass.NotPlannable
+	if errors.As(err, &np) {
+		return fmt.Errorf("IntermittentQuery %s: %w", np.Query, v.workloadErr)
+	}
+	return err
+}
+
+// learnedMessage says what was learned and what it does to the plan in
+// force, for the ModelLearned event.
+func learnedMessage(v *view, verdict pass.Verdict) string {
+	l := verdict.Learned
 	switch {
-	case stored == nil:
-		return ReplanInitial
-	case stored.inputs != inputs:
-		return ReplanSpecChanged
+	case l.Query == "":
+		return fmt.Sprintf("The pool's measured provisioning lead time is %s; the plan in force assumed %s: re-planning",
+			costmodel.Duration(l.Lead), costmodel.Duration(l.PlannedLead))
+	case verdict.Reason == ReplanRunningSlow:
+		return fmt.Sprintf("%s; at that slowdown the work left would make %s late even on %d nodes: re-planning the rest of the window",
+			changeMessage(v, l.Query, l.Change), strings.Join(l.Unsafe, ", "), l.Nodes)
 	}
-	for i := range queries {
-		q := &queries[i]
-		pq, ok := planned[q.Name]
-		if !ok || finished[q.Name] {
-			continue
-		}
-		declared := replan.RateAt(pq.Rates, now.Sub(q.Spec.Window.Start.Time).Seconds())
-		switch replan.Compare(measuredRate(es, pq, rates), declared, stored.rates[q.Name], stored.doc.MaxSupportedRateFactor, spec.RateRules(es)) {
-		case replan.Exceeds:
-			return ReplanRateExceeded
-		case replan.FellBack:
-			return ReplanRateFellBack
-		}
-	}
-	return ""
-}
-
-// learnedChange says whether what was learned changed the plan in force's
-// prices enough to re-plan (ReplanModelLearned, ReplanRunningSlow, or ""),
-// and what changed, for the event. dqs are the queries' run-time view,
-// priced with what was learned.
-func learnedChange(v *view, dqs []dispatch.Query) (reason, message string) {
-	models := v.stored.models
-	if models == nil {
-		return "", ""
-	}
-	if planned, now := models.LeadTimeSeconds, v.workload.Pool.ProvisioningLeadTime; planned > 0 && math.Abs(now-planned) > planned*learn.DefaultTolerance {
-		return ReplanModelLearned, fmt.Sprintf("The pool's measured provisioning lead time is %s; the plan in force assumed %s: re-planning",
-			costmodel.Duration(now), costmodel.Duration(planned))
-	}
-	sizes := v.workload.Pool.Sizes
-	largest := sizes[len(sizes)-1]
-	plans := make(map[string]*planner.QueryPlan, len(v.stored.doc.Queries))
-	for i := range v.stored.doc.Queries {
-		plans[v.stored.doc.Queries[i].Name] = &v.stored.doc.Queries[i]
-	}
-	// The steps as the plan in force priced them, and the largest move of a
-	// query's prices since: the slowdown the rest of the window is judged at.
-	asPlanned := make([]dispatch.Query, 0, len(dqs))
-	slowest, slowestQuery, slowestChange := 1.0, "", 0.0
-	for _, dq := range dqs {
-		pq, known := v.planned[dq.Name]
-		was, planned := models.Queries[dq.Name]
-		if !known || !planned || v.launched[dq.Name].finished() {
-			asPlanned = append(asPlanned, dq)
-			continue
-		}
-		points := pricePoints(plans[dq.Name], sizes)
-		change := learn.Change(learn.Learned{Model: was.Cost, Margin: was.Margin}, learn.Learned{Model: pq.Cost, Margin: pq.Margin}, points)
-		if change > learn.DefaultTolerance {
-			return ReplanModelLearned, changeMessage(v, dq.Name, change) + ": re-planning"
-		}
-		dq.Cost = planner.Query{Cost: was.Cost, Margin: was.Margin}.Planned(v.workload.Planning)
-		if f := slowerBy(dq.Cost, pq.Planned(v.workload.Planning), points); f > slowest {
-			slowest, slowestQuery, slowestChange = f, dq.Name, change
-		}
-		asPlanned = append(asPlanned, dq)
-	}
-	if unsafe := dispatch.UnsafeAt(v.now, asPlanned, slowest, largest); len(unsafe) > 0 {
-		return ReplanRunningSlow, fmt.Sprintf("%s; at that slowdown the work left would make %s late even on %d nodes: re-planning the rest of the window",
-			changeMessage(v, slowestQuery, slowestChange), strings.Join(unsafe, ", "), largest)
-	}
-	return "", ""
+	return changeMessage(v, l.Query, l.Change) + ": re-planning"
 }
 
 // changeMessage says how much what the query learned moved its prices, for
@@ -181,22 +106,6 @@ func changeMessage(v *view, query string, change float64) string {
 	}
 	return fmt.Sprintf("IntermittentQuery %s: its steps, priced with what was learned from the steps that ran (%s), take %+.0f%% against the plan in force",
 		query, learnedSummary(learned), 100*change)
-}
-
-// slowerBy is the largest factor by which now prices one of the steps at
-// points above was, and 1 when it prices none higher.
-func slowerBy(was, now costmodel.Model, points []learn.Observation) float64 {
-	slowest := 1.0
-	for _, p := range points {
-		line, then := now.Batch, was.Batch
-		if p.Kind == learn.Merge {
-			line, then = now.Merge, was.Merge
-		}
-		if before := then.Seconds(p.Nodes, p.Work); before > 0 {
-			slowest = max(slowest, line.Seconds(p.Nodes, p.Work)/before)
-		}
-	}
-	return slowest
 }
 
 // learnedSummary is the learned slowdown and margin, for messages.
@@ -214,28 +123,6 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
-}
-
-// pricePoints are the steps a change of a query's cost model is measured
-// on: a batch of the planned size and a final merge of the planned batches,
-// on every pool size; none when the plan does not cover the query.
-func pricePoints(plan *planner.QueryPlan, sizes []int) []learn.Observation {
-	if plan == nil {
-		return nil
-	}
-	out := make([]learn.Observation, 0, 2*len(sizes))
-	for _, n := range sizes {
-		out = append(out,
-			learn.Observation{Kind: learn.Batch, Work: float64(plan.BatchSize), Nodes: n},
-			learn.Observation{Kind: learn.Merge, Work: float64(max(plan.Batches, 1)), Nodes: n})
-	}
-	return out
-}
-
-// measuredRate is the query's measured rate, if any, and what the
-// measurement can tell apart.
-func measuredRate(es *laxityv1alpha1.ElasticSchedule, pq planner.Query, rates map[string]float64) replan.Observed {
-	return replan.Observed{Measured: rates[pq.Name], Resolution: replan.Resolution(pq.Granularity, es.Spec.Planning.RateWindow.Seconds())}
 }
 
 // replan makes a new plan and stores it as the plan in force.
@@ -280,7 +167,7 @@ func (r *ElasticScheduleReconciler) replan(ctx context.Context, v *view, reason 
 		return 0, true, nil
 	}
 	doc := res.doc
-	stored := &storedPlan{doc: doc, inputs: v.inputsHash, reason: reason, rates: res.assumed, models: modelsOf(v.workload)}
+	stored := &storedPlan{doc: doc, inputs: v.inputsHash, reason: reason, rates: res.assumed, models: pass.ModelsOf(v.workload)}
 	if err := storePlan(ctx, r.Client, es, stored); err != nil {
 		return 0, true, err
 	}
@@ -408,63 +295,25 @@ func budgetCondition(s replan.BudgetState, budget time.Duration, kept bool) stri
 		searches, budget, keeping, s.Next.UTC().Format(time.RFC3339))
 }
 
-// searchFor is the pass's plan search from now (replan.PlanContext): from
-// the observed progress of every query whose window has opened, with the
-// rates the rate model assumes, executable on the nodes ready now. It
-// returns, with the plan, the rates so assumed, by query, which the plan's
-// maximum supported rate is relative to. What it plans from is fixed when
-// it is made, so that it can run after the pass (SearchLane).
+// searchFor is the pass's plan search from now (replan.PlanContext), from
+// what pass.Search says a search starts from: the observed progress of every
+// unfinished query, the rates the rate model assumes, the nodes ready now.
+// It returns, with the plan, the rates so assumed, by query, which the
+// plan's maximum supported rate is relative to. What it plans from is fixed
+// when it is made, so that it can run after the pass (SearchLane).
 func (r *ElasticScheduleReconciler) searchFor(v *view) (search, error) {
 	if v.workloadErr != nil {
 		return nil, v.workloadErr
 	}
-	es, now, rates := v.es, v.now, v.rates()
-	observed := map[string]replan.Observed{}
-	holding := make([]dispatch.Query, 0, len(v.queries))
-	for i := range v.queries {
-		name := v.queries[i].Name
-		pq := v.planned[name]
-		o := measuredRate(es, pq, rates)
-		o.Arrived, o.Done = v.inputs[name].arrived, progressOf(v.launched[name])
-		observed[name] = o
-		dq := dispatch.Query{Name: name, Cost: pq.Planned(v.workload.Planning)}
-		withLaunched(&dq, v.launched[name], now)
-		holding = append(holding, dq)
-	}
-	busy := dispatch.FreeAt(holding, now).Sub(now).Seconds()
-	w := v.workload
-	// Finished queries are done: planning them again would re-run their
-	// last batch and merge for a deadline that may have passed.
-	w.Queries = slices.DeleteFunc(slices.Clone(w.Queries), func(pq planner.Query) bool { return v.launched[pq.Name].finished() })
-	w.Planning.MaxSteps = r.Options.MaxPlanSteps
-	rules, nodes, clk := spec.RateRules(es), v.nodesNow(w), r.Clock
+	in := pass.Search(v.snapshot(r.Options))
+	in.Workload.Planning.MaxSteps = r.Options.MaxPlanSteps
+	rules, clk := spec.RateRules(v.es), r.Clock
 	return func(ctx context.Context) (planner.Document, map[string]float64, error) {
 		started := clk.Now()
-		doc, assumed, err := replan.PlanContext(ctx, w, observed, rules, nodes, busy)
+		doc, assumed, err := replan.PlanContext(ctx, in.Workload, in.Observed, rules, in.Nodes, in.Busy)
 		doc.SearchSeconds = clk.Since(started).Seconds()
 		return doc, assumed, err
 	}, nil
-}
-
-// nodesNow is the pool as it is now, for a plan made now: the ready nodes,
-// and those the plan in force has asked for and expects.
-func (v *view) nodesNow(w planner.Workload) planner.PoolNow {
-	requested, by := int(v.ready), 0.0
-	if v.stored != nil {
-		coming, comingBy := dispatch.Coming(v.stored.doc.Origin, v.stored.doc.Requests, v.stored.doc.Nodes, v.lead, v.now)
-		requested, by = max(coming, requested), comingBy.Sub(v.now).Seconds()
-	}
-	return replan.NodesNow(w, int(v.ready), requested, by)
-}
-
-// progressOf is how far the query's launched steps have got.
-func progressOf(launched launchedSteps) replan.Progress {
-	p := replan.Progress{Batches: len(launched.batches), Partials: len(launched.partials)}
-	if n := len(launched.batches); n > 0 {
-		p.Tuples = launched.batches[n-1].step.ToTuple
-		p.LastFrom = launched.batches[n-1].step.FromTuple
-	}
-	return p
 }
 
 func planMessage(doc *planner.Document, reason string) string {

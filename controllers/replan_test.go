@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
+	"github.com/laxity-dev/laxity/internal/pass"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/replan"
 	"github.com/laxity-dev/laxity/internal/spec"
@@ -23,13 +24,12 @@ func TestReplanReasonComparesWithTheAssumedRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	planned := map[string]planner.Query{"q1": w.Queries[0]}
-	stored := func(factor float64, rates map[string]float64) *storedPlan {
-		return &storedPlan{doc: planner.Document{MaxSupportedRateFactor: factor}, inputs: inputs, rates: rates}
+	stored := func(factor float64, rates map[string]float64) *pass.Plan {
+		return &pass.Plan{Doc: planner.Document{MaxSupportedRateFactor: factor}, Inputs: inputs, Assumed: rates}
 	}
 	for _, tc := range []struct {
 		name     string
-		stored   *storedPlan
+		stored   *pass.Plan
 		measured float64
 		want     string
 	}{
@@ -45,9 +45,17 @@ func TestReplanReasonComparesWithTheAssumedRate(t *testing.T) {
 		{"infeasible plan", stored(0, nil), 100000, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := replanReason(es, queries, planned, nil, tc.stored, inputs, map[string]float64{"q1": tc.measured}, now)
-			if got != tc.want {
-				t.Errorf("replanReason = %q, want %q", got, tc.want)
+			s := &pass.Snapshot{
+				Now: now, Workload: w, Plan: tc.stored, Inputs: inputs,
+				Queries: []pass.Query{{Name: "q1", WindowStart: queries[0].Spec.Window.Start.Time, Deadline: queries[0].Spec.Deadline.Time, Rate: tc.measured}},
+				Rules:   pass.Rules{Rates: spec.RateRules(es), RateWindow: es.Spec.Planning.RateWindow.Duration},
+			}
+			got, err := pass.Judge(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Reason != tc.want {
+				t.Errorf("the pass judged %q, want %q", got.Reason, tc.want)
 			}
 		})
 	}

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Fails if an offline tool depends on the reconcilers. laxity plan, laxity
+# Fails if an offline tool depends on the reconcilers, or if the
+# ElasticSchedule controller or the offline run makes a pass decision of its
+# own instead of calling internal/pass. laxity plan, laxity
 # experiments and the offline executor translate API objects through
 # internal/spec and never pull in controllers (its metrics registration, its
 # package-level caches, controller-runtime's manager). Only the commands that
@@ -32,7 +34,16 @@ for f in internal/cli/*.go; do
 	fi
 done
 
+# The decisions of a pass are made once, in internal/pass, for the operator
+# and the offline run alike: neither calls the pieces they are made of.
+decisions='dispatch\.(Decide|UnsafeAt|LateAt|NodesLost|Exhausted|BehindSchedule|ExpectedReady|Holding|Coming|StuckRecheck|NextRequestChange)\(|replan\.(Compare|RateAt|NodesNow)\('
+if own="$(grep -nE "${decisions}" controllers/*.go internal/offlinerun/*.go | grep -v '_test\.go:')"; then
+	echo "verify-layering: a pass decision made outside internal/pass; call pass.Judge, pass.Search or pass.Act instead:" >&2
+	sed 's/^/  /' <<<"${own}" >&2
+	status=1
+fi
+
 if [[ ${status} -eq 0 ]]; then
-	echo "verify-layering: the offline tools do not depend on the reconcilers"
+	echo "verify-layering: the offline tools do not depend on the reconcilers; the operator and the offline run share internal/pass"
 fi
 exit "${status}"

@@ -14,7 +14,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-pure_dirs=(internal/planner internal/costmodel internal/baseline internal/dispatch internal/replan internal/gantt internal/learn internal/recurrence internal/tenancy)
+pure_dirs=(internal/planner internal/costmodel internal/baseline internal/dispatch internal/pass internal/replan internal/gantt internal/learn internal/recurrence internal/tenancy)
 k8s_re='^(sigs\.)?k8s\.io/'
 
 pkgs=()

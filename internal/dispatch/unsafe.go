@@ -32,29 +32,40 @@ func UnsafeAt(now time.Time, queries []Query, factor float64, nodes int) []strin
 		q.Cost = q.Cost.Scaled(factor)
 		scaled[i] = q
 	}
-	order := make([]int, len(scaled))
+	return LateAt(now, scaled, nodes)
+}
+
+// LateAt is the queries the work left would make late if every step from
+// now on took what the queries' cost models say, on nodes nodes, taken in
+// deadline order as UnsafeAt does. The result is sorted by deadline, then
+// name.
+func LateAt(now time.Time, queries []Query, nodes int) []string {
+	if nodes < 1 {
+		return nil
+	}
+	order := make([]int, len(queries))
 	for i := range order {
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool {
-		qa, qb := &scaled[order[a]], &scaled[order[b]]
+		qa, qb := &queries[order[a]], &queries[order[b]]
 		if !qa.Deadline.Equal(qb.Deadline) {
 			return qa.Deadline.Before(qb.Deadline)
 		}
 		return qa.Name < qb.Name
 	})
-	busy := FreeAt(scaled, now).Sub(now)
-	var unsafe []string
+	busy := FreeAt(queries, now).Sub(now)
+	var late []string
 	for _, i := range order {
-		q := &scaled[i]
+		q := &queries[i]
 		if q.Final != nil && q.Final.State == Succeeded {
 			continue
 		}
 		// SlackNow is the deadline less now less the query's own work left.
 		busy += q.Deadline.Sub(now) - q.SlackNow(now, nodes)
 		if now.Add(busy).After(q.Deadline) {
-			unsafe = append(unsafe, q.Name)
+			late = append(late, q.Name)
 		}
 	}
-	return unsafe
+	return late
 }

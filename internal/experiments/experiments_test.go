@@ -335,11 +335,10 @@ func TestTheNoisyRealitysLateRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base = onTheGrid(base)
 	re := realities[0]
 	r, err := offlinerun.RunRecurring(base, offlinerun.RecurringOptions{
 		Windows: window, Seed: seed, Noise: re.noise, Slowdown: re.slowdown, LeadFactor: re.leadFactor,
-		Learning: true, Window: &offlinerun.WindowControl{MinSteps: minWindowSteps},
+		Learning: true,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -27,9 +27,6 @@ var (
 	// learningCostBound is the most a window from learningFrom on may cost
 	// against the plan that knew the truth.
 	learningCostBound = 1.10
-	// minWindowSteps is the fewest finished steps the in-window deadline
-	// rule judges a slowdown from.
-	minWindowSteps = 10
 )
 
 // learnQuantile is the quantile the learned margins cover.
@@ -163,7 +160,6 @@ func knownPlan(base planner.Workload, re reality) (planner.Document, error) {
 }
 
 func learningStudy(base planner.Workload) ([]learningRow, error) {
-	base = onTheGrid(base)
 	var rows []learningRow
 	for _, re := range realities {
 		known, err := knownPlan(base, re)
@@ -172,19 +168,25 @@ func learningStudy(base planner.Workload) ([]learningRow, error) {
 		}
 		row := learningRow{reality: re, known: known.Chosen, missed: make([]int, learningWindows), cost: make([]float64, learningWindows),
 			replans: make([]float64, learningWindows), margin: make([]float64, learningWindows)}
-		for seed := range uint64(runs) {
+		results, err := eachSeed(runs, func(seed uint64) (offlinerun.RecurringResult, error) {
 			r, err := offlinerun.RunRecurring(base, offlinerun.RecurringOptions{
 				Windows: learningWindows, Seed: seed, Noise: re.noise, Slowdown: re.slowdown, LeadFactor: re.leadFactor,
-				Learning: true, Window: &offlinerun.WindowControl{MinSteps: minWindowSteps},
+				Learning: true,
 			})
 			if err != nil {
-				return nil, fmt.Errorf("%s, seed %d: %w", re.name, seed, err)
+				return r, fmt.Errorf("%s, seed %d: %w", re.name, seed, err)
 			}
+			return r, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		for seed, r := range results {
 			for k, w := range r.Windows {
 				if len(w.Missed) > 0 {
 					row.missed[k]++
 					if k >= learningFrom-1 {
-						row.late = append(row.late, explainLate(base, re, seed, k, w))
+						row.late = append(row.late, explainLate(base, re, uint64(seed), k, w))
 					}
 				}
 				row.cost[k] += w.Cost / float64(runs)
@@ -230,12 +232,11 @@ operator refits each query's cost model (`+"`internal/learn`"+`: a robust,
 recency-weighted fit with the declared model as its prior, see
 [the design](design.md#learning)), sizes each query's margin from how far its
 steps spread around the learned model, learns the lead time, and plans the
-window with them. Within a window, the run keeps a pooled form of the
-operator's in-window deadline rule: it re-plans at once when the window's
-steps so far (at least %d, of all queries) run slower than the models in
-force and the work left at that slowdown would make a query late
-(`+"`dispatch.UnsafeAt`"+`). The operator corrects each query's model from
-its own steps and judges the same rule at the largest move since the plan
+window with them. Within a window the run takes the operator's own pass
+decisions (`+"`internal/pass`"+`): each query's model is corrected from its
+own steps as they finish, and the plan is re-made at once when what was
+learned moves its prices by more than the tolerance or, at the slowdown it
+shows, the work left would make a query late even on the largest pool
 (see [the design](design.md#learning-from-what-ran)).
 
 The study runs %d consecutive windows of the sample (1D, baseline rate) %d
@@ -249,7 +250,7 @@ costs at most %.2fx that plan.
 
 | Reality | Plan that knew | Window | Runs with a missed deadline | Mean executed cost | Cost ratio | Re-plans in the window (mean) | Mean learned margin |
 |---|---|---|---|---|---|---|---|
-`, minWindowSteps, learningWindows, runs, runs-1, learningFrom, learningCostBound)
+`, learningWindows, runs, runs-1, learningFrom, learningCostBound)
 	for _, r := range rows {
 		for k := range learningWindows {
 			name, known := "", ""
@@ -422,13 +423,4 @@ func drawLearning(rows []learningRow) ([]byte, error) {
 	var out bytes.Buffer
 	_, err := canvas.WriteTo(&out)
 	return out.Bytes(), err
-}
-
-// onTheGrid is base planned on the grid alone. The noise and learning
-// studies were measured on the grid's plans, whose batches all have one
-// size; they are not yet rerun on reshaped plans (see the note under the
-// learning study).
-func onTheGrid(base planner.Workload) planner.Workload {
-	base.Planning.GridOnly = true
-	return base
 }

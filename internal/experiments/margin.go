@@ -12,6 +12,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/laxity-dev/laxity/internal/costmodel"
 	"github.com/laxity-dev/laxity/internal/offlinerun"
 	"github.com/laxity-dev/laxity/internal/planner"
 )
@@ -37,7 +38,6 @@ type marginRow struct {
 }
 
 func marginStudy(base planner.Workload) ([]marginRow, error) {
-	base = onTheGrid(base)
 	var rows []marginRow
 	for _, m := range margins {
 		w := base
@@ -47,11 +47,16 @@ func marginStudy(base planner.Workload) ([]marginRow, error) {
 			return nil, err
 		}
 		row := marginRow{margin: m, planned: doc.Chosen}
-		for seed := range uint64(runs) {
-			r, err := offlinerun.Run(w, &doc, offlinerun.Options{Noise: offlinerun.BCFramework, Seed: seed})
-			if err != nil {
-				return nil, err
-			}
+		// A first window, as the operator runs it by default: what its
+		// steps teach is applied within the window.
+		learning := firstWindow(base)
+		results, err := eachSeed(runs, func(seed uint64) (offlinerun.Result, error) {
+			return offlinerun.Run(w, &doc, offlinerun.Options{Noise: offlinerun.BCFramework, Seed: seed, Learning: learning})
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range results {
 			if len(r.Missed) > 0 {
 				row.runsMissed++
 			}
@@ -61,6 +66,16 @@ func marginStudy(base planner.Workload) ([]marginRow, error) {
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// firstWindow is what the operator knows of base before its first window:
+// the declared models and lead time, nothing observed.
+func firstWindow(base planner.Workload) *offlinerun.Learning {
+	declared := make(map[string]costmodel.Model, len(base.Queries))
+	for _, q := range base.Queries {
+		declared[q.Name] = q.Cost
+	}
+	return &offlinerun.Learning{Declared: declared, DeclaredLead: base.Pool.ProvisioningLeadTime}
 }
 
 func margin(b *strings.Builder, base planner.Workload) ([]byte, error) {

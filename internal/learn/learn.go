@@ -725,3 +725,44 @@ func Ratio(model costmodel.Model, o Observation) float64 {
 	}
 	return o.Seconds / m
 }
+
+// minEvidence is the fewest observations whose spread alone (with a
+// slowdown within the tolerance) may change plans.
+const minEvidence = 3
+
+// Window is what a query has learned during its window: its cost model
+// fitted to the observations its earlier windows left (inherited) and its
+// own window's finished steps (own), with the declared model as the prior;
+// then corrected by the own steps when they run slower than the fit
+// (Correct), within the learner's bound. applies says whether plans should
+// use it rather than the declared model: only once the steps say something
+// the declared model does not — a slowdown beyond the tolerance, or enough
+// observations for their spread to count — and the learned prices differ
+// from the declared ones by more than the tolerance. One or two steps that
+// ran as modelled leave the plans as they were. The operator's query
+// controller and the offline run both learn through it.
+func Window(declared costmodel.Model, inherited, own []Observation, s Settings) (l Learned, applies bool) {
+	all := append(append(make([]Observation, 0, len(inherited)+len(own)), inherited...), own...)
+	l = Fit(declared, all, s)
+	l, f := Correct(declared, l, own, s)
+	slower := f > 1+DefaultTolerance
+	evidence := slower || len(all) >= minEvidence || math.Abs(l.Slowdown-1) > DefaultTolerance
+	return l, evidence && Change(Learned{Model: declared}, l, all) > DefaultTolerance
+}
+
+// leadTimeResolution is the least difference from the declared lead time,
+// in seconds, that plans act on: a node's arrival is seen on the next
+// pass, so a measured lead time can be a few seconds long without the pool
+// being slow.
+const leadTimeResolution = 30
+
+// PlannedLeadTime is the lead time plans assume, in seconds: the declared
+// one, or the learned one when it is materially longer, by more than the
+// tolerance and more than leadTimeResolution. A pool that delivers a little
+// late against its declared lead time keeps being planned as declared.
+func PlannedLeadTime(declared, learned float64) float64 {
+	if learned > declared*(1+DefaultTolerance) && learned-declared > leadTimeResolution {
+		return learned
+	}
+	return declared
+}

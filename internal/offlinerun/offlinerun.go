@@ -1,31 +1,31 @@
 // Package offlinerun carries a plan out the way laxity's operator does, on a
 // simulated cluster whose nodes are slower than the cost model by a seeded
-// random amount: the same internal/dispatch decisions (least slack first,
-// merges first, waiting for nodes on their way when that pays), the pool
-// asked for the plan's executable timeline and never less than lagging work
-// needs (dispatch.BehindSchedule), nodes that arrive a provisioning lead
-// time after they are asked for. Every batch and merge takes its modelled
-// duration times 1 + s, with s drawn from a normal distribution per step —
-// BCframework's per-period slowdown of cloud nodes (mean 15%, standard deviation
-// 10%). It reports which queries missed their deadline and what the pool
-// cost. Like the operator, it does not re-plan for slow steps: re-plans
-// follow arrival rates, specs and failures.
+// random amount. At every instant anything can change it takes the
+// operator's own pass decisions (internal/pass): whether the plan in force
+// still holds or is re-planned and why (measured rates, what was learned
+// from the steps that ran and the nodes that arrived, a query made late by
+// slow steps), the pool size to ask for (the plan's executable timeline,
+// never less than lagging work needs), the step to launch (least slack
+// first, merges first, waiting for nodes on their way when that pays), and
+// when to look again. Nodes arrive a provisioning lead time after they are
+// asked for. Every batch and merge takes its modelled duration times 1 + s,
+// with s drawn from a normal distribution per step (Noise). It reports
+// which queries missed their deadline and what the pool cost.
 //
-// Streams may also arrive at rates other than the declared ones the plan
-// was made from (Options.Actual), as in the variable-rate runs of docs/experiments.md. Such a stream is
-// read, like the operator reads a real source, by polling: it cannot
-// forecast when a batch fills up. With Options.Replan the run measures each
-// stream's rate over the rate window and re-plans with internal/replan, the
-// operator's own re-planning, when it exceeds what the plan supports.
+// Streams may arrive at rates other than the declared ones the plan was
+// made from (Options.Actual), as in the variable-rate runs of
+// docs/experiments.md. Such a stream is read, like the operator reads a
+// real source, by polling: it cannot forecast when a batch fills up. With
+// Options.Replan the run measures each stream's rate over the rate window,
+// as the operator does.
 //
 // The cluster may also differ from what the plan was made from: its steps
 // may follow other cost models than the plan's (Options.TrueCost) and its
 // nodes may take longer to arrive than the plan's lead time
-// (Options.TrueLead), as when the plan is made from what laxity has
-// learned (RunRecurring). With Options.Window the run keeps the operator's
-// in-window deadline rule: when the steps run so far are slower than the
-// models in force and the work left at that slowdown would make a query
-// late (dispatch.UnsafeAt), it re-plans at once with the slowdown applied.
+// (Options.TrueLead). With Options.Learning the run learns from the steps
+// and nodes of the window as the operator does when its schedule applies
+// what it learns (learn.Window, learn.LeadTime), and the pass decisions
+// judge the plan in force against it.
 //
 // It reads no clock: a run is determined by its plan, workload and seed.
 package offlinerun
@@ -37,12 +37,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/laxity-dev/laxity/internal/costmodel"
 	"github.com/laxity-dev/laxity/internal/dispatch"
 	"github.com/laxity-dev/laxity/internal/learn"
+	"github.com/laxity-dev/laxity/internal/pass"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/replan"
 	"github.com/laxity-dev/laxity/internal/source"
@@ -76,8 +76,11 @@ type Options struct {
 	// zero. The plan and dispatch's estimates keep the workload's.
 	TrueCost map[string]costmodel.Model
 	TrueLead time.Duration
-	// Window, when set, keeps the in-window deadline rule.
-	Window *WindowControl
+	// Learning, when set, learns from the window's steps and nodes as the
+	// operator does; the workload's models and lead time are then those
+	// learned before the window (Learning.Priced), which the run's own
+	// observations refine.
+	Learning *Learning
 	// AskAhead models how the operator gets a window's first nodes: it
 	// plans a window before it starts, and asks for the plan's initial
 	// nodes the plan's lead time before its first step needs them; they
@@ -88,11 +91,45 @@ type Options struct {
 	AskAhead bool
 }
 
-// WindowControl is the operator's in-window deadline rule.
-type WindowControl struct {
-	// MinSteps is the fewest finished steps of the window the slowdown is
-	// judged from: one step's noise is no trend.
-	MinSteps int
+// Learning is what the operator knew before the window, which it learns
+// on from: by query, the declared cost model and the observations of
+// earlier windows; the declared lead time and the lead times measured
+// before.
+type Learning struct {
+	Declared     map[string]costmodel.Model
+	Inherited    map[string][]learn.Observation
+	DeclaredLead float64
+	Leads        []float64
+	Settings     learn.Settings
+}
+
+// Priced is w with every query's cost model and margin, and the pool's
+// lead time, as plans price them from what l knew and the window's own
+// observations (own, by query; its own lead times, ownLeads): the learned
+// model where it applies (learn.Window), else the declared one; the learned
+// lead time where it is materially longer (learn.PlannedLeadTime).
+func (l *Learning) Priced(w planner.Workload, own map[string][]learn.Observation, ownLeads []float64) planner.Workload {
+	settings := l.Settings
+	if settings == (learn.Settings{}) {
+		settings = learn.Defaults
+	}
+	w.Queries = slices.Clone(w.Queries)
+	for i := range w.Queries {
+		q := &w.Queries[i]
+		declared, ok := l.Declared[q.Name]
+		if !ok {
+			continue
+		}
+		q.Cost, q.Margin = declared, 0
+		if learned, applies := learn.Window(declared, l.Inherited[q.Name], own[q.Name], settings); applies {
+			q.Cost, q.Margin = learned.Model, learned.Margin
+		}
+	}
+	w.Pool.ProvisioningLeadTime = l.DeclaredLead
+	if leads := slices.Concat(l.Leads, ownLeads); len(leads) > 0 {
+		w.Pool.ProvisioningLeadTime = learn.PlannedLeadTime(l.DeclaredLead, learn.LeadTime(l.DeclaredLead, leads, settings))
+	}
+	return w
 }
 
 // Replanning is the operator's rate-driven re-planning.
@@ -119,8 +156,10 @@ type Result struct {
 	Steps []planner.Step
 	// Requested is the pool size asked for over time.
 	Requested []planner.NodeLevel
-	// Replans are the instants the run re-planned at.
+	// Replans are the instants the run re-planned at, and Reasons why
+	// (internal/pass's reasons), one for each.
 	Replans []float64
+	Reasons []string
 	// Plans are the plans made, the first one included.
 	Plans []*planner.Document
 	// Leads are the provisioning lead times of the nodes that arrived
@@ -157,31 +196,44 @@ type running struct {
 	step  planner.Step
 }
 
-// node is a node asked for: when, and when it is ready.
-type node struct{ requested, ready time.Time }
+// node is a node asked for: when, and when it is ready; measured says its
+// lead time is among the result's.
+type node struct {
+	requested, ready time.Time
+	measured         bool
+}
+
+// specs stands for the specs every plan of a run is made from: they do not
+// change during a run.
+const specs = "specs"
 
 type sim struct {
+	// w is the workload as planned before the run: its origin is the first
+	// plan's, which every time in the result is measured from.
 	w planner.Workload
 	o Options
-	// doc is the plan in force; origin is the first plan's, which every
-	// time in the result is measured from.
-	doc    *planner.Document
+	// plan is the plan in force; origin the first plan's origin.
+	plan   *pass.Plan
 	origin time.Time
-	// lead is how long nodes really take to come; plannedLead what the
-	// plan and dispatch expect.
-	lead, plannedLead time.Duration
+	// lead is how long nodes really take to come.
+	lead time.Duration
 	// truth is, by query, the model the cluster's steps follow.
-	truth    []costmodel.Model
-	rng      *rand.Rand
-	settings dispatch.Settings
-	queries  []dispatch.Query
-	sources  []*source.Synthetic
-	// assumed are the rates the plan in force assumed (replan.Plan).
-	assumed map[string]float64
-	// nodes are the nodes asked for, oldest first.
-	nodes   []node
-	running *running
-	result  Result
+	truth   []costmodel.Model
+	rng     *rand.Rand
+	rules   pass.Rules
+	queries []pass.Query
+	sources []*source.Synthetic
+	// own are the observations of the window's finished steps, by query;
+	// learned is the workload priced with them and the lead times measured
+	// so far (priced), nil when either changed since.
+	own     map[string][]learn.Observation
+	learned *planner.Workload
+	// nodes are the nodes asked for, oldest first; previousReady is the
+	// ready count the last pass saw.
+	nodes         []node
+	previousReady int
+	running       *running
+	result        Result
 }
 
 // at is the instant seconds after origin, rounded up to the nanosecond, so
@@ -201,15 +253,21 @@ func newSim(w planner.Workload, doc *planner.Document, o Options) (*sim, error) 
 	if o.Replan != nil && o.Replan.Window <= 0 {
 		return nil, errors.New("offlinerun: re-planning needs a positive rate window")
 	}
-	planned := time.Duration(w.Pool.ProvisioningLeadTime * float64(time.Second))
-	lead := planned
+	lead := time.Duration(w.Pool.ProvisioningLeadTime * float64(time.Second))
 	if o.TrueLead > 0 {
 		lead = o.TrueLead
 	}
 	s := &sim{
-		w: w, o: o, doc: doc, origin: doc.Origin, lead: lead, plannedLead: planned,
-		rng:      rand.New(rand.NewPCG(o.Seed, 0x1a57)),
-		settings: dispatch.Settings{Sizes: w.Pool.Sizes, Policy: w.Planning.Policy, MaxAttempts: maxAttempts, Backoff: 30 * time.Second},
+		w: w, o: o, origin: doc.Origin, lead: lead, own: map[string][]learn.Observation{},
+		rng: rand.New(rand.NewPCG(o.Seed, 0x1a57)),
+		rules: pass.Rules{
+			Dispatch: dispatch.Settings{Sizes: w.Pool.Sizes, Policy: w.Planning.Policy, MaxAttempts: maxAttempts, Backoff: 30 * time.Second},
+			Poll:     o.Poll,
+		},
+		plan: &pass.Plan{Doc: *doc, Inputs: specs, Reason: pass.Initial, Models: pass.ModelsOf(w)},
+	}
+	if o.Replan != nil {
+		s.rules.Rates, s.rules.RateWindow = o.Replan.Rates, o.Replan.Window
 	}
 	for name := range o.Actual {
 		if !slices.ContainsFunc(w.Queries, func(q planner.Query) bool { return q.Name == name }) {
@@ -239,25 +297,29 @@ func newSim(w planner.Workload, doc *planner.Document, o Options) (*sim, error) 
 		if err != nil {
 			return nil, fmt.Errorf("offlinerun: query %s: %w", q.Name, err)
 		}
-		// Decisions use the model with the plan's margin, as the operator
-		// does; the simulated cluster runs the true one, slowed down.
-		dq := dispatch.Query{
-			Name: q.Name, Deadline: at(s.origin, q.Deadline), Closed: at(s.origin, q.WindowEnd+q.AllowedLateness),
-			Cost: q.Planned(w.Planning),
+		pq := pass.Query{
+			Name: q.Name, WindowStart: at(s.origin, q.WindowStart), Deadline: at(s.origin, q.Deadline),
+			Closed: at(s.origin, q.WindowEnd+q.AllowedLateness),
 		}
 		if _, polled := o.Actual[q.Name]; !polled {
-			dq.ArrivalOf = src.ArrivalOf
+			pq.ArrivalOf = src.ArrivalOf
 		}
-		s.queries = append(s.queries, dq)
+		s.queries = append(s.queries, pq)
 		s.sources = append(s.sources, src)
 	}
-	if err := s.follow(doc, nil); err != nil {
-		return nil, err
+	if _, err := pass.RunTime(s.snapshot(s.origin)); err != nil {
+		return nil, fmt.Errorf("offlinerun: %w", err)
 	}
+	for _, q := range w.Queries {
+		if !slices.ContainsFunc(doc.Queries, func(p planner.QueryPlan) bool { return p.Name == q.Name }) {
+			return nil, fmt.Errorf("offlinerun: query %s is not in the plan", q.Name)
+		}
+	}
+	s.result.Plans = append(s.result.Plans, doc)
 	// The plan takes its first pool as ready by its first step: the
 	// operator asks for it a planned lead time ahead.
 	first := s.initialRequest()
-	for range s.doc.Requests[0].Nodes {
+	for range doc.Requests[0].Nodes {
 		s.nodes = append(s.nodes, node{requested: first, ready: first.Add(s.lead)})
 	}
 	if !o.AskAhead {
@@ -271,46 +333,48 @@ func newSim(w planner.Workload, doc *planner.Document, o Options) (*sim, error) 
 // initialRequest is when the operator asked for the first plan's initial
 // nodes: the plan's lead time before its first step (AskAhead).
 func (s *sim) initialRequest() time.Time {
-	if len(s.doc.Steps) == 0 {
-		return s.origin.Add(-s.plannedLead)
+	planned := time.Duration(s.w.Pool.ProvisioningLeadTime * float64(time.Second))
+	doc := &s.plan.Doc
+	if len(doc.Steps) == 0 {
+		return s.origin.Add(-planned)
 	}
-	first := s.doc.Steps[0].Start
-	for _, st := range s.doc.Steps {
+	first := doc.Steps[0].Start
+	for _, st := range doc.Steps {
 		first = min(first, st.Start)
 	}
-	return at(s.origin, first).Add(-s.plannedLead)
+	return at(s.origin, first).Add(-planned)
 }
 
-// follow makes doc the plan in force, as the operator's dispatch view of
-// a new plan does: the batch size, the window's total and the partial
-// merges' spacing come from it.
-func (s *sim) follow(doc *planner.Document, assumed map[string]float64) error {
-	for i, q := range s.w.Queries {
-		var planned *planner.QueryPlan
-		for j := range doc.Queries {
-			if doc.Queries[j].Name == q.Name {
-				planned = &doc.Queries[j]
-			}
-		}
-		if planned == nil {
-			return fmt.Errorf("offlinerun: query %s is not in the plan", q.Name)
-		}
-		dq := &s.queries[i]
-		dq.BatchSize, dq.ExpectedTotal = planned.BatchSize, doc.PlannedTotal(q.Name)
-		dq.BatchEnds = doc.BatchEnds(q.Name)
-		if q.PartialEvery > 0 {
-			dq.PartialEvery = max(int(math.Ceil(q.PartialEvery*float64(planned.Batches)-1e-9)), 1)
-		}
+// priced is the workload as plans price it now: with what was learned,
+// when the run learns.
+func (s *sim) priced() planner.Workload {
+	if s.o.Learning == nil {
+		return s.w
 	}
-	s.doc, s.assumed = doc, assumed
-	s.result.Plans = append(s.result.Plans, doc)
-	return nil
+	if s.learned == nil {
+		w := s.o.Learning.Priced(s.w, s.own, s.result.Leads)
+		s.learned = &w
+	}
+	return *s.learned
+}
+
+// snapshot is what the operator's pass would observe at now.
+func (s *sim) snapshot(now time.Time) *pass.Snapshot {
+	w := replan.WithOrigin(s.priced(), now)
+	ready := s.ready(now)
+	return &pass.Snapshot{
+		Now: now, Workload: w, Queries: s.queries, Plan: s.plan, Inputs: specs,
+		Ready: ready, PreviousReady: s.previousReady,
+		Lead:  time.Duration(w.Pool.ProvisioningLeadTime * float64(time.Second)),
+		Rules: s.rules,
+	}
 }
 
 // horizon is when a run that has not finished is given up: well after the
 // last deadline and the plan's last request.
 func (s *sim) horizon() time.Time {
-	last := at(s.doc.Origin, s.doc.Requests[len(s.doc.Requests)-1].At).Sub(s.origin).Seconds()
+	doc := &s.plan.Doc
+	last := at(doc.Origin, doc.Requests[len(doc.Requests)-1].At).Sub(s.origin).Seconds()
 	for _, q := range s.w.Queries {
 		last = max(last, q.Deadline)
 	}
@@ -319,180 +383,93 @@ func (s *sim) horizon() time.Time {
 
 func (s *sim) run() (Result, error) {
 	now := s.origin
-	for steps := 0; ; steps++ {
-		if steps > 1_000_000 {
+	for passes := 0; ; passes++ {
+		if passes > 1_000_000 {
 			return Result{}, errors.New("offlinerun: the run does not progress")
 		}
-		finished := s.finishStep(now)
-		for i := range s.queries {
-			n, err := s.sources[i].Arrived(context.Background(), now)
-			if err != nil {
-				return Result{}, err
-			}
-			s.queries[i].Arrived = n
-		}
-		if err := s.replanIfStale(now); err != nil {
+		s.finishStep(now)
+		s.measureArrivals(now)
+		if err := s.observe(now); err != nil {
 			return Result{}, err
 		}
-		if finished {
-			if err := s.controlDeadlines(now); err != nil {
+		snap := s.snapshot(now)
+		verdict, err := pass.Judge(snap)
+		if err != nil {
+			return Result{}, fmt.Errorf("offlinerun: %w", err)
+		}
+		if verdict.Reason != "" {
+			if err := s.replan(snap, verdict.Reason); err != nil {
 				return Result{}, err
 			}
+			snap = s.snapshot(now)
 		}
-		s.resize(now)
-		decision := dispatch.Decision{}
-		if s.running == nil {
-			decision = dispatch.Decide(now, s.settings, s.queries, s.pool(now))
-			if decision.Launch != nil {
-				s.launch(now, *decision.Launch)
-			}
+		dqs, err := pass.RunTime(snap)
+		if err != nil {
+			return Result{}, fmt.Errorf("offlinerun: %w", err)
 		}
+		acts := pass.Act(snap, dqs)
+		s.resize(now, acts.Request)
+		if l := acts.Decision.Launch; l != nil && s.running == nil {
+			s.launch(now, *l)
+		}
+		s.previousReady = snap.Ready
 		if s.done(now) || now.After(s.horizon()) {
 			break
 		}
-		now = s.next(now, decision)
+		now = s.next(now, acts.Next)
 	}
 	s.close(now)
 	return s.result, nil
 }
 
-func (s *sim) pool(now time.Time) dispatch.Pool {
-	p := dispatch.Pool{}
-	for _, n := range s.nodes {
-		if !n.ready.After(now) {
-			p.Ready++
+// ready is the nodes ready at now.
+func (s *sim) ready(now time.Time) int {
+	n := 0
+	for _, nd := range s.nodes {
+		if !nd.ready.After(now) {
+			n++
 		}
 	}
-	p.Coming, p.ComingBy = dispatch.Coming(s.doc.Origin, s.doc.Requests, s.doc.Nodes, s.plannedLead, now)
-	return p
+	return n
 }
 
-// replanIfStale re-plans, as the operator does, when a stream's rate
-// measured over the rate window no longer matches the plan in force
-// (replan.Compare).
-func (s *sim) replanIfStale(now time.Time) error {
-	if s.o.Replan == nil {
-		return nil
-	}
-	observed, stale, err := s.observe(now)
-	if err != nil || !stale {
-		return err
-	}
-	return s.replanNow(now, s.w, observed)
-}
-
-// observe is what the operator knows of every query at now for a re-plan,
-// and whether a measured rate no longer matches the plan in force (rates
-// are measured only with re-planning for rates on).
-func (s *sim) observe(now time.Time) (map[string]replan.Observed, bool, error) {
-	observed := map[string]replan.Observed{}
-	stale := false
+// observe brings every query's arrivals and, with rates measured
+// (Options.Replan), its rate over the rate window up to now, as the
+// operator's pass reads its inputs.
+func (s *sim) observe(now time.Time) error {
 	for i, q := range s.w.Queries {
-		dq := &s.queries[i]
-		o := replan.Observed{Arrived: dq.Arrived, Done: replan.Progress{Batches: len(dq.Batches), Partials: len(dq.Partials)}}
-		if n := len(dq.Batches); n > 0 {
-			o.Done.Tuples, o.Done.LastFrom = dq.Batches[n-1].To, dq.Batches[n-1].From
+		pq := &s.queries[i]
+		n, err := s.sources[i].Arrived(context.Background(), now)
+		if err != nil {
+			return err
 		}
+		pq.Arrived, pq.Rate = n, 0
 		start, end := at(s.origin, q.WindowStart), at(s.origin, q.WindowEnd)
 		if s.o.Replan != nil && now.Sub(start) >= s.o.Replan.Window && now.Before(end) {
 			window := s.o.Replan.Window
 			earlier, err := s.sources[i].Arrived(context.Background(), now.Add(-window))
 			if err != nil {
-				return nil, false, err
+				return err
 			}
-			o.Measured = float64(dq.Arrived-earlier) / window.Seconds()
-			o.Resolution = replan.Resolution(q.Granularity, window.Seconds())
-			declared := replan.RateAt(q.Rates, now.Sub(start).Seconds())
-			stale = stale || replan.Compare(o, declared, s.assumed[q.Name], s.doc.MaxSupportedRateFactor, s.o.Replan.Rates) != replan.Holds
+			pq.Rate = float64(n-earlier) / window.Seconds()
 		}
-		observed[q.Name] = o
 	}
-	return observed, stale, nil
+	return nil
 }
 
-// replanNow re-plans the rest of the windows of w (the workload as planned,
-// its origin the first plan's) from observed at now and follows the plan.
-func (s *sim) replanNow(now time.Time, w planner.Workload, observed map[string]replan.Observed) error {
-	var rates replan.Rates
-	if s.o.Replan != nil {
-		rates = s.o.Replan.Rates
-	}
-	pool, busy := s.pool(now), dispatch.FreeAt(s.queries, now).Sub(now).Seconds()
-	at := replan.WithOrigin(w, now)
-	nodes := replan.NodesNow(at, pool.Ready, pool.Coming, pool.ComingBy.Sub(now).Seconds())
-	doc, assumed, err := replan.Plan(at, observed, rates, nodes, busy)
+// replan makes a new plan at the snapshot's instant, as the operator's
+// pass does (pass.Search, replan.Plan), and makes it the plan in force.
+func (s *sim) replan(snap *pass.Snapshot, reason string) error {
+	in := pass.Search(snap)
+	doc, assumed, err := replan.Plan(in.Workload, in.Observed, s.rules.Rates, in.Nodes, in.Busy)
 	if err != nil {
-		return fmt.Errorf("offlinerun: re-planning at %.0fs: %w", now.Sub(s.origin).Seconds(), err)
+		return fmt.Errorf("offlinerun: re-planning (%s) at %.0fs: %w", reason, snap.Now.Sub(s.origin).Seconds(), err)
 	}
-	s.result.Replans = append(s.result.Replans, now.Sub(s.origin).Seconds())
-	return s.follow(&doc, assumed)
-}
-
-// controlDeadlines keeps the in-window deadline rule after a step has
-// finished: the slowdown of the window's finished steps against the models
-// in force (learn.Slowdown of each step's ratio to its query's model),
-// and, when dispatch.UnsafeAt names a query at that slowdown, a re-plan at
-// once with every model scaled by it. The models in force then include the
-// slowdown, so the same steps do not call for another re-plan; a further
-// slowdown does. The nodes the rule judges on are the most the plan in
-// force asks for from now on: the plan's scaling counts, since the pool
-// runs the work left on them at best.
-func (s *sim) controlDeadlines(now time.Time) error {
-	if s.o.Window == nil {
-		return nil
-	}
-	index := map[string]int{}
-	for i, q := range s.w.Queries {
-		index[q.Name] = i
-	}
-	var ratios []float64
-	for _, st := range s.result.Steps {
-		if r := learn.Ratio(s.queries[index[st.Query]].Cost, StepObservation(st)); r > 0 {
-			ratios = append(ratios, r)
-		}
-	}
-	if len(ratios) < max(s.o.Window.MinSteps, 1) {
-		return nil
-	}
-	factor := learn.Slowdown(ratios)
-	if len(dispatch.UnsafeAt(now, s.queries, factor, s.mostNodes(now))) == 0 {
-		return nil
-	}
-	w := s.w
-	w.Queries = append([]planner.Query(nil), s.w.Queries...)
-	for i := range w.Queries {
-		w.Queries[i].Cost = w.Queries[i].Cost.Scaled(factor)
-		s.queries[i].Cost = w.Queries[i].Planned(w.Planning)
-	}
-	s.w = w
-	observed, _, err := s.observe(now)
-	if err != nil {
-		return err
-	}
-	return s.replanNow(now, w, observed)
-}
-
-// mostNodes is the largest pool size the plan in force asks for from now
-// on, and never less than the smallest size.
-func (s *sim) mostNodes(now time.Time) int {
-	level := dispatch.RequestAt(s.doc.Origin, s.doc.Requests, now)
-	offset := now.Sub(s.doc.Origin).Seconds()
-	for _, r := range s.doc.Requests {
-		if r.At >= offset {
-			level = max(level, r.Nodes)
-		}
-	}
-	sizes := s.w.Pool.Sizes
-	if len(sizes) == 0 {
-		return max(level, 1)
-	}
-	best := sizes[0]
-	for _, size := range sizes {
-		if size <= level {
-			best = size
-		}
-	}
-	return best
+	s.result.Replans = append(s.result.Replans, snap.Now.Sub(s.origin).Seconds())
+	s.result.Reasons = append(s.result.Reasons, reason)
+	s.result.Plans = append(s.result.Plans, &doc)
+	s.plan = &pass.Plan{Doc: doc, Inputs: specs, Reason: reason, Assumed: assumed, Models: pass.ModelsOf(snap.Workload)}
+	return nil
 }
 
 // StepObservation is what the learner sees of a step that ran: its kind,
@@ -506,17 +483,12 @@ func StepObservation(st planner.Step) learn.Observation {
 	return o
 }
 
-// resize asks for what the operator would: the plan's executable timeline,
-// and never less than the step running late needs. New nodes come a lead
-// time later; fewer nodes go at once, the newest first.
-func (s *sim) resize(now time.Time) {
-	wanted := max(dispatch.RequestAt(s.doc.Origin, s.doc.Requests, now), dispatch.BehindSchedule(s.doc, s.queries, maxAttempts, now))
+// resize asks the pool for wanted nodes. New nodes come a lead time
+// later; fewer nodes go at once, the newest first.
+func (s *sim) resize(now time.Time, wanted int) {
 	for len(s.nodes) < wanted {
 		s.nodes = append(s.nodes, node{requested: now, ready: now.Add(s.lead)})
 	}
-	// A node released after it arrived has its lead time measured; one
-	// released on its way never arrived.
-	s.arrived(s.nodes[wanted:], now)
 	s.nodes = s.nodes[:wanted]
 	offset := now.Sub(s.origin).Seconds()
 	if n := len(s.result.Requested); n == 0 || s.result.Requested[n-1].Nodes != wanted {
@@ -526,12 +498,7 @@ func (s *sim) resize(now time.Time) {
 }
 
 func (s *sim) launch(now time.Time, l dispatch.Step) {
-	qi := 0
-	for i := range s.queries {
-		if s.queries[i].Name == l.Query {
-			qi = i
-		}
-	}
+	qi := slices.IndexFunc(s.queries, func(q pass.Query) bool { return q.Name == l.Query })
 	q := &s.queries[qi]
 	truth := s.truth[qi]
 	modelled := truth.MergeSeconds(l.Nodes, l.Inputs)
@@ -540,7 +507,7 @@ func (s *sim) launch(now time.Time, l dispatch.Step) {
 	}
 	slowdown := max(1+s.o.Noise.Mean+s.o.Noise.StdDev*s.rng.NormFloat64(), fastest)
 	end := now.Add(time.Duration(modelled * slowdown * float64(time.Second)))
-	attempt := dispatch.Attempt{Number: l.Attempt, State: dispatch.Running, Started: now, Nodes: l.Nodes, Inputs: l.Inputs}
+	attempt := dispatch.Attempt{Number: l.Attempt, State: dispatch.Running, Started: now, Launched: now, Nodes: l.Nodes, Inputs: l.Inputs}
 	switch l.Kind {
 	case planner.StepBatch:
 		q.Batches = append(q.Batches, dispatch.Batch{From: l.FromTuple, To: l.ToTuple, Attempt: attempt})
@@ -556,101 +523,75 @@ func (s *sim) launch(now time.Time, l dispatch.Step) {
 	s.running = &running{query: qi, kind: l.Kind, index: l.Index, end: end, step: step}
 }
 
-// arrived records the lead times of the nodes among gone that had arrived
-// by now and were asked for during the run.
-func (s *sim) arrived(gone []node, now time.Time) {
-	for _, n := range gone {
+// measureArrivals records the lead times of the nodes that have arrived by
+// now and were asked for during the run, once each, as the operator
+// measures a request met.
+func (s *sim) measureArrivals(now time.Time) {
+	for i := range s.nodes {
+		n := &s.nodes[i]
 		// Without AskAhead the first plan's initial nodes are ready when
 		// asked for, which measures nothing.
-		if n.ready.After(n.requested) && !n.ready.After(now) {
+		if !n.measured && n.ready.After(n.requested) && !n.ready.After(now) {
+			n.measured = true
 			s.result.Leads = append(s.result.Leads, n.ready.Sub(n.requested).Seconds())
+			s.learned = nil
 		}
 	}
 }
 
-// finishStep ends the running step if it is due, and reports whether it
-// did.
-func (s *sim) finishStep(now time.Time) bool {
+// finishStep ends the running step if it is due, and observes it for
+// learning.
+func (s *sim) finishStep(now time.Time) {
 	r := s.running
 	if r == nil || r.end.After(now) {
-		return false
+		return
 	}
 	q := &s.queries[r.query]
+	var a *dispatch.Attempt
 	switch r.kind {
 	case planner.StepBatch:
-		q.Batches[r.index].State, q.Batches[r.index].Ended = dispatch.Succeeded, r.end
+		a = &q.Batches[r.index].Attempt
 	case planner.StepPartial:
-		q.Partials[r.index].State, q.Partials[r.index].Ended = dispatch.Succeeded, r.end
+		a = &q.Partials[r.index]
 	default:
-		q.Final.State, q.Final.Ended = dispatch.Succeeded, r.end
+		a = q.Final
 	}
+	a.State, a.Ended = dispatch.Succeeded, r.end
 	s.result.Steps = append(s.result.Steps, r.step)
+	s.own[q.Name] = append(s.own[q.Name], StepObservation(r.step))
+	s.learned = nil
 	s.running = nil
-	return true
 }
 
 // done is when every final merge has ended and the plan asks for no more
 // than it does at its end.
 func (s *sim) done(now time.Time) bool {
-	for _, q := range s.queries {
-		if q.Final == nil || q.Final.State != dispatch.Succeeded {
+	for i := range s.queries {
+		if !s.queries[i].Finished() {
 			return false
 		}
 	}
-	return !at(s.doc.Origin, s.doc.Requests[len(s.doc.Requests)-1].At).After(now)
+	doc := &s.plan.Doc
+	return !at(doc.Origin, doc.Requests[len(doc.Requests)-1].At).After(now)
 }
 
-// next is the next instant anything can change: the running step ends, a
-// node arrives, the plan's requests change, dispatch's recheck (a batch
-// fills up, a window closes, nodes come), or a stream that cannot forecast
-// is polled.
-func (s *sim) next(now time.Time, d dispatch.Decision) time.Time {
-	var candidates []time.Time
+// next is the next instant anything can change: what the pass decisions
+// wait for (next: a batch fills up, a window closes, the pool's requests
+// change, a planned step is due, a polled stream is looked at), the running
+// step ends, or a node arrives.
+func (s *sim) next(now, next time.Time) time.Time {
 	if s.running != nil {
-		candidates = append(candidates, s.running.end)
+		next = dispatch.Earliest(next, s.running.end)
 	}
 	for _, n := range s.nodes {
 		if n.ready.After(now) {
-			candidates = append(candidates, n.ready)
+			next = dispatch.Earliest(next, n.ready)
 		}
 	}
-	if t := dispatch.NextRequestChange(s.doc.Origin, s.doc.Requests, now); !t.IsZero() {
-		// NextRequestChange rounds down; the change is seen from the next
-		// nanosecond on.
-		candidates = append(candidates, t.Add(time.Nanosecond))
+	if !next.After(now) {
+		return now.Add(time.Second)
 	}
-	if !d.Recheck.IsZero() {
-		candidates = append(candidates, d.Recheck)
-	}
-	// A step due by the plan but not started can raise the pool when its
-	// start passes.
-	for _, st := range s.doc.Steps {
-		if t := at(s.doc.Origin, st.Start); t.After(now) {
-			candidates = append(candidates, t)
-			break
-		}
-	}
-	if s.polled(now) {
-		candidates = append(candidates, now.Add(s.o.Poll))
-	}
-	sort.Slice(candidates, func(a, b int) bool { return candidates[a].Before(candidates[b]) })
-	for _, c := range candidates {
-		if c.After(now) {
-			return c
-		}
-	}
-	return now.Add(time.Second)
-}
-
-// polled reports whether a stream that cannot forecast its arrivals may
-// still bring tuples after now.
-func (s *sim) polled(now time.Time) bool {
-	for i, q := range s.w.Queries {
-		if s.queries[i].ArrivalOf == nil && now.Before(at(s.origin, q.WindowEnd+q.AllowedLateness)) {
-			return true
-		}
-	}
-	return false
+	return next
 }
 
 // close bills the pool and records the misses.
@@ -658,10 +599,10 @@ func (s *sim) close(now time.Time) {
 	end := now.Sub(s.origin).Seconds()
 	s.result.Requested = append(s.result.Requested, planner.NodeLevel{At: end, Nodes: 0})
 	s.result.Cost = planner.Cost(s.result.Requested, s.w.Pool)
-	s.arrived(s.nodes, now)
-	for i, q := range s.queries {
-		if q.Final == nil || q.Final.State != dispatch.Succeeded || q.Final.Ended.After(q.Deadline) {
-			s.result.Missed = append(s.result.Missed, s.w.Queries[i].Name)
+	for i := range s.queries {
+		q := &s.queries[i]
+		if !q.Finished() || q.Final.Ended.After(q.Deadline) {
+			s.result.Missed = append(s.result.Missed, q.Name)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package offlinerun
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/laxity-dev/laxity/internal/costmodel"
@@ -24,14 +25,14 @@ type RecurringOptions struct {
 	// LeadFactor multiplies the declared provisioning lead time into the
 	// true one. 0 means 1.
 	LeadFactor float64
-	// Learning, when set, plans every window from what the windows before
-	// it observed (learn.Fit, learn.LeadTime); otherwise every window is
-	// planned from the declared workload.
+	// Learning, when set, learns as the operator does when its schedule
+	// applies what it learns: every window is planned from what the
+	// windows before it observed and learns on from its own steps and
+	// nodes (Learning); otherwise every window is planned from the
+	// declared workload.
 	Learning bool
 	// Settings tune the learner; the zero value means learn.Defaults.
 	Settings learn.Settings
-	// Window, when set, keeps the in-window deadline rule in every window.
-	Window *WindowControl
 	// Replan, when set, re-plans for rates as Options.Replan does.
 	Replan *Replanning
 }
@@ -40,17 +41,19 @@ type RecurringOptions struct {
 type WindowResult struct {
 	// Planned is the choice of the plan the window started with.
 	Planned planner.Chosen
-	// Learned is, by query in the workload's order, what the window was
-	// planned with; LeadTime the provisioning lead time it planned with.
+	// Learned is, by query in the workload's order, the model and margin
+	// the window was first planned with (declared, or learned where it
+	// applies); LeadTime the provisioning lead time it planned with.
 	Learned  []learn.Learned
 	LeadTime float64
-	// Missed, Cost, MaxNodes, Replans and Steps are the window's run
-	// (Result); Plan is the plan it started with. Steps and Plan say why a
-	// deadline was missed.
+	// Missed, Cost, MaxNodes, Replans, Reasons and Steps are the window's
+	// run (Result); Plan is the plan it started with. Steps and Plan say why
+	// a deadline was missed.
 	Missed   []string
 	Cost     float64
 	MaxNodes int
 	Replans  []float64
+	Reasons  []string
 	Steps    []planner.Step
 	Plan     *planner.Document
 }
@@ -97,26 +100,23 @@ func RunRecurring(w planner.Workload, o RecurringOptions) (RecurringResult, erro
 	if !(slowdown > 0) || !(leadFactor > 0) {
 		return RecurringResult{}, fmt.Errorf("offlinerun: slowdown %g and lead factor %g must be positive", o.Slowdown, o.LeadFactor)
 	}
-	truth := map[string]costmodel.Model{}
+	truth, declared := map[string]costmodel.Model{}, map[string]costmodel.Model{}
 	for _, q := range w.Queries {
-		truth[q.Name] = q.Cost.Scaled(slowdown)
+		truth[q.Name], declared[q.Name] = q.Cost.Scaled(slowdown), q.Cost
 	}
 	declaredLead := w.Pool.ProvisioningLeadTime
 	trueLead := time.Duration(declaredLead * leadFactor * float64(time.Second))
-	learned := make([]learn.Learned, len(w.Queries))
-	observed := make([][]learn.Observation, len(w.Queries))
-	for i, q := range w.Queries {
-		learned[i] = learn.Fit(q.Cost, nil, o.Settings)
-	}
-	lead := declaredLead
+	inherited := map[string][]learn.Observation{}
 	var leads []float64
 	var out RecurringResult
 	for k := range o.Windows {
+		// What the operator knew before the window: it prices the window's
+		// first plan, and the window's own steps and nodes refine it.
+		var learning *Learning
 		planned := w
-		planned.Queries = append([]planner.Query(nil), w.Queries...)
-		planned.Pool.ProvisioningLeadTime = lead
-		for i := range planned.Queries {
-			planned.Queries[i].Cost, planned.Queries[i].Margin = learned[i].Model, learned[i].Margin
+		if o.Learning {
+			learning = &Learning{Declared: declared, Inherited: inherited, DeclaredLead: declaredLead, Leads: leads, Settings: o.Settings}
+			planned = learning.Priced(w, nil, nil)
 		}
 		doc, err := planner.Plan(planned)
 		if err != nil {
@@ -124,31 +124,31 @@ func RunRecurring(w planner.Workload, o RecurringOptions) (RecurringResult, erro
 		}
 		r, err := Run(planned, &doc, Options{
 			Noise: o.Noise, Seed: windowSeed(o.Seed, k), Replan: o.Replan,
-			TrueCost: truth, TrueLead: trueLead, Window: o.Window, AskAhead: true,
+			TrueCost: truth, TrueLead: trueLead, Learning: learning, AskAhead: true,
 		})
 		if err != nil {
 			return RecurringResult{}, fmt.Errorf("offlinerun: window %d: %w", k+1, err)
 		}
+		learned := make([]learn.Learned, len(planned.Queries))
+		for i, q := range planned.Queries {
+			learned[i] = learn.Learned{Model: q.Cost, Margin: q.Margin}
+		}
 		out.Windows = append(out.Windows, WindowResult{
-			Planned: doc.Chosen, Learned: append([]learn.Learned(nil), learned...), LeadTime: lead,
-			Missed: r.Missed, Cost: r.Cost, MaxNodes: r.MaxNodes, Replans: r.Replans, Steps: r.Steps, Plan: &doc,
+			Planned: doc.Chosen, Learned: learned, LeadTime: planned.Pool.ProvisioningLeadTime,
+			Missed: r.Missed, Cost: r.Cost, MaxNodes: r.MaxNodes, Replans: r.Replans, Reasons: r.Reasons, Steps: r.Steps, Plan: &doc,
 		})
 		if !o.Learning {
 			continue
 		}
-		index := map[string]int{}
-		for i, q := range w.Queries {
-			index[q.Name] = i
+		next := make(map[string][]learn.Observation, len(inherited))
+		for name, obs := range inherited {
+			next[name] = obs
 		}
 		for _, st := range r.Steps {
-			i := index[st.Query]
-			observed[i] = newest(append(observed[i], StepObservation(st)))
+			next[st.Query] = newest(append(slices.Clone(next[st.Query]), StepObservation(st)))
 		}
-		for i, q := range w.Queries {
-			learned[i] = learn.Fit(q.Cost, observed[i], o.Settings)
-		}
-		leads = newest(append(leads, r.Leads...))
-		lead = learn.LeadTime(declaredLead, leads, o.Settings)
+		inherited = next
+		leads = newest(append(slices.Clone(leads), r.Leads...))
 	}
 	return out, nil
 }

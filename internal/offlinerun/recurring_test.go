@@ -2,12 +2,14 @@ package offlinerun_test
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/laxity-dev/laxity/internal/costmodel"
 	"github.com/laxity-dev/laxity/internal/experiments"
 	"github.com/laxity-dev/laxity/internal/offlinerun"
+	"github.com/laxity-dev/laxity/internal/pass"
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
@@ -73,15 +75,16 @@ func TestTrueCostIsWhatRuns(t *testing.T) {
 }
 
 // Steps 1.4x slower than declared: the first window, planned as declared,
-// needs the in-window rule to re-plan; the windows after it are planned
+// re-plans for what its steps teach; the windows after it are planned
 // from what was learned, meet every deadline without re-planning, and
-// learn the slowdown. Without learning every window re-plans.
+// learn the slowdown. Without learning (the schedule's learning: Off)
+// nothing re-plans for slow steps, and every window misses.
 func TestRecurringLearnsASlowdown(t *testing.T) {
 	w, err := experiments.Sample()
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := offlinerun.RecurringOptions{Windows: 3, Slowdown: 1.4, Learning: true, Window: &offlinerun.WindowControl{MinSteps: 10}}
+	o := offlinerun.RecurringOptions{Windows: 3, Slowdown: 1.4, Learning: true}
 	got, err := offlinerun.RunRecurring(w, o)
 	if err != nil {
 		t.Fatal(err)
@@ -106,8 +109,8 @@ func TestRecurringLearnsASlowdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k, win := range open.Windows {
-		if len(win.Replans) == 0 {
-			t.Errorf("without learning, window %d did not re-plan", k+1)
+		if len(win.Replans) > 0 || len(win.Missed) == 0 {
+			t.Errorf("without learning, window %d re-planned at %v and missed %v; want no re-plan and misses", k+1, win.Replans, win.Missed)
 		}
 	}
 }
@@ -120,7 +123,7 @@ func TestRecurringLearnsALeadTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := offlinerun.RunRecurring(w, offlinerun.RecurringOptions{Windows: 2, Slowdown: 1.15, LeadFactor: 2, Learning: true, Window: &offlinerun.WindowControl{MinSteps: 10}})
+	got, err := offlinerun.RunRecurring(w, offlinerun.RecurringOptions{Windows: 2, Slowdown: 1.15, LeadFactor: 2, Learning: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,21 +185,22 @@ func TestAskAheadAsksALeadTimeBeforeTheFirstStep(t *testing.T) {
 }
 
 // Nodes twice as slow to come as declared make the first window, whose
-// initial nodes are asked for the declared lead time ahead, start late and
-// miss deadlines; the window after plans with the measured lead time, asks
-// that much earlier, and misses none.
+// initial nodes are asked for the declared lead time ahead, start late; it
+// re-plans as soon as it has measured them (ModelLearned) and misses no
+// deadline; the window after plans with the measured lead time from the
+// start, asks that much earlier, and misses none either.
 func TestRecurringAsksEarlierOnceNodesCameLate(t *testing.T) {
 	w, err := experiments.Sample()
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := offlinerun.RunRecurring(w, offlinerun.RecurringOptions{Windows: 2, LeadFactor: 2, Learning: true, Window: &offlinerun.WindowControl{MinSteps: 10}})
+	got, err := offlinerun.RunRecurring(w, offlinerun.RecurringOptions{Windows: 2, LeadFactor: 2, Learning: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	first, second := got.Windows[0], got.Windows[1]
-	if len(first.Missed) == 0 {
-		t.Error("window 1, its nodes late, missed no deadline")
+	if len(first.Missed) > 0 || !slices.Contains(first.Reasons, pass.ModelLearned) {
+		t.Errorf("window 1 re-planned for %v and missed %v; want a re-plan for the measured lead time and no miss", first.Reasons, first.Missed)
 	}
 	if second.LeadTime != 2*w.Pool.ProvisioningLeadTime || len(second.Missed) > 0 {
 		t.Errorf("window 2 planned with a lead time of %v s and missed %v; want %v s and none", second.LeadTime, second.Missed, 2*w.Pool.ProvisioningLeadTime)
@@ -218,7 +222,7 @@ func BenchmarkRecurringWindow(b *testing.B) {
 		}
 		q.Rates = rates
 	}
-	o := offlinerun.RecurringOptions{Windows: 1, Noise: offlinerun.BCFramework, Learning: true, Window: &offlinerun.WindowControl{MinSteps: 10}}
+	o := offlinerun.RecurringOptions{Windows: 1, Noise: offlinerun.BCFramework, Learning: true}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := offlinerun.RunRecurring(w, o); err != nil {

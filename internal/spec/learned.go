@@ -29,26 +29,15 @@ func DeclaredLeadTime(es *laxityv1alpha1.ElasticSchedule) time.Duration {
 // LeadTime is how long the schedule's pool takes to bring a node, as plans
 // assume it: the declared lead time, or the measured one (status.leadTime)
 // when the schedule applies what it learns and the measured one is
-// materially longer: by more than 5% and more than 30 s. A pool that
-// delivers a little late against its declared lead time keeps being
-// planned as declared.
+// materially longer (learn.PlannedLeadTime).
 func LeadTime(es *laxityv1alpha1.ElasticSchedule) time.Duration {
 	declared := DeclaredLeadTime(es)
 	lt := es.Status.LeadTime
 	if Learning(es) != laxityv1alpha1.LearningApply || lt == nil || lt.Learned == nil {
 		return declared
 	}
-	if learned := lt.Learned.Duration; float64(learned) > float64(declared)*(1+learn.DefaultTolerance) && learned-declared > leadTimeResolution {
-		return learned
-	}
-	return declared
+	return costmodel.Duration(learn.PlannedLeadTime(declared.Seconds(), lt.Learned.Seconds()))
 }
-
-// leadTimeResolution is the least difference from the declared lead time
-// that plans act on: a node's arrival is seen on the next pass, so a
-// measured lead time can be a few seconds long without the pool being
-// slow.
-const leadTimeResolution = 30 * time.Second
 
 // ObserveLeadTime brings the schedule's measured lead time up to date after
 // a pass asked the pool for requested nodes and saw ready ones: a request
