@@ -241,7 +241,7 @@ func (r *ElasticScheduleReconciler) cancelStuckSteps(ctx context.Context, v *vie
 	if err != nil {
 		return nil, err
 	}
-	stuck := dispatch.Stuck(v.now, r.Options.stuckRule(), dqs)
+	stuck := pass.Stuck(v.snapshot(r.Options), dqs)
 	if len(stuck) == 0 {
 		return dqs, nil
 	}

@@ -36,7 +36,7 @@ done
 
 # The decisions of a pass are made once, in internal/pass, for the operator
 # and the offline run alike: neither calls the pieces they are made of.
-decisions='dispatch\.(Decide|UnsafeAt|LateAt|NodesLost|Exhausted|BehindSchedule|ExpectedReady|Holding|Coming|StuckRecheck|NextRequestChange)\(|replan\.(Compare|RateAt|NodesNow)\('
+decisions='dispatch\.(Decide|UnsafeAt|LateAt|NodesLost|Exhausted|BehindSchedule|ExpectedReady|Holding|Coming|Stuck|StuckRecheck|NextRequestChange)\(|replan\.(Compare|RateAt|NodesNow)\('
 if own="$(grep -nE "${decisions}" controllers/*.go internal/offlinerun/*.go | grep -v '_test\.go:')"; then
 	echo "verify-layering: a pass decision made outside internal/pass; call pass.Judge, pass.Search or pass.Act instead:" >&2
 	sed 's/^/  /' <<<"${own}" >&2

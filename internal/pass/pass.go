@@ -50,6 +50,38 @@ const (
 	RunningSlow = "RunningSlow"
 )
 
+// MaterialChange is the move of a query's prices (learn.Change) that
+// re-plans whether or not the plan could absorb it. Steps that run as a
+// cloud runs them, 15% slower on average give or take 10% (the noise the
+// studies in docs/experiments.md draw), move a model fitted to a few of
+// them by up to about this much; a larger move says the declared model is
+// wrong.
+const MaterialChange = 0.25
+
+// MinEvidence is the fewest steps of a query's window that must have run
+// before a MaterialChange of its model re-plans on its own: one or two
+// draws of a noisy cloud move a model further than that by chance.
+const MinEvidence = 3
+
+// ranSteps is how many of the query's steps have succeeded in its window.
+func ranSteps(q *dispatch.Query) int {
+	n := 0
+	for _, b := range q.Batches {
+		if b.State == dispatch.Succeeded {
+			n++
+		}
+	}
+	for _, p := range q.Partials {
+		if p.State == dispatch.Succeeded {
+			n++
+		}
+	}
+	if q.Final != nil && q.Final.State == dispatch.Succeeded {
+		n++
+	}
+	return n
+}
+
 // Snapshot is what one pass observed of a schedule, each thing once.
 type Snapshot struct {
 	Now time.Time
@@ -361,24 +393,36 @@ func learned(s *Snapshot, dqs []dispatch.Query) Verdict {
 	// The steps as the plan in force priced them, and the query whose
 	// prices moved most since.
 	asPlanned := make([]dispatch.Query, 0, len(dqs))
-	moved, change := "", 0.0
+	moved, change, wrong, wrongBy := "", 0.0, "", 0.0
 	for _, dq := range dqs {
 		pq, known := s.planned(dq.Name)
 		was, planned := models.Queries[dq.Name]
 		if known && planned && !finished[dq.Name] {
-			c := learn.Change(learn.Learned{Model: was.Cost, Margin: was.Margin}, learn.Learned{Model: pq.Cost, Margin: pq.Margin}, PricePoints(plans[dq.Name], sizes))
-			if c > change {
+			points := PricePoints(plans[dq.Name], sizes)
+			if c := learn.Change(learn.Learned{Model: was.Cost, Margin: was.Margin}, learn.Learned{Model: pq.Cost, Margin: pq.Margin}, points); c > change {
 				moved, change = dq.Name, c
+			}
+			// The models alone, without the margins sized from a few
+			// steps' spread, which move with every draw.
+			if m := learn.Change(learn.Learned{Model: was.Cost}, learn.Learned{Model: pq.Cost}, points); m > wrongBy && ranSteps(&dq) >= MinEvidence {
+				wrong, wrongBy = dq.Name, m
 			}
 			dq.Cost = planner.Query{Cost: was.Cost, Margin: was.Margin}.Planned(s.Workload.Planning)
 		}
 		asPlanned = append(asPlanned, dq)
 	}
-	// The plan absorbs what was learned while, at the learned prices, the
-	// work left still meets every deadline it met at its own on the nodes
-	// it asks for: noise in the steps' durations moves a fitted model by
-	// more than the tolerance often, and re-planning for each move would
-	// move the pool for nothing.
+	// A model that moved beyond MaterialChange once the query's own steps
+	// have said so MinEvidence times is no noise: the declared model was
+	// wrong, and the plan is re-made with what was learned (its margin
+	// too) while there is time to ask for nodes, before lateness shows.
+	if wrongBy > MaterialChange {
+		return Verdict{Reason: ModelLearned, Learned: &LearnedChange{Query: wrong, Change: wrongBy, Nodes: nodes}}
+	}
+	// Otherwise the plan absorbs what was learned while, at the learned
+	// prices, the work left still meets every deadline it met at its own
+	// on the nodes it asks for: noise in the steps' durations moves a
+	// fitted model by more than the tolerance often, and re-planning for
+	// each move would move the pool for nothing.
 	late := lateBy(s.Now, dqs, asPlanned, nodes)
 	if len(late) == 0 {
 		return Verdict{}
@@ -494,6 +538,13 @@ func progressOf(q *Query) replan.Progress {
 		p.Tuples, p.LastFrom = q.Batches[n-1].To, q.Batches[n-1].From
 	}
 	return p
+}
+
+// Stuck is the launched steps that have held the pool past their bound
+// (Rules.Stuck), to be cancelled and retried like any failure, on the
+// queries' run-time view dqs (RunTime).
+func Stuck(s *Snapshot, dqs []dispatch.Query) []dispatch.StuckStep {
+	return dispatch.Stuck(s.Now, s.Rules.Stuck, dqs)
 }
 
 // Actions are what to do under the plan in force.

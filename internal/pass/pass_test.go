@@ -133,12 +133,30 @@ func TestJudge(t *testing.T) {
 			want: RunningSlow,
 		},
 		{
-			name: "steps 1.3x slower than planned, absorbed by the slack", w: twoQueries(3000, 3600), at: 5 * time.Minute,
-			change: func(s *Snapshot) { learnedSlower(s, "a", 1.3); learnedSlower(s, "b", 1.3) }, want: "",
+			name: "steps 1.2x slower than planned, absorbed by the slack", w: twoQueries(3000, 3600), at: 5 * time.Minute,
+			change: func(s *Snapshot) { learnedSlower(s, "a", 1.2); learnedSlower(s, "b", 1.2) }, want: "",
 		},
 		{
-			name: "steps faster than planned", w: twoQueries(240, 1200), at: 5 * time.Minute,
-			change: func(s *Snapshot) { learnedSlower(s, "a", 0.5) }, want: "",
+			name: "steps a little faster than planned", w: twoQueries(240, 1200), at: 5 * time.Minute,
+			change: func(s *Snapshot) { learnedSlower(s, "a", 0.9) }, want: "",
+		},
+		{
+			// A model wrong by half is re-made before lateness would show,
+			// here to release nodes.
+			name: "steps twice as fast as planned", w: twoQueries(240, 1200), at: 9 * time.Minute,
+			change: func(s *Snapshot) { learnedSlower(s, "a", 0.5) }, want: ModelLearned,
+		},
+		{
+			name: "steps 1.3x slower than planned: beyond the material change, re-planned before lateness shows", w: twoQueries(3000, 3600), at: 9 * time.Minute,
+			change: func(s *Snapshot) { learnedSlower(s, "a", 1.3) }, want: ModelLearned,
+		},
+		{
+			name: "the same move seen in fewer steps than the evidence asks", w: twoQueries(3000, 3600), at: 9 * time.Minute,
+			change: func(s *Snapshot) {
+				learnedSlower(s, "a", 1.3)
+				s.Queries[0].Batches = s.Queries[0].Batches[:MinEvidence-1]
+			},
+			want: "",
 		},
 		{
 			name: "nodes slower to come than the plan assumed", w: twoQueries(240, 1200), at: 5 * time.Minute,

@@ -25,6 +25,7 @@ package replan
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/laxity-dev/laxity/internal/costmodel"
@@ -95,6 +96,26 @@ const (
 	FellBack
 )
 
+// NoiseSigmas is how many standard deviations of a measurement's noise a
+// measured rate must differ by before it counts: a stream whose arrival
+// units come as a Poisson process at the rate measures beyond that in 0.13%
+// of measurements on either side.
+const NoiseSigmas = 3
+
+// Noise is the least difference from rate a measurement can tell from
+// chance: NoiseSigmas standard deviations of the count of arrival units
+// over the rate window of a Poisson stream at rate (σ = √(rate ×
+// resolution) in tuples per second, since rate / resolution units arrive
+// on average), and never less than one unit over the window (the
+// resolution). A stream of 9,500 tuples per second in units of 9,500,
+// measured over 3 minutes, counts 180 units give or take 13: 22% of its rate.
+func (o Observed) Noise(rate float64) float64 {
+	if rate <= 0 || o.Resolution <= 0 {
+		return o.Resolution
+	}
+	return max(o.Resolution, NoiseSigmas*math.Sqrt(rate*o.Resolution))
+}
+
 // Compare judges a query's measured rate (0: none measured) against the
 // plan in force. The plan's maximum supported rate factor is relative to
 // the rate the plan assumed: the declared one, or a faster measured one that
@@ -103,21 +124,23 @@ const (
 // re-plan had raised the rate. An infeasible plan supports no rate (factor
 // 0): re-planning it for rates would only make the same plan again.
 //
-// A stream that keeps to its rate measures a unit more or less from one
-// pass to the next (the measurement's resolution). So a stream exceeds the
-// plan only when it is also measurably faster than the rate the plan
-// assumed: a plan with less headroom than one unit would otherwise be
-// re-made for a unit that happened to fall inside the measuring window.
-// And it falls back only when it is slower than the assumed rate by more
-// than the tolerance and the resolution.
+// A measured rate is a count of arrival units over the rate window, and a
+// stream that keeps to its rate counts more or fewer from one pass to the
+// next by chance (Noise). A stream exceeds the plan only when it is faster
+// than the plan supports, with the tolerance, by more than that noise; it
+// falls back only when it is slower than the assumed rate, with the
+// tolerance, by more than the noise too. So a stream at its rate, even
+// bursty as a Poisson process is, re-plans neither way, and does not move
+// the pool; a plan with no headroom beyond its rate is not re-made for a
+// unit that happened to fall inside the window.
 func Compare(o Observed, declared, assumed, factor float64, r Rates) Verdict {
 	planned := max(declared, assumed)
 	switch {
 	case factor <= 0 || planned <= 0 || o.Measured <= 0:
 		return Holds
-	case o.Measured > max(planned*factor*(1+r.Tolerance), planned+o.Resolution):
+	case o.Measured > planned*factor*(1+r.Tolerance)+o.Noise(planned*factor):
 		return Exceeds
-	case assumed > declared && o.Measured+o.Resolution < assumed*(1-r.Tolerance):
+	case assumed > declared && o.Measured+o.Noise(assumed) < assumed*(1-r.Tolerance):
 		return FellBack
 	}
 	return Holds
@@ -179,9 +202,9 @@ func planFrom(ctx context.Context, w planner.Workload, observed map[string]Obser
 		o := observed[pq.Name]
 		declared := TuplesBetween(pq.Rates, 0, pq.WindowEnd-pq.WindowStart)
 		if r.Pessimistic && pq.WindowEnd > -ahead {
-			// A measured rate within the measurement's resolution of the
+			// A measured rate within the measurement's noise of the
 			// declared one is the declared rate.
-			if current := RateAt(pq.Rates, elapsed); o.Measured > current+o.Resolution {
+			if current := RateAt(pq.Rates, elapsed); o.Measured > current+o.Noise(current) {
 				pq.Rates = withRateFrom(pq.Rates, elapsed, o.Measured)
 				assumed[pq.Name] = o.Measured
 			}
