@@ -227,7 +227,7 @@ func (v *view) snapshot(o Options) *pass.Snapshot {
 		Queries: make([]pass.Query, 0, len(v.queries)),
 	}
 	if st := v.stored; st != nil {
-		s.Plan = &pass.Plan{Doc: st.doc, Inputs: st.inputs, Reason: st.reason, Assumed: st.rates, Models: st.models}
+		s.Plan = &pass.Plan{Doc: st.doc, Inputs: st.inputs, Reason: st.reason, Assumed: st.rates, Models: st.models, Arrivals: st.arrivals}
 	}
 	for i := range v.queries {
 		q := &v.queries[i]
@@ -235,7 +235,7 @@ func (v *view) snapshot(o Options) *pass.Snapshot {
 		var launched dispatch.Query
 		withLaunched(&launched, v.launched[q.Name], v.now)
 		pq := pass.Query{
-			Name: q.Name, WindowStart: q.Spec.Window.Start.Time, Deadline: q.Spec.Deadline.Time,
+			Name: q.Name, WindowStart: q.Spec.Window.Start.Time, WindowEnd: q.Spec.Window.End.Time, Deadline: q.Spec.Deadline.Time,
 			Closed:  q.Spec.Window.End.Add(spec.AllowedLateness(q)),
 			Batches: launched.Batches, Partials: launched.Partials, Final: launched.Final,
 			Arrived: in.arrived, Held: in.src == nil || v.unfit[q.Name],

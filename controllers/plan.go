@@ -47,6 +47,10 @@ const (
 	// place of the declared ones; absent when the plan assumes the declared
 	// rates. The plan's maxSupportedRateFactor is relative to these.
 	ratesAnnotation = "laxity.dev/plan-rates"
+	// arrivalsAnnotation holds, as JSON, when the plan was made and the
+	// tuples every query had by then (pass.Arrivals): a rate measured
+	// since then tells a lasting change of rate from chance.
+	arrivalsAnnotation = "laxity.dev/plan-arrivals"
 	// modelsKey holds, as JSON, the cost models, margins and lead time the
 	// plan priced its steps with (pass.Models): what a learned model is
 	// compared with to decide whether it changed enough to re-plan.
@@ -61,8 +65,10 @@ type storedPlan struct {
 	doc    planner.Document
 	inputs string
 	reason string
-	// rates are the assumed rates of ratesAnnotation.
-	rates map[string]float64
+	// rates are the assumed rates of ratesAnnotation; arrivals what
+	// arrivalsAnnotation holds, nil for a plan stored before it.
+	rates    map[string]float64
+	arrivals *pass.Arrivals
 	// models are what the plan priced its steps with; nil for a plan
 	// stored before laxity recorded them.
 	models *pass.Models
@@ -94,6 +100,12 @@ func loadPlan(ctx context.Context, c client.Reader, es *laxityv1alpha1.ElasticSc
 		return nil, fmt.Errorf("reading the plan: %w", err)
 	}
 	p := &storedPlan{inputs: cm.Annotations[inputsAnnotation], reason: cm.Annotations[reasonAnnotation]}
+	if v, ok := cm.Annotations[arrivalsAnnotation]; ok {
+		var a pass.Arrivals
+		if json.Unmarshal([]byte(v), &a) == nil {
+			p.arrivals = &a
+		}
+	}
 	if v, ok := cm.Annotations[ratesAnnotation]; ok {
 		if err := json.Unmarshal([]byte(v), &p.rates); err != nil {
 			return nil, nil
@@ -216,6 +228,14 @@ func storePlan(ctx context.Context, c client.Client, es *laxityv1alpha1.ElasticS
 				return err
 			}
 			cm.Annotations[ratesAnnotation] = string(rates)
+		}
+		delete(cm.Annotations, arrivalsAnnotation)
+		if p.arrivals != nil {
+			arrivals, err := json.Marshal(p.arrivals)
+			if err != nil {
+				return err
+			}
+			cm.Annotations[arrivalsAnnotation] = string(arrivals)
 		}
 		if err := encodePlan(cm, &p.doc, p.models); err != nil {
 			return err

@@ -167,7 +167,7 @@ func (r *ElasticScheduleReconciler) replan(ctx context.Context, v *view, reason 
 		return 0, true, nil
 	}
 	doc := res.doc
-	stored := &storedPlan{doc: doc, inputs: v.inputsHash, reason: reason, rates: res.assumed, models: pass.ModelsOf(v.workload)}
+	stored := &storedPlan{doc: doc, inputs: v.inputsHash, reason: reason, rates: res.assumed, models: pass.ModelsOf(v.workload), arrivals: pass.ArrivalsOf(v.snapshot(r.Options))}
 	if err := storePlan(ctx, r.Client, es, stored); err != nil {
 		return 0, true, err
 	}

@@ -16,6 +16,7 @@ import (
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/spec"
+	"github.com/laxity-dev/laxity/internal/replan"
 	"github.com/laxity-dev/laxity/test/builder"
 )
 
@@ -329,9 +330,16 @@ var _ = Describe("A stream that arrives faster than the plan supports", Ordered,
 		}
 		last := plans[len(plans)-1]
 		// The measured rate reaches the actual one a rate window after
-		// the jump; the plan in force by then supports it.
-		Expect(last.seen).To(BeTemporally("<=", jump.Add(rateWindow)))
-		Expect(last.rates["surge"] * last.doc.MaxSupportedRateFactor * 1.02).To(BeNumerically(">=", actual))
+		// the jump; a count of 500-tuple units over one minute cannot
+		// tell the last third of the climb from chance
+		// (replan.Observed.Noise), the count since the last plan can a
+		// rate window later. The plan in force by then supports the rate,
+		// to within that noise: a stream that close re-plans no more.
+		Expect(last.seen).To(BeTemporally("<=", jump.Add(2*rateWindow)))
+		supported := last.rates["surge"] * last.doc.MaxSupportedRateFactor
+		noise := replan.Observed{Resolution: replan.Resolution(q.Spec.Input.Granularity, rateWindow.Seconds())}.Noise(supported)
+		Expect(supported*1.02 + noise).To(BeNumerically(">=", actual))
+		Expect(supported).To(BeNumerically(">", 2*declared), "the re-plans followed the rate up")
 	})
 
 	It("launches steps on more nodes once the nodes are there", func() {

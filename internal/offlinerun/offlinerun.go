@@ -264,7 +264,9 @@ func newSim(w planner.Workload, doc *planner.Document, o Options) (*sim, error) 
 			Dispatch: dispatch.Settings{Sizes: w.Pool.Sizes, Policy: w.Planning.Policy, MaxAttempts: maxAttempts, Backoff: 30 * time.Second},
 			Poll:     o.Poll,
 		},
-		plan: &pass.Plan{Doc: *doc, Inputs: specs, Reason: pass.Initial, Models: pass.ModelsOf(w)},
+		// The first plan was made before its windows opened, with
+		// nothing arrived.
+		plan: &pass.Plan{Doc: *doc, Inputs: specs, Reason: pass.Initial, Models: pass.ModelsOf(w), Arrivals: &pass.Arrivals{Made: doc.Origin}},
 	}
 	if o.Replan != nil {
 		s.rules.Rates, s.rules.RateWindow = o.Replan.Rates, o.Replan.Window
@@ -298,7 +300,7 @@ func newSim(w planner.Workload, doc *planner.Document, o Options) (*sim, error) 
 			return nil, fmt.Errorf("offlinerun: query %s: %w", q.Name, err)
 		}
 		pq := pass.Query{
-			Name: q.Name, WindowStart: at(s.origin, q.WindowStart), Deadline: at(s.origin, q.Deadline),
+			Name: q.Name, WindowStart: at(s.origin, q.WindowStart), WindowEnd: at(s.origin, q.WindowEnd), Deadline: at(s.origin, q.Deadline),
 			Closed: at(s.origin, q.WindowEnd+q.AllowedLateness),
 		}
 		if _, polled := o.Actual[q.Name]; !polled {
@@ -468,7 +470,7 @@ func (s *sim) replan(snap *pass.Snapshot, reason string) error {
 	s.result.Replans = append(s.result.Replans, snap.Now.Sub(s.origin).Seconds())
 	s.result.Reasons = append(s.result.Reasons, reason)
 	s.result.Plans = append(s.result.Plans, &doc)
-	s.plan = &pass.Plan{Doc: doc, Inputs: specs, Reason: reason, Assumed: assumed, Models: pass.ModelsOf(snap.Workload)}
+	s.plan = &pass.Plan{Doc: doc, Inputs: specs, Reason: reason, Assumed: assumed, Models: pass.ModelsOf(snap.Workload), Arrivals: pass.ArrivalsOf(snap)}
 	return nil
 }
 

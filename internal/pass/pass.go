@@ -107,9 +107,10 @@ type Snapshot struct {
 type Query struct {
 	Name string
 	// WindowStart is the window's start, which its declared rates are
-	// offsets from; Deadline its deadline; Closed when no more tuples
-	// arrive (the window's end plus the allowed lateness).
-	WindowStart, Closed, Deadline time.Time
+	// offsets from, and WindowEnd its end; Deadline its deadline; Closed
+	// when no more tuples arrive (the window's end plus the allowed
+	// lateness).
+	WindowStart, WindowEnd, Closed, Deadline time.Time
 	// Batches, Partials and Final are its launched steps, the latest
 	// attempt of each.
 	Batches  []dispatch.Batch
@@ -138,8 +139,30 @@ type Plan struct {
 	// Assumed are the rates the plan assumed, by query (replan.Plan).
 	Assumed map[string]float64
 	// Models are what it priced its steps with; nil for a plan recorded
-	// before they were.
-	Models *Models
+	// before they were. Arrivals are the tuples the queries had when it was
+	// made; nil for a plan recorded before they were.
+	Models   *Models
+	Arrivals *Arrivals
+}
+
+// Arrivals are the tuples each query had when a plan was made, and when.
+// A rate measured since then spans more than the rate window once the plan
+// has been in force longer, and tells a smaller lasting change from
+// chance: a stream 36% faster than a plan supports can hide in the noise
+// of one minute's count, not in that of ten.
+type Arrivals struct {
+	Made    time.Time        `json:"made"`
+	Arrived map[string]int64 `json:"arrived"`
+}
+
+// ArrivalsOf is what the snapshot's queries have arrived by now, to record
+// with a plan made now.
+func ArrivalsOf(s *Snapshot) *Arrivals {
+	a := &Arrivals{Made: s.Now, Arrived: make(map[string]int64, len(s.Queries))}
+	for i := range s.Queries {
+		a.Arrived[s.Queries[i].Name] = s.Queries[i].Arrived
+	}
+	return a
 }
 
 // Models are what a plan priced its steps with: by query, the cost model
@@ -346,15 +369,50 @@ func specsOrRates(s *Snapshot) string {
 		if !ok || q.Finished() {
 			continue
 		}
-		declared := replan.RateAt(pq.Rates, s.Now.Sub(q.WindowStart).Seconds())
-		switch replan.Compare(s.observedRate(pq, q.Rate), declared, s.Plan.Assumed[q.Name], s.Plan.Doc.MaxSupportedRateFactor, s.Rules.Rates) {
-		case replan.Exceeds:
-			return RateExceeded
-		case replan.FellBack:
-			return RateFellBack
+		for _, m := range s.measured(q, pq) {
+			switch replan.Compare(m.Observed, m.declared, s.Plan.Assumed[q.Name], s.Plan.Doc.MaxSupportedRateFactor, s.Rules.Rates) {
+			case replan.Exceeds:
+				return RateExceeded
+			case replan.FellBack:
+				return RateFellBack
+			}
 		}
 	}
 	return ""
+}
+
+// measurement is a measured rate and the declared rate over the same span.
+type measurement struct {
+	replan.Observed
+	declared float64
+}
+
+// measured is what is measured of q's rate: over the rate window (when
+// measured), and, once the plan in force has been in force longer than
+// that within the window, since it was made, a longer count whose noise
+// is smaller.
+func (s *Snapshot) measured(q *Query, pq planner.Query) []measurement {
+	var out []measurement
+	if q.Rate > 0 {
+		out = append(out, measurement{s.observedRate(pq, q.Rate), replan.RateAt(pq.Rates, s.Now.Sub(q.WindowStart).Seconds())})
+	}
+	a := s.Plan.Arrivals
+	if a == nil || s.Rules.RateWindow <= 0 || !s.Now.Before(q.WindowEnd) {
+		return out
+	}
+	since := a.Made
+	base, known := a.Arrived[q.Name]
+	if !since.After(q.WindowStart) {
+		// Made before the window opened: nothing had arrived.
+		since, base, known = q.WindowStart, 0, true
+	}
+	span := s.Now.Sub(since)
+	if !known || span <= s.Rules.RateWindow {
+		return out
+	}
+	from, to := since.Sub(q.WindowStart).Seconds(), s.Now.Sub(q.WindowStart).Seconds()
+	o := replan.Observed{Measured: float64(q.Arrived-base) / span.Seconds(), Resolution: replan.Resolution(pq.Granularity, span.Seconds())}
+	return append(out, measurement{o, replan.TuplesBetween(pq.Rates, from, to) / span.Seconds()})
 }
 
 // observedRate is a measured rate and what the measurement can tell apart.
@@ -509,6 +567,16 @@ func Search(s *Snapshot) SearchInput {
 		q := &s.Queries[i]
 		pq, _ := s.planned(q.Name)
 		o := s.observedRate(pq, q.Rate)
+		if s.Plan != nil {
+			// The faster of the measurements: the window's follows a
+			// rise sooner, the one since the plan tells a lasting one
+			// more surely.
+			for _, m := range s.measured(q, pq) {
+				if m.Measured > o.Measured {
+					o = m.Observed
+				}
+			}
+		}
 		o.Arrived, o.Done = q.Arrived, progressOf(q)
 		observed[q.Name] = o
 		dq := dispatch.Query{Name: q.Name, Cost: pq.Planned(s.Workload.Planning), Batches: q.Batches, Partials: q.Partials, Final: q.Final}

@@ -59,7 +59,8 @@ func midWindow(t *testing.T, w planner.Workload, now time.Duration) *Snapshot {
 	s.PreviousReady = s.Ready
 	for _, q := range w.Queries {
 		pq := Query{
-			Name: q.Name, WindowStart: origin, Closed: origin.Add(time.Duration(q.WindowEnd) * time.Second),
+			Name: q.Name, WindowStart: origin, WindowEnd: origin.Add(time.Duration(q.WindowEnd) * time.Second),
+			Closed:   origin.Add(time.Duration(q.WindowEnd) * time.Second),
 			Deadline: origin.Add(time.Duration(q.Deadline) * time.Second),
 			Arrived:  int64(min(now.Seconds(), q.WindowEnd) * 100),
 		}
@@ -81,6 +82,20 @@ func midWindow(t *testing.T, w planner.Workload, now time.Duration) *Snapshot {
 		s.Queries = append(s.Queries, pq)
 	}
 	return s
+}
+
+// fasterBy has query a's stream arrive f times its declared rate, on a
+// plan without headroom, measured over a one-minute rate window and, with
+// sincePlan, also since the plan was made before the window opened.
+func fasterBy(s *Snapshot, f float64, sincePlan bool) {
+	s.Rules.RateWindow = time.Minute
+	s.Plan.Doc.MaxSupportedRateFactor = 1
+	q := &s.Queries[0]
+	q.Rate = 100 * f
+	q.Arrived = int64(100 * f * s.Now.Sub(q.WindowStart).Seconds())
+	if sincePlan {
+		s.Plan.Arrivals = &Arrivals{Made: origin.Add(-time.Minute)}
+	}
 }
 
 // learnedSlower prices query name f times its planned model from now on, as
@@ -112,6 +127,17 @@ func TestJudge(t *testing.T) {
 				s.Queries[0].Rate = 100 * (s.Plan.Doc.MaxSupportedRateFactor + 0.5)
 			},
 			want: RateExceeded,
+		},
+		{
+			// 25% faster over the last minute is within the noise of a
+			// count of 100-tuple units (38/s at 3σ)...
+			name: "a stream a quarter faster, within one window's noise", w: twoQueries(240, 1200), at: 5 * time.Minute,
+			change: func(s *Snapshot) { fasterBy(s, 1.25, false) }, want: "",
+		},
+		{
+			// ...not over the five minutes since the plan (17/s).
+			name: "the same stream counted since the plan was made", w: twoQueries(240, 1200), at: 5 * time.Minute,
+			change: func(s *Snapshot) { fasterBy(s, 1.25, true) }, want: RateExceeded,
 		},
 		{
 			name: "steps 3x slower than planned, the tight query made late", w: twoQueries(60, 1200), at: 5 * time.Minute,
