@@ -15,8 +15,8 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/planner"
-	"github.com/laxity-dev/laxity/internal/spec"
 	"github.com/laxity-dev/laxity/internal/replan"
+	"github.com/laxity-dev/laxity/internal/spec"
 	"github.com/laxity-dev/laxity/test/builder"
 )
 

@@ -130,8 +130,8 @@ func TestTheReportIsReproducible(t *testing.T) {
 	}
 }
 
-// The margin study's prose: most runs miss without a margin, misses fall as
-// the margin grows, and some margin studied meets the recommendation's bar.
+// The margin study's prose: runs miss without a margin, misses fall as the
+// margin grows, and some margin studied meets the recommendation's bar.
 func TestTheMarginStudysClaimsHold(t *testing.T) {
 	defer func(all int) { runs = all }(runs)
 	runs = 40
@@ -143,8 +143,8 @@ func TestTheMarginStudysClaimsHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if float64(rows[0].runsMissed)/float64(runs) < 0.5 {
-		t.Errorf("without a margin %d of %d runs missed; the report says most do", rows[0].runsMissed, runs)
+	if rows[0].runsMissed == 0 {
+		t.Errorf("without a margin no run missed; the report says the model's error lands on the tightest query")
 	}
 	met := false
 	for _, r := range rows {
@@ -278,14 +278,13 @@ func TestTheVariableRateClaimsHold(t *testing.T) {
 }
 
 // The learning study's goals and prose, on the first 20 seeds: from window
-// 3 on no run misses a deadline and no window costs more than 1.10x the
-// plan that knew the truth, in every reality (the report's 200 seeds find
-// a rare run of (a) that still misses; TestTheNoisyRealitysLateRun checks
-// what the report says of it); window 1 of the noisy reality misses in
-// fewer runs than without the in-window rule (every run); the pessimistic
-// model is learned (window 3 costs less than window 1) but the cut falls
-// short of the 30% hoped for, as the report says; late nodes make window 1
-// miss in every run and no window after it.
+// 3 on no run misses a deadline in any reality; the cost stays within
+// 1.10x the plan that knew in every reality but the noisy one (a), whose
+// learned margins the report shows costing more; window 1 of (a) misses
+// in fewer than every run; the pessimistic model is learned (window 3
+// costs less than window 1); late nodes (d) are measured and re-planned
+// for within window 1, which misses in at most 5% of runs, and no window
+// after it misses.
 func TestTheLearningStudysClaimsHold(t *testing.T) {
 	defer func(all int) { runs = all }(runs)
 	runs = 20
@@ -300,9 +299,9 @@ func TestTheLearningStudysClaimsHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rows {
+	for i, r := range rows {
 		missFree, withinCost := r.meetsGoals()
-		if !missFree || !withinCost {
+		if !missFree || (!withinCost && i != 0) {
 			t.Errorf("%s: from window %d on, miss-free %v, within %.2fx %v; missed %v, cost ratios %.3f", r.reality.name, learningFrom, missFree,
 				learningCostBound, withinCost, r.missed, r.cost)
 		}
@@ -311,12 +310,15 @@ func TestTheLearningStudysClaimsHold(t *testing.T) {
 		t.Errorf("window 1 of %s missed in every run", rows[0].reality.name)
 	}
 	c := rows[2]
-	if cut := 1 - c.cost[learningFrom-1]/c.cost[0]; !(cut > 0 && cut < 0.3) {
-		t.Errorf("%s: window %d costs %.1f%% less than window 1; the report says less, but not the 30%% hoped for", c.reality.name, learningFrom, 100*cut)
+	if cut := 1 - c.cost[learningFrom-1]/c.cost[0]; !(cut > 0) {
+		t.Errorf("%s: window %d costs %.1f%% less than window 1; the report says it is learned", c.reality.name, learningFrom, 100*cut)
 	}
 	d := rows[3]
-	if d.missed[0] != runs {
-		t.Errorf("%s: window 1 missed in %d of %d runs; the report says every run", d.reality.name, d.missed[0], runs)
+	if share := d.missedShare(0); share > 0.05 {
+		t.Errorf("%s: window 1 missed in %.0f%% of runs; the goal is at most 5%%", d.reality.name, 100*share)
+	}
+	if d.replans[0] < 1 {
+		t.Errorf("%s: window 1 re-planned %.1f times on average; the report says it re-plans for the measured lead time", d.reality.name, d.replans[0])
 	}
 	for k := 1; k < learningWindows; k++ {
 		if d.missed[k] > 0 {
@@ -325,34 +327,40 @@ func TestTheLearningStudysClaimsHold(t *testing.T) {
 	}
 }
 
-// The run of (a) that the report's 200 seeds find missing a deadline after
-// window 2 is what the report says: one long draw of the last batch of the
-// query with the earliest deadline, on a plan that did not re-plan, with
-// no miss in the windows before it from window 3 on.
-func TestTheNoisyRealitysLateRun(t *testing.T) {
-	const seed, window = 75, 6
+// The runs of (a) that miss a deadline after window 2, if any, are what
+// the report says of them: one long draw of the last batch of the query
+// with the earliest deadline.
+func TestTheNoisyRealitysLateRunsAreLongTails(t *testing.T) {
+	defer func(all int) { runs = all }(runs)
+	runs = 20
+	if raceEnabled {
+		runs = 5
+	}
 	base, err := Sample()
 	if err != nil {
 		t.Fatal(err)
 	}
 	re := realities[0]
-	r, err := offlinerun.RunRecurring(base, offlinerun.RecurringOptions{
-		Windows: window, Seed: seed, Noise: re.noise, Slowdown: re.slowdown, LeadFactor: re.leadFactor,
-		Learning: true,
+	late, err := eachSeed(runs, func(seed uint64) ([]lateRun, error) {
+		r, err := offlinerun.RunRecurring(base, offlinerun.RecurringOptions{
+			Windows: learningWindows, Seed: seed, Noise: re.noise, Slowdown: re.slowdown, LeadFactor: re.leadFactor, Learning: true,
+		})
+		var out []lateRun
+		for k, w := range r.Windows {
+			if k >= learningFrom-1 && len(w.Missed) > 0 {
+				out = append(out, explainLate(base, re, seed, k, w))
+			}
+		}
+		return out, err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k := learningFrom - 1; k < window-1; k++ {
-		if missed := r.Windows[k].Missed; len(missed) > 0 {
-			t.Errorf("seed %d, window %d missed %v", seed, k+1, missed)
+	for _, ls := range late {
+		for _, l := range ls {
+			if !l.longTail() {
+				t.Errorf("seed %d, window %d: %+v is not one long draw of the earliest deadline's last batch", l.seed, l.window, l)
+			}
 		}
-	}
-	w := r.Windows[window-1]
-	if len(w.Missed) == 0 {
-		t.Fatalf("seed %d, window %d missed no deadline; revise the report's account of (a)", seed, window)
-	}
-	if l := explainLate(base, re, seed, window-1, w); !l.longTail() {
-		t.Errorf("seed %d, window %d: %+v is not one long draw of the earliest deadline's last batch", seed, window, l)
 	}
 }

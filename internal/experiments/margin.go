@@ -85,15 +85,21 @@ func margin(b *strings.Builder, base planner.Workload) ([]byte, error) {
 	}
 	fmt.Fprintf(b, `## Run-time noise: the runtime margin
 
-Cloud nodes are not as steady as a cost model: BCframework, a deadline-aware scheduler for streams on public clouds, measures
-a per-period slowdown with mean 15%% and standard deviation 10%%. Each plan of
-the sample (1D, baseline rate), made with `+"`planning.runtimeMarginPercent`"+`
-added to every modelled duration, is carried out %d times by `+"`internal/offlinerun`"+`:
-the operator's own dispatch decisions and pool requests on a simulated
-cluster whose every batch and merge takes its modelled time × (1 + s), s
-drawn from N(15%%, 10%%) per step (seeds 0 to %d). Costs bill the pool as it
-was asked for, including the nodes the operator adds when execution lags
-the plan.
+Cloud nodes are not as steady as a cost model. BCframework, a
+deadline-aware scheduler for streams on public clouds, evaluates itself
+under a performance-degradation model of public clouds it adopts from
+earlier work (it does not measure it): each period a virtual machine loses
+performance drawn from a normal distribution with mean 15%% and standard
+deviation 10%%. Each plan of the sample (1D, baseline rate, the default
+search and bill), made with `+"`planning.runtimeMarginPercent`"+` added to
+every modelled duration, is carried out %d times by `+"`internal/offlinerun`"+`:
+the operator's own pass decisions (`+"`internal/pass`"+`), learning within
+the window as a schedule does by default (`+"`learning: Apply`"+`), on a
+simulated cluster whose every batch and merge takes its modelled time × (1 +
+s), s drawn from N(15%%, 10%%) per step (seeds 0 to %d). This is a first
+window: nothing was learned before it. Costs bill the pool as it was asked
+for, including the nodes the operator adds when execution lags the plan or
+re-plans for what the steps teach.
 
 | Margin | Plan: nodes, factor, cost | Runs with a missed deadline | Queries missed (of %d per run) | Mean executed cost |
 |---|---|---|---|---|
@@ -131,11 +137,10 @@ the plan.
 runs with a missed deadline at or below %.0f%% here, for %+.0f%% of executed cost
 against no margin. Without a margin %.0f%% of runs miss a deadline: the
 planner spends the slack it is given, so the model's error lands on the
-deadline of the tightest query (tpch-q1, with %.1f s of planned slack). The
-field defaults to 0 so that plans match the cost model as declared; set it
-where the model was measured on steadier nodes than those that will run the
-work. Changing the default would change every plan of every user, so it
-stays a documented recommendation until it has been measured on real runs.
+deadline of the tightest query (tpch-q1, with %.1f s of planned slack)
+before the window's steps have taught enough to re-plan. The field
+defaults to 0 so that plans match the cost model as declared; set it where
+the model was measured on steadier nodes than those that will run the work.
 For a query that recurs, learning replaces the fixed margin: each query's
 margin is sized from its own measured steps (see "Learning across windows"
 below).
