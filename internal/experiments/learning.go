@@ -220,9 +220,9 @@ func learning(b *strings.Builder, base planner.Workload) ([]byte, error) {
 	}
 	fmt.Fprintf(b, `## Learning across windows
 
-This study and the runtime-margin study above plan with the grid search
-(`+"`planning.search: Grid`"+`), each query's batches of one size; they have not
-been rerun with the reshaped plans of the default search yet.
+This study and the runtime-margin study above run with the defaults users
+get: the default search (`+"`planning.search: Improve`"+`) and bill
+(`+"`Executable`"+`), learning applied.
 
 A recurring query runs the same window again and again, so laxity can learn
 from what ran: every finished batch and merge is an observation of its
