@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/laxity-dev/laxity/internal/baseline"
@@ -28,24 +29,57 @@ func TestTheReportsClaimsHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Table 3: INN:2 chosen from 1D to 0.4D, the pool growing as the
-	// deadline tightens, nothing meeting 0.3D, only 1X and 2X at 0.4D.
-	previous := 0
-	for _, d := range []float64{1, 0.8, 0.6, 0.4} {
-		c := mustPlan(t, base, variant{deadline: d, rate: 1, factors: factors, backtrack: 1}).Chosen
-		if !c.Feasible || c.InitialNodes != base.Pool.Sizes[0] || c.MaxNodes < previous {
-			t.Errorf("%gD: chosen %+v, the report says INN:2 and a maximum pool of at least %d", d, c, previous)
+	// Table 3: INN:2 chosen from 1D to 0.4D on either bill, the pool
+	// growing as the deadline tightens, nothing meeting 0.3D, only 1X and
+	// 2X at 0.4D.
+	plans, err := table3Plans(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	previous := map[string]int{}
+	for _, p := range plans[:len(plans)-1] {
+		for bill, c := range map[string]planner.Chosen{"instant": p.instant.Chosen, "executable": p.executable.Chosen} {
+			if !c.Feasible || c.InitialNodes != base.Pool.Sizes[0] || c.MaxNodes < previous[bill] {
+				t.Errorf("%gD, %s bill: chosen %+v, the report says INN:2 and a maximum pool of at least %d", p.deadline, bill, c, previous[bill])
+			}
+			previous[bill] = c.MaxNodes
 		}
-		previous = c.MaxNodes
 	}
-	if c := mustPlan(t, base, variant{deadline: 0.3, rate: 1, factors: factors, backtrack: 1}).Chosen; c.Feasible {
-		t.Errorf("0.3D: chosen %+v, the report says no plan meets it", c)
+	if last := plans[len(plans)-1]; last.deadline != 0.3 || last.instant.Chosen.Feasible || last.executable.Chosen.Feasible {
+		t.Errorf("%gD: chosen %+v and %+v, the report says no plan meets 0.3D", last.deadline, last.instant.Chosen, last.executable.Chosen)
 	}
-	at04 := mustPlan(t, base, variant{deadline: 0.4, rate: 1, factors: factors, backtrack: 1})
-	for _, c := range at04.Candidates {
+	at04 := plans[len(plans)-2]
+	for _, c := range at04.instant.Candidates {
 		if c.Feasible != (c.BatchSizeFactor <= 2) {
 			t.Errorf("0.4D: candidate %+v; the report says only 1X and 2X meet it", c)
 		}
+	}
+	// At 1D the Instant bill's choice differs from the paper's by a tie,
+	// and the Executable bill takes the paper's choice.
+	at1 := plans[0]
+	paper := seedChosen[1]
+	if i, e := at1.instant.Chosen, at1.executable.Chosen; sameCell(i, e) || e.BatchSizeFactor != paper.factor || e.MaxNodes != paper.maxNodes ||
+		e.Cost/i.Cost-1 >= 0.01 || e.ExecutableCost >= i.ExecutableCost {
+		t.Errorf("1D: instant bill chose %+v, executable %+v; the report says a tie on the instant bill, and the paper's %dX on %d nodes on the executable one",
+			i, e, paper.factor, paper.maxNodes)
+	}
+	// 0.3D is out of reach of every plan: the start-ups after the window
+	// overrun a deadline, which they do not at 0.4D.
+	for _, want := range []struct {
+		deadline float64
+		overrun  bool
+	}{{0.3, true}, {0.4, false}} {
+		a, err := startupsAfterWindow(variant{deadline: want.deadline, rate: 1}.apply(base))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (a.overrun != "") != want.overrun || a.batchStartups <= 0 || a.mergeStartups <= 0 {
+			t.Errorf("%gD: start-ups after the window %+v; the report says they overrun a deadline: %v", want.deadline, a, want.overrun)
+		}
+	}
+	// At 0.8D no plan stays on the paper's 2 nodes.
+	if text := smallestPoolText(plans); !strings.Contains(text, "at 0.8D") {
+		t.Errorf("the loosest deadline where every plan needs more nodes than the paper's is not 0.8D: %q", text)
 	}
 	// Table 5 (K = 10, as the paper's): the 2X cells cost the most or fail,
 	// large factors win, 4FR needs more nodes than 2FR.
@@ -69,6 +103,38 @@ func TestTheReportsClaimsHold(t *testing.T) {
 	with := mustPlan(t, base, variant{deadline: 0.4, rate: 1, factors: factors, backtrack: 1, partialEvery: 0.25}).Chosen
 	if with.Cost < without.Cost || with.MaxNodes < without.MaxNodes {
 		t.Errorf("0.4D: partial aggregation %+v beats none %+v; the report says it does not on this sample", with, without)
+	}
+	if c := mustPlan(t, base, variant{deadline: 0.3, rate: 1, factors: factors, backtrack: 1, partialEvery: 0.25}).Chosen; c.Feasible {
+		t.Errorf("0.3D: partial aggregation meets it with %+v; the report says it does not", c)
+	}
+	// Table 9 on the partial-aggregation sample: partial merges save nodes
+	// and cost in the smallest factor, cost more in the factor chosen, and
+	// leave the choice and the tolerated rate as they are, in either search.
+	p, err := planPartialSample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, search := range []struct {
+		name          string
+		with, without planner.Document
+	}{{"default", p.with, p.without}, {"published", p.publishedWith, p.publishedWithout}} {
+		a, b := search.with, search.without
+		if !a.Chosen.Feasible || !sameCell(a.Chosen, b.Chosen) || a.Chosen.MaxNodes != b.Chosen.MaxNodes || math.Abs(a.MaxSupportedRateFactor-b.MaxSupportedRateFactor) >= 0.005 {
+			t.Errorf("%s search: %+v (rate %.2f) with partial merges, %+v (rate %.2f) without; the report says they change nothing",
+				search.name, a.Chosen, a.MaxSupportedRateFactor, b.Chosen, b.MaxSupportedRateFactor)
+		}
+	}
+	smallest, chosen := p.workload.Pool.Sizes[0], p.without.Chosen.BatchSizeFactor
+	oneWith, _ := candidate(p.publishedWith, smallest, 1)
+	oneWithout, _ := candidate(p.publishedWithout, smallest, 1)
+	chosenWith, _ := candidate(p.publishedWith, smallest, chosen)
+	chosenWithout, _ := candidate(p.publishedWithout, smallest, chosen)
+	if !(oneWith.Cost < oneWithout.Cost && oneWith.MaxNodes < oneWithout.MaxNodes) || !(chosenWith.Cost > chosenWithout.Cost) {
+		t.Errorf("1X %+v with partial merges, %+v without; %dX %+v with, %+v without: the report says they pay at 1X and not at %dX",
+			oneWith, oneWithout, chosen, chosenWith, chosenWithout, chosen)
+	}
+	if n := p.without.Queries[0].Batches; n > 4 {
+		t.Errorf("the chosen plan without partial merges has %d batches; the report says few", n)
 	}
 	// Tables 11-13: K = 1 is never beaten; a larger K costs more in some
 	// cells and meets every cell K = 1 meets.
