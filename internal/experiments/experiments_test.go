@@ -136,6 +136,28 @@ func TestTheReportsClaimsHold(t *testing.T) {
 	if n := p.without.Queries[0].Batches; n > 4 {
 		t.Errorf("the chosen plan without partial merges has %d batches; the report says few", n)
 	}
+	// Beyond the published search: the default saves against it at every
+	// rate; at 2FR the best grid cell on the executable bill grows its pool
+	// near the window end, and the reshaped plan starts smaller, grows
+	// inside the window and stays below the grid's peak.
+	for _, rate := range []float64{1, 2, 4} {
+		s, err := searchThreeWays(base, rate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.own.Chosen.Feasible || s.own.Chosen.ExecutableCost >= s.published.Chosen.ExecutableCost {
+			t.Errorf("%gFR: the default's plan %+v saves nothing against the published %+v", rate, s.own.Chosen, s.published.Chosen)
+		}
+		if rate != 2 {
+			continue
+		}
+		grid, own, windowEnd := s.grid.Chosen, s.own.Chosen, base.Queries[0].WindowEnd
+		if !(own.InitialNodes < grid.InitialNodes && own.MaxNodes < grid.MaxNodes && own.MaxNodes > own.InitialNodes) ||
+			firstAt(s.own, own.MaxNodes) >= windowEnd || firstAt(s.grid, grid.MaxNodes) < windowEnd-120 {
+			t.Errorf("2FR: grid %+v grows to its peak at %.0f s, reshaped %+v at %.0f s (window end %.0f s); the report says the grid's late and the reshaped plan's within the window, below the grid's",
+				grid, firstAt(s.grid, grid.MaxNodes), own, firstAt(s.own, own.MaxNodes), windowEnd)
+		}
+	}
 	// Tables 11-13: K = 1 is never beaten; a larger K costs more in some
 	// cells and meets every cell K = 1 meets.
 	for _, r := range []float64{2, 4} {
@@ -225,9 +247,9 @@ func TestTheMarginStudysClaimsHold(t *testing.T) {
 }
 
 // Table 7 and section 9.5's prose: the elastic plan is never beaten by an
-// approach that meets the deadlines; LLF without batching meets them only on
-// the largest pool; the reactive autoscaler meets them at a higher cost;
-// micro-batch streaming misses or costs more.
+// approach that meets the deadlines; no pool meets 0.3D; LLF without
+// batching meets them only on the largest pool; the reactive autoscaler
+// meets them at a higher cost; micro-batch streaming misses or costs more.
 func TestTheBaselinesClaimsHold(t *testing.T) {
 	base, err := Sample()
 	if err != nil {
@@ -261,6 +283,16 @@ func TestTheBaselinesClaimsHold(t *testing.T) {
 			if r.DeadlinesMet && r.Cost <= elastic.Cost {
 				t.Errorf("micro-batch streaming %+v beats elastic", r)
 			}
+		}
+	}
+	// Table 7: no pool meets 1FR:0.3D.
+	tightest, err := compare(base, variant{deadline: 0.3, rate: 1, factors: []int{1, 2, 4, 8, 16, 32}, backtrack: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range tightest {
+		if r.DeadlinesMet && (r.Baseline == baseline.Elastic || r.Baseline == baseline.Fixed) {
+			t.Errorf("1FR:0.3D: %s meets every deadline; the report says no pool does", r.Label())
 		}
 	}
 }
