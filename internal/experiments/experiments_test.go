@@ -129,7 +129,7 @@ func TestTheReportsClaimsHold(t *testing.T) {
 	oneWithout, _ := candidate(p.publishedWithout, smallest, 1)
 	chosenWith, _ := candidate(p.publishedWith, smallest, chosen)
 	chosenWithout, _ := candidate(p.publishedWithout, smallest, chosen)
-	if !(oneWith.Cost < oneWithout.Cost && oneWith.MaxNodes < oneWithout.MaxNodes) || !(chosenWith.Cost > chosenWithout.Cost) {
+	if oneWith.Cost >= oneWithout.Cost || oneWith.MaxNodes >= oneWithout.MaxNodes || chosenWith.Cost <= chosenWithout.Cost {
 		t.Errorf("1X %+v with partial merges, %+v without; %dX %+v with, %+v without: the report says they pay at 1X and not at %dX",
 			oneWith, oneWithout, chosen, chosenWith, chosenWithout, chosen)
 	}
@@ -152,7 +152,7 @@ func TestTheReportsClaimsHold(t *testing.T) {
 			continue
 		}
 		grid, own, windowEnd := s.grid.Chosen, s.own.Chosen, base.Queries[0].WindowEnd
-		if !(own.InitialNodes < grid.InitialNodes && own.MaxNodes < grid.MaxNodes && own.MaxNodes > own.InitialNodes) ||
+		if own.InitialNodes >= grid.InitialNodes || own.MaxNodes >= grid.MaxNodes || own.MaxNodes <= own.InitialNodes ||
 			firstAt(s.own, own.MaxNodes) >= windowEnd || firstAt(s.grid, grid.MaxNodes) < windowEnd-120 {
 			t.Errorf("2FR: grid %+v grows to its peak at %.0f s, reshaped %+v at %.0f s (window end %.0f s); the report says the grid's late and the reshaped plan's within the window, below the grid's",
 				grid, firstAt(s.grid, grid.MaxNodes), own, firstAt(s.own, own.MaxNodes), windowEnd)
