@@ -201,3 +201,11 @@ func TestMaxLeadTimeIsTheAPIBound(t *testing.T) {
 		t.Errorf("learn.MaxLeadTimeSeconds = %v, the API's MaxDuration %v s", got, want)
 	}
 }
+
+// The lead times the offline run keeps are as many as a schedule's status
+// holds, so that both learn the lead time from the same measurements.
+func TestMaxLeadTimesIsWhatTheStatusKeeps(t *testing.T) {
+	if learn.MaxLeadTimes != laxityv1alpha1.MaxLeadTimeObservations {
+		t.Errorf("learn.MaxLeadTimes = %d, the status keeps %d", learn.MaxLeadTimes, laxityv1alpha1.MaxLeadTimeObservations)
+	}
+}
