@@ -171,6 +171,19 @@ func ParseLearned(l *laxityv1alpha1.LearnedModel) (model costmodel.Model, margin
 	return model, percent / 100, true
 }
 
+// AsRecorded is what plans price a query with once l is recorded in its
+// status (LearnedStatus) and read back (Learned): the coefficients within
+// what the API holds and the margin to a tenth of a percent. The offline
+// run learns through it, so that it plans with the numbers the operator's
+// plans are made from, to the bit.
+func AsRecorded(l learn.Learned) (costmodel.Model, float64) {
+	model, margin, ok := ParseLearned(LearnedStatus(l, nil, true))
+	if !ok {
+		return l.Model, l.Margin
+	}
+	return model, margin
+}
+
 // WithLearned makes pq, the planner's form of q, plan with what was learned
 // about q when the schedule applies it: the fitted cost model and the
 // margin sized from the observations.
