@@ -220,10 +220,7 @@ func (v *view) snapshot(o Options) *pass.Snapshot {
 	s := &pass.Snapshot{
 		Now: v.now, Workload: v.workload, Inputs: v.inputsHash,
 		Ready: int(v.ready), PreviousReady: int(v.previousReady), Lead: v.lead,
-		Rules: pass.Rules{
-			Dispatch: spec.DispatchSettings(es, nil, o.MaxAttempts, o.Backoff), Stuck: o.stuckRule(),
-			Rates: spec.RateRules(es), RateWindow: es.Spec.Planning.RateWindow.Duration, Poll: o.Poll,
-		},
+		Rules:   rulesOf(es, o),
 		Queries: make([]pass.Query, 0, len(v.queries)),
 	}
 	if st := v.stored; st != nil {
@@ -249,6 +246,15 @@ func (v *view) snapshot(o Options) *pass.Snapshot {
 		s.Queries = append(s.Queries, pq)
 	}
 	return s
+}
+
+// rulesOf are the settings the schedule's pass decisions follow: its spec's
+// and the manager's.
+func rulesOf(es *laxityv1alpha1.ElasticSchedule, o Options) pass.Rules {
+	return pass.Rules{
+		Dispatch: spec.DispatchSettings(es, nil, o.MaxAttempts, o.Backoff), Stuck: o.stuckRule(),
+		Rates: spec.RateRules(es), RateWindow: es.Spec.Planning.RateWindow.Duration, Poll: o.Poll,
+	}
 }
 
 // runTime is the run-time view of every query the plan in force covers

@@ -1,7 +1,9 @@
 // Package offlinerun carries a plan out the way laxity's operator does, on a
 // simulated cluster whose nodes are slower than the cost model by a seeded
-// random amount. At every instant anything can change it takes the
-// operator's own pass decisions (internal/pass): whether the plan in force
+// random amount. At every instant anything can change, an Operator (what
+// the operator keeps between passes, and its ElasticSchedule reconciler's
+// pass) takes the pass decisions (internal/pass) on what the simulated
+// cluster shows it: whether the plan in force
 // still holds or is re-planned and why (measured rates, what was learned
 // from the steps that ran and the nodes that arrived, a query made late by
 // slow steps), the pool size to ask for (the plan's executable timeline,
@@ -24,8 +26,10 @@
 // nodes may take longer to arrive than the plan's lead time
 // (Options.TrueLead). With Options.Learning the run learns from the steps
 // and nodes of the window as the operator does when its schedule applies
-// what it learns (learn.Window, learn.LeadTime), and the pass decisions
-// judge the plan in force against it.
+// what it learns (learn.Window, recorded as a query's status records it;
+// learn.LeadTimes), and the pass decisions judge the plan in force against
+// it. The controllers' differential test holds the Operator to the
+// reconciler's decisions, pass by pass.
 //
 // It reads no clock: a run is determined by its plan, workload and seed.
 package offlinerun
@@ -46,6 +50,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/replan"
 	"github.com/laxity-dev/laxity/internal/source"
+	"github.com/laxity-dev/laxity/internal/spec"
 )
 
 // Noise is the slowdown of each step: a fraction drawn from a normal
@@ -106,9 +111,16 @@ type Learning struct {
 // Priced is w with every query's cost model and margin, and the pool's
 // lead time, as plans price them from what l knew and the window's own
 // observations (own, by query; its own lead times, ownLeads): the learned
-// model where it applies (learn.Window), else the declared one; the learned
-// lead time where it is materially longer (learn.PlannedLeadTime).
+// model where it applies (learn.Window), as a query's status records it
+// (spec.AsRecorded), else the declared one; the learned lead time where it
+// is materially longer (learn.PlannedLeadTime), from the newest lead times
+// a schedule's status keeps.
 func (l *Learning) Priced(w planner.Workload, own map[string][]learn.Observation, ownLeads []float64) planner.Workload {
+	return l.priced(w, own, learn.LeadTimes{Measured: leadTimes(slices.Concat(l.Leads, ownLeads))})
+}
+
+// priced is Priced with the lead times measured so far.
+func (l *Learning) priced(w planner.Workload, own map[string][]learn.Observation, leads learn.LeadTimes) planner.Workload {
 	settings := l.Settings
 	if settings == (learn.Settings{}) {
 		settings = learn.Defaults
@@ -122,13 +134,10 @@ func (l *Learning) Priced(w planner.Workload, own map[string][]learn.Observation
 		}
 		q.Cost, q.Margin = declared, 0
 		if learned, applies := learn.Window(declared, l.Inherited[q.Name], own[q.Name], settings); applies {
-			q.Cost, q.Margin = learned.Model, learned.Margin
+			q.Cost, q.Margin = spec.AsRecorded(learned)
 		}
 	}
-	w.Pool.ProvisioningLeadTime = l.DeclaredLead
-	if leads := slices.Concat(l.Leads, ownLeads); len(leads) > 0 {
-		w.Pool.ProvisioningLeadTime = learn.PlannedLeadTime(l.DeclaredLead, learn.LeadTime(l.DeclaredLead, leads, settings))
-	}
+	w.Pool.ProvisioningLeadTime = leads.Planned(costmodel.Duration(l.DeclaredLead), settings).Seconds()
 	return w
 }
 
@@ -162,10 +171,10 @@ type Result struct {
 	Reasons []string
 	// Plans are the plans made, the first one included.
 	Plans []*planner.Document
-	// Leads are the provisioning lead times of the nodes that arrived
-	// during the run (request to ready, seconds), in arrival order; the
-	// first plan's initial nodes are among them only with
-	// Options.AskAhead.
+	// Leads are the provisioning lead times the operator measured during
+	// the run (from a request for more nodes than were ready until that
+	// many were, to the second), in order; the request for the first
+	// plan's initial nodes is among them only with Options.AskAhead.
 	Leads []float64
 }
 
@@ -196,44 +205,41 @@ type running struct {
 	step  planner.Step
 }
 
-// node is a node asked for: when, and when it is ready; measured says its
-// lead time is among the result's.
-type node struct {
-	requested, ready time.Time
-	measured         bool
-}
-
 // specs stands for the specs every plan of a run is made from: they do not
 // change during a run.
 const specs = "specs"
+
+// launched are one query's launched steps as the simulated cluster holds
+// them, the latest attempt of each.
+type launched struct {
+	batches  []dispatch.Batch
+	partials []dispatch.Attempt
+	final    *dispatch.Attempt
+}
 
 type sim struct {
 	// w is the workload as planned before the run: its origin is the first
 	// plan's, which every time in the result is measured from.
 	w planner.Workload
 	o Options
-	// plan is the plan in force; origin the first plan's origin.
-	plan   *pass.Plan
-	origin time.Time
+	// operator makes every pass's decisions; doc is the plan in force.
+	operator *Operator
+	doc      *planner.Document
+	origin   time.Time
 	// lead is how long nodes really take to come.
 	lead time.Duration
 	// truth is, by query, the model the cluster's steps follow.
-	truth   []costmodel.Model
-	rng     *rand.Rand
-	rules   pass.Rules
-	queries []pass.Query
+	truth []costmodel.Model
+	rng   *rand.Rand
+	// steps and sources are, in the workload's order, each query's launched
+	// steps and its tuples; polled says which of them are polled.
+	steps   []launched
 	sources []*source.Synthetic
-	// own are the observations of the window's finished steps, by query;
-	// learned is the workload priced with them and the lead times measured
-	// so far (priced), nil when either changed since.
-	own     map[string][]learn.Observation
-	learned *planner.Workload
-	// nodes are the nodes asked for, oldest first; previousReady is the
-	// ready count the last pass saw.
-	nodes         []node
-	previousReady int
-	running       *running
-	result        Result
+	polled  []bool
+	// nodes are when the nodes asked for are ready, oldest first.
+	nodes   []time.Time
+	running *running
+	result  Result
 }
 
 // at is the instant seconds after origin, rounded up to the nanosecond, so
@@ -257,20 +263,7 @@ func newSim(w planner.Workload, doc *planner.Document, o Options) (*sim, error) 
 	if o.TrueLead > 0 {
 		lead = o.TrueLead
 	}
-	s := &sim{
-		w: w, o: o, origin: doc.Origin, lead: lead, own: map[string][]learn.Observation{},
-		rng: rand.New(rand.NewPCG(o.Seed, 0x1a57)),
-		rules: pass.Rules{
-			Dispatch: dispatch.Settings{Sizes: w.Pool.Sizes, Policy: w.Planning.Policy, MaxAttempts: maxAttempts, Backoff: 30 * time.Second},
-			Poll:     o.Poll,
-		},
-		// The first plan was made before its windows opened, with
-		// nothing arrived.
-		plan: &pass.Plan{Doc: *doc, Inputs: specs, Reason: pass.Initial, Models: pass.ModelsOf(w), Arrivals: &pass.Arrivals{Made: doc.Origin}},
-	}
-	if o.Replan != nil {
-		s.rules.Rates, s.rules.RateWindow = o.Replan.Rates, o.Replan.Window
-	}
+	s := &sim{w: w, o: o, doc: doc, origin: doc.Origin, lead: lead, rng: rand.New(rand.NewPCG(o.Seed, 0x1a57))}
 	for name := range o.Actual {
 		if !slices.ContainsFunc(w.Queries, func(q planner.Query) bool { return q.Name == name }) {
 			return nil, fmt.Errorf("offlinerun: actual rates for %s, which is not in the workload", name)
@@ -282,13 +275,17 @@ func newSim(w planner.Workload, doc *planner.Document, o Options) (*sim, error) 
 		}
 	}
 	for _, q := range w.Queries {
+		if !slices.ContainsFunc(doc.Queries, func(p planner.QueryPlan) bool { return p.Name == q.Name }) {
+			return nil, fmt.Errorf("offlinerun: query %s is not in the plan", q.Name)
+		}
 		truth, ok := o.TrueCost[q.Name]
 		if !ok {
 			truth = q.Cost
 		}
 		s.truth = append(s.truth, truth)
 		rates := q.Rates
-		if actual, ok := o.Actual[q.Name]; ok {
+		actual, polled := o.Actual[q.Name]
+		if polled {
 			rates = actual
 		}
 		var segments []source.Segment
@@ -299,35 +296,44 @@ func newSim(w planner.Workload, doc *planner.Document, o Options) (*sim, error) 
 		if err != nil {
 			return nil, fmt.Errorf("offlinerun: query %s: %w", q.Name, err)
 		}
-		pq := pass.Query{
-			Name: q.Name, WindowStart: at(s.origin, q.WindowStart), WindowEnd: at(s.origin, q.WindowEnd), Deadline: at(s.origin, q.Deadline),
-			Closed: at(s.origin, q.WindowEnd+q.AllowedLateness),
-		}
-		if _, polled := o.Actual[q.Name]; !polled {
-			pq.ArrivalOf = src.ArrivalOf
-		}
-		s.queries = append(s.queries, pq)
-		s.sources = append(s.sources, src)
+		s.sources, s.polled = append(s.sources, src), append(s.polled, polled)
 	}
-	if _, err := pass.RunTime(s.snapshot(s.origin)); err != nil {
-		return nil, fmt.Errorf("offlinerun: %w", err)
-	}
-	for _, q := range w.Queries {
-		if !slices.ContainsFunc(doc.Queries, func(p planner.QueryPlan) bool { return p.Name == q.Name }) {
-			return nil, fmt.Errorf("offlinerun: query %s is not in the plan", q.Name)
-		}
-	}
+	s.steps = make([]launched, len(w.Queries))
 	s.result.Plans = append(s.result.Plans, doc)
-	// The plan takes its first pool as ready by its first step: the
-	// operator asks for it a planned lead time ahead.
-	first := s.initialRequest()
-	for range doc.Requests[0].Nodes {
-		s.nodes = append(s.nodes, node{requested: first, ready: first.Add(s.lead)})
+	config := OperatorConfig{
+		Workload: w, Learning: o.Learning,
+		Rules: pass.Rules{
+			Dispatch: dispatch.Settings{Sizes: w.Pool.Sizes, Policy: w.Planning.Policy, MaxAttempts: maxAttempts, Backoff: 30 * time.Second},
+			Poll:     o.Poll,
+		},
+		// The first plan was made before its windows opened, with
+		// nothing arrived.
+		Plan: &pass.Plan{Doc: *doc, Inputs: specs, Reason: pass.Initial, Models: pass.ModelsOf(w), Arrivals: &pass.Arrivals{Made: doc.Origin}},
 	}
-	if !o.AskAhead {
+	if o.Replan != nil {
+		config.Rules.Rates, config.Rules.RateWindow = o.Replan.Rates, o.Replan.Window
+	}
+	// The plan takes its first pool as ready by its first step: the
+	// operator asks for it a planned lead time ahead (AskAhead), and times
+	// that request; nodes that arrived before the run began are timed at
+	// its first pass. Otherwise the first pool is ready at the origin.
+	s.nodes = make([]time.Time, doc.Requests[0].Nodes)
+	if o.AskAhead {
+		first := s.initialRequest()
 		for i := range s.nodes {
-			s.nodes[i] = node{requested: s.origin, ready: s.origin}
+			s.nodes[i] = first.Add(s.lead)
 		}
+		if n := len(s.nodes); n > 0 {
+			config.Pending = &learn.NodeRequest{Nodes: n, Since: first}
+		}
+	} else {
+		for i := range s.nodes {
+			s.nodes[i] = s.origin
+		}
+	}
+	var err error
+	if s.operator, err = NewOperator(config); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -336,7 +342,7 @@ func newSim(w planner.Workload, doc *planner.Document, o Options) (*sim, error) 
 // nodes: the plan's lead time before its first step (AskAhead).
 func (s *sim) initialRequest() time.Time {
 	planned := time.Duration(s.w.Pool.ProvisioningLeadTime * float64(time.Second))
-	doc := &s.plan.Doc
+	doc := s.doc
 	if len(doc.Steps) == 0 {
 		return s.origin.Add(-planned)
 	}
@@ -347,35 +353,10 @@ func (s *sim) initialRequest() time.Time {
 	return at(s.origin, first).Add(-planned)
 }
 
-// priced is the workload as plans price it now: with what was learned,
-// when the run learns.
-func (s *sim) priced() planner.Workload {
-	if s.o.Learning == nil {
-		return s.w
-	}
-	if s.learned == nil {
-		w := s.o.Learning.Priced(s.w, s.own, s.result.Leads)
-		s.learned = &w
-	}
-	return *s.learned
-}
-
-// snapshot is what the operator's pass would observe at now.
-func (s *sim) snapshot(now time.Time) *pass.Snapshot {
-	w := replan.WithOrigin(s.priced(), now)
-	ready := s.ready(now)
-	return &pass.Snapshot{
-		Now: now, Workload: w, Queries: s.queries, Plan: s.plan, Inputs: specs,
-		Ready: ready, PreviousReady: s.previousReady,
-		Lead:  time.Duration(w.Pool.ProvisioningLeadTime * float64(time.Second)),
-		Rules: s.rules,
-	}
-}
-
 // horizon is when a run that has not finished is given up: well after the
 // last deadline and the plan's last request.
 func (s *sim) horizon() time.Time {
-	doc := &s.plan.Doc
+	doc := s.doc
 	last := at(doc.Origin, doc.Requests[len(doc.Requests)-1].At).Sub(s.origin).Seconds()
 	for _, q := range s.w.Queries {
 		last = max(last, q.Deadline)
@@ -390,35 +371,31 @@ func (s *sim) run() (Result, error) {
 			return Result{}, errors.New("offlinerun: the run does not progress")
 		}
 		s.finishStep(now)
-		s.measureArrivals(now)
-		if err := s.observe(now); err != nil {
+		obs, err := s.observe(now)
+		if err != nil {
 			return Result{}, err
 		}
-		snap := s.snapshot(now)
-		verdict, err := pass.Judge(snap)
+		d, err := s.operator.Pass(obs)
 		if err != nil {
-			return Result{}, fmt.Errorf("offlinerun: %w", err)
+			return Result{}, err
 		}
-		if verdict.Reason != "" {
-			if err := s.replan(snap, verdict.Reason); err != nil {
-				return Result{}, err
-			}
-			snap = s.snapshot(now)
+		if d.Plan != nil {
+			s.doc = &d.Plan.Doc
+			s.result.Replans = append(s.result.Replans, now.Sub(s.origin).Seconds())
+			s.result.Reasons = append(s.result.Reasons, d.Plan.Reason)
+			s.result.Plans = append(s.result.Plans, s.doc)
 		}
-		dqs, err := pass.RunTime(snap)
-		if err != nil {
-			return Result{}, fmt.Errorf("offlinerun: %w", err)
+		if d.Measured {
+			s.result.Leads = append(s.result.Leads, d.Lead.Seconds())
 		}
-		acts := pass.Act(snap, dqs)
-		s.resize(now, acts.Request)
-		if l := acts.Decision.Launch; l != nil && s.running == nil {
+		s.resize(now, d.Request)
+		if l := d.Launch; l != nil && s.running == nil {
 			s.launch(now, *l)
 		}
-		s.previousReady = snap.Ready
 		if s.done(now) || now.After(s.horizon()) {
 			break
 		}
-		now = s.next(now, acts.Next)
+		now = s.next(now, d.Next)
 	}
 	s.close(now)
 	return s.result, nil
@@ -427,51 +404,41 @@ func (s *sim) run() (Result, error) {
 // ready is the nodes ready at now.
 func (s *sim) ready(now time.Time) int {
 	n := 0
-	for _, nd := range s.nodes {
-		if !nd.ready.After(now) {
+	for _, ready := range s.nodes {
+		if !ready.After(now) {
 			n++
 		}
 	}
 	return n
 }
 
-// observe brings every query's arrivals and, with rates measured
-// (Options.Replan), its rate over the rate window up to now, as the
-// operator's pass reads its inputs.
-func (s *sim) observe(now time.Time) error {
+// observe is what the operator's pass reads at now: every query's launched
+// steps, its arrivals and, with rates measured (Options.Replan), its rate
+// over the rate window; and the ready nodes.
+func (s *sim) observe(now time.Time) (Observation, error) {
+	obs := Observation{Now: now, Ready: s.ready(now), Queries: make([]QueryObservation, 0, len(s.w.Queries))}
 	for i, q := range s.w.Queries {
-		pq := &s.queries[i]
 		n, err := s.sources[i].Arrived(context.Background(), now)
 		if err != nil {
-			return err
+			return Observation{}, err
 		}
-		pq.Arrived, pq.Rate = n, 0
+		l := &s.steps[i]
+		qo := QueryObservation{Name: q.Name, Batches: l.batches, Partials: l.partials, Final: l.final, Arrived: n}
+		if !s.polled[i] {
+			qo.ArrivalOf = s.sources[i].ArrivalOf
+		}
 		start, end := at(s.origin, q.WindowStart), at(s.origin, q.WindowEnd)
 		if s.o.Replan != nil && now.Sub(start) >= s.o.Replan.Window && now.Before(end) {
 			window := s.o.Replan.Window
 			earlier, err := s.sources[i].Arrived(context.Background(), now.Add(-window))
 			if err != nil {
-				return err
+				return Observation{}, err
 			}
-			pq.Rate = float64(n-earlier) / window.Seconds()
+			qo.Rate = float64(n-earlier) / window.Seconds()
 		}
+		obs.Queries = append(obs.Queries, qo)
 	}
-	return nil
-}
-
-// replan makes a new plan at the snapshot's instant, as the operator's
-// pass does (pass.Search, replan.Plan), and makes it the plan in force.
-func (s *sim) replan(snap *pass.Snapshot, reason string) error {
-	in := pass.Search(snap)
-	doc, assumed, err := replan.Plan(in.Workload, in.Observed, s.rules.Rates, in.Nodes, in.Busy)
-	if err != nil {
-		return fmt.Errorf("offlinerun: re-planning (%s) at %.0fs: %w", reason, snap.Now.Sub(s.origin).Seconds(), err)
-	}
-	s.result.Replans = append(s.result.Replans, snap.Now.Sub(s.origin).Seconds())
-	s.result.Reasons = append(s.result.Reasons, reason)
-	s.result.Plans = append(s.result.Plans, &doc)
-	s.plan = &pass.Plan{Doc: doc, Inputs: specs, Reason: reason, Assumed: assumed, Models: pass.ModelsOf(snap.Workload), Arrivals: pass.ArrivalsOf(snap)}
-	return nil
+	return obs, nil
 }
 
 // StepObservation is what the learner sees of a step that ran: its kind,
@@ -489,7 +456,7 @@ func StepObservation(st planner.Step) learn.Observation {
 // later; fewer nodes go at once, the newest first.
 func (s *sim) resize(now time.Time, wanted int) {
 	for len(s.nodes) < wanted {
-		s.nodes = append(s.nodes, node{requested: now, ready: now.Add(s.lead)})
+		s.nodes = append(s.nodes, now.Add(s.lead))
 	}
 	s.nodes = s.nodes[:wanted]
 	offset := now.Sub(s.origin).Seconds()
@@ -500,8 +467,8 @@ func (s *sim) resize(now time.Time, wanted int) {
 }
 
 func (s *sim) launch(now time.Time, l dispatch.Step) {
-	qi := slices.IndexFunc(s.queries, func(q pass.Query) bool { return q.Name == l.Query })
-	q := &s.queries[qi]
+	qi := slices.IndexFunc(s.w.Queries, func(q planner.Query) bool { return q.Name == l.Query })
+	q := &s.steps[qi]
 	truth := s.truth[qi]
 	modelled := truth.MergeSeconds(l.Nodes, l.Inputs)
 	if l.Kind == planner.StepBatch {
@@ -512,11 +479,11 @@ func (s *sim) launch(now time.Time, l dispatch.Step) {
 	attempt := dispatch.Attempt{Number: l.Attempt, State: dispatch.Running, Started: now, Launched: now, Nodes: l.Nodes, Inputs: l.Inputs}
 	switch l.Kind {
 	case planner.StepBatch:
-		q.Batches = append(q.Batches, dispatch.Batch{From: l.FromTuple, To: l.ToTuple, Attempt: attempt})
+		q.batches = append(q.batches, dispatch.Batch{From: l.FromTuple, To: l.ToTuple, Attempt: attempt})
 	case planner.StepPartial:
-		q.Partials = append(q.Partials, attempt)
+		q.partials = append(q.partials, attempt)
 	default:
-		q.Final = &attempt
+		q.final = &attempt
 	}
 	step := planner.Step{
 		Query: l.Query, Kind: l.Kind, Index: l.Index, FromTuple: l.FromTuple, ToTuple: l.ToTuple, Inputs: l.Inputs,
@@ -525,55 +492,40 @@ func (s *sim) launch(now time.Time, l dispatch.Step) {
 	s.running = &running{query: qi, kind: l.Kind, index: l.Index, end: end, step: step}
 }
 
-// measureArrivals records the lead times of the nodes that have arrived by
-// now and were asked for during the run, once each, as the operator
-// measures a request met.
-func (s *sim) measureArrivals(now time.Time) {
-	for i := range s.nodes {
-		n := &s.nodes[i]
-		// Without AskAhead the first plan's initial nodes are ready when
-		// asked for, which measures nothing.
-		if !n.measured && n.ready.After(n.requested) && !n.ready.After(now) {
-			n.measured = true
-			s.result.Leads = append(s.result.Leads, n.ready.Sub(n.requested).Seconds())
-			s.learned = nil
-		}
-	}
-}
-
-// finishStep ends the running step if it is due, and observes it for
-// learning.
+// finishStep ends the running step if it is due: the operator's next pass
+// observes it, and learns from it.
 func (s *sim) finishStep(now time.Time) {
 	r := s.running
 	if r == nil || r.end.After(now) {
 		return
 	}
-	q := &s.queries[r.query]
+	q := &s.steps[r.query]
 	var a *dispatch.Attempt
 	switch r.kind {
 	case planner.StepBatch:
-		a = &q.Batches[r.index].Attempt
+		a = &q.batches[r.index].Attempt
 	case planner.StepPartial:
-		a = &q.Partials[r.index]
+		a = &q.partials[r.index]
 	default:
-		a = q.Final
+		a = q.final
 	}
 	a.State, a.Ended = dispatch.Succeeded, r.end
 	s.result.Steps = append(s.result.Steps, r.step)
-	s.own[q.Name] = append(s.own[q.Name], StepObservation(r.step))
-	s.learned = nil
 	s.running = nil
 }
+
+// finished says whether the query's final merge has succeeded.
+func (l *launched) finished() bool { return l.final != nil && l.final.State == dispatch.Succeeded }
 
 // done is when every final merge has ended and the plan asks for no more
 // than it does at its end.
 func (s *sim) done(now time.Time) bool {
-	for i := range s.queries {
-		if !s.queries[i].Finished() {
+	for i := range s.steps {
+		if !s.steps[i].finished() {
 			return false
 		}
 	}
-	doc := &s.plan.Doc
+	doc := s.doc
 	return !at(doc.Origin, doc.Requests[len(doc.Requests)-1].At).After(now)
 }
 
@@ -585,9 +537,9 @@ func (s *sim) next(now, next time.Time) time.Time {
 	if s.running != nil {
 		next = dispatch.Earliest(next, s.running.end)
 	}
-	for _, n := range s.nodes {
-		if n.ready.After(now) {
-			next = dispatch.Earliest(next, n.ready)
+	for _, ready := range s.nodes {
+		if ready.After(now) {
+			next = dispatch.Earliest(next, ready)
 		}
 	}
 	if !next.After(now) {
@@ -601,9 +553,9 @@ func (s *sim) close(now time.Time) {
 	end := now.Sub(s.origin).Seconds()
 	s.result.Requested = append(s.result.Requested, planner.NodeLevel{At: end, Nodes: 0})
 	s.result.Cost = planner.Cost(s.result.Requested, s.w.Pool)
-	for i := range s.queries {
-		q := &s.queries[i]
-		if !q.Finished() || q.Final.Ended.After(q.Deadline) {
+	for i, q := range s.w.Queries {
+		l := &s.steps[i]
+		if !l.finished() || l.final.Ended.After(at(s.origin, q.Deadline)) {
 			s.result.Missed = append(s.result.Missed, q.Name)
 		}
 	}

@@ -63,9 +63,10 @@ type RecurringResult struct {
 	Windows []WindowResult
 }
 
-// maxObservations bounds the observations kept per query, and the lead
-// times kept, the newest: older ones weigh next to nothing (learn's
-// half-life) and would only slow the fit.
+// maxObservations bounds the observations kept per query, the newest:
+// older ones weigh next to nothing (learn's half-life) and would only slow
+// the fit. The lead times kept are as many as a schedule's status keeps
+// (learn.MaxLeadTimes).
 const maxObservations = 256
 
 // RunRecurring runs o.Windows consecutive windows of w, whose cost models
@@ -145,18 +146,18 @@ func RunRecurring(w planner.Workload, o RecurringOptions) (RecurringResult, erro
 			next[name] = obs
 		}
 		for _, st := range r.Steps {
-			next[st.Query] = newest(append(slices.Clone(next[st.Query]), StepObservation(st)))
+			next[st.Query] = newest(append(slices.Clone(next[st.Query]), StepObservation(st)), maxObservations)
 		}
 		inherited = next
-		leads = newest(append(slices.Clone(leads), r.Leads...))
+		leads = newest(append(slices.Clone(leads), r.Leads...), learn.MaxLeadTimes)
 	}
 	return out, nil
 }
 
-// newest keeps the last maxObservations of xs.
-func newest[T any](xs []T) []T {
-	if len(xs) > maxObservations {
-		return append([]T(nil), xs[len(xs)-maxObservations:]...)
+// newest keeps the last n of xs.
+func newest[T any](xs []T, n int) []T {
+	if len(xs) > n {
+		return append([]T(nil), xs[len(xs)-n:]...)
 	}
 	return xs
 }

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"math"
 	"strconv"
 	"time"
 
@@ -40,7 +41,8 @@ func LeadTime(es *laxityv1alpha1.ElasticSchedule) time.Duration {
 }
 
 // ObserveLeadTime brings the schedule's measured lead time up to date after
-// a pass asked the pool for requested nodes and saw ready ones: a request
+// a pass asked the pool for requested nodes and saw ready ones, through the
+// measurement the offline run shares (learn.LeadTimes.Observe): a request
 // above the ready count starts a measurement, the ready count reaching it
 // ends one (an observation), a request withdrawn before it was met is
 // dropped. It returns the lead time just observed, zero when none.
@@ -49,38 +51,47 @@ func ObserveLeadTime(es *laxityv1alpha1.ElasticSchedule, requested, ready int32,
 		es.Status.LeadTime = nil
 		return 0
 	}
-	lt := es.Status.LeadTime
-	if lt == nil {
-		lt = &laxityv1alpha1.LearnedLeadTime{}
+	m := leadTimesOf(es.Status.LeadTime)
+	observed, measured := m.Observe(int(requested), int(ready), now)
+	es.Status.LeadTime = leadTimeStatus(m, DeclaredLeadTime(es))
+	if !measured {
+		return 0
 	}
-	var observed time.Duration
-	switch p := lt.Pending; {
-	case p != nil && ready >= p.Nodes:
-		observed = max(now.Sub(p.Since.Time), 0)
-		lt.Observations = append(lt.Observations, metav1.Duration{Duration: observed.Round(time.Second)})
-		if n := len(lt.Observations); n > laxityv1alpha1.MaxLeadTimeObservations {
-			lt.Observations = lt.Observations[n-laxityv1alpha1.MaxLeadTimeObservations:]
-		}
-		lt.Pending = nil
-	case p != nil && requested <= ready:
-		lt.Pending = nil
-	}
-	if lt.Pending == nil && requested > ready && observed == 0 {
-		lt.Pending = &laxityv1alpha1.PendingNodeRequest{Nodes: requested, Since: metav1.Time{Time: now}}
-	}
-	if len(lt.Observations) > 0 {
-		seconds := make([]float64, len(lt.Observations))
-		for i, o := range lt.Observations {
-			seconds[i] = o.Seconds()
-		}
-		learned := learn.LeadTime(DeclaredLeadTime(es).Seconds(), seconds, learn.Defaults)
-		lt.Learned = &metav1.Duration{Duration: costmodel.Duration(learned).Round(time.Second)}
-	}
-	if lt.Pending == nil && len(lt.Observations) == 0 {
-		lt = nil
-	}
-	es.Status.LeadTime = lt
 	return observed
+}
+
+// leadTimesOf is the measurement a schedule's status keeps.
+func leadTimesOf(lt *laxityv1alpha1.LearnedLeadTime) learn.LeadTimes {
+	var m learn.LeadTimes
+	if lt == nil {
+		return m
+	}
+	if p := lt.Pending; p != nil {
+		m.Pending = &learn.NodeRequest{Nodes: int(p.Nodes), Since: p.Since.Time}
+	}
+	for _, o := range lt.Observations {
+		m.Measured = append(m.Measured, o.Duration)
+	}
+	return m
+}
+
+// leadTimeStatus is the measurement as a schedule's status keeps it, with
+// the lead time learned from it; nil when there is nothing to keep.
+func leadTimeStatus(m learn.LeadTimes, declared time.Duration) *laxityv1alpha1.LearnedLeadTime {
+	if m.Pending == nil && len(m.Measured) == 0 {
+		return nil
+	}
+	lt := &laxityv1alpha1.LearnedLeadTime{}
+	if p := m.Pending; p != nil {
+		lt.Pending = &laxityv1alpha1.PendingNodeRequest{Nodes: int32(min(p.Nodes, math.MaxInt32)), Since: metav1.Time{Time: p.Since}}
+	}
+	for _, d := range m.Measured {
+		lt.Observations = append(lt.Observations, metav1.Duration{Duration: d})
+	}
+	if len(m.Measured) > 0 {
+		lt.Learned = &metav1.Duration{Duration: m.Learned(declared, learn.Defaults)}
+	}
+	return lt
 }
 
 // Observations are the query's finished steps in this window, as learning
@@ -158,6 +169,19 @@ func ParseLearned(l *laxityv1alpha1.LearnedModel) (model costmodel.Model, margin
 		percent = 0
 	}
 	return model, percent / 100, true
+}
+
+// AsRecorded is what plans price a query with once l is recorded in its
+// status (LearnedStatus) and read back (Learned): the coefficients within
+// what the API holds and the margin to a tenth of a percent. The offline
+// run learns through it, so that it plans with the numbers the operator's
+// plans are made from, to the bit.
+func AsRecorded(l learn.Learned) (costmodel.Model, float64) {
+	model, margin, ok := ParseLearned(LearnedStatus(l, nil, true))
+	if !ok {
+		return l.Model, l.Margin
+	}
+	return model, margin
 }
 
 // WithLearned makes pq, the planner's form of q, plan with what was learned

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -199,5 +200,46 @@ func TestLearnedStatusRoundTrips(t *testing.T) {
 func TestMaxLeadTimeIsTheAPIBound(t *testing.T) {
 	if got, want := float64(learn.MaxLeadTimeSeconds), laxityv1alpha1.MaxDuration.Seconds(); got != want {
 		t.Errorf("learn.MaxLeadTimeSeconds = %v, the API's MaxDuration %v s", got, want)
+	}
+}
+
+// The lead times the offline run keeps are as many as a schedule's status
+// holds, so that both learn the lead time from the same measurements.
+func TestMaxLeadTimesIsWhatTheStatusKeeps(t *testing.T) {
+	if learn.MaxLeadTimes != laxityv1alpha1.MaxLeadTimeObservations {
+		t.Errorf("learn.MaxLeadTimes = %d, the status keeps %d", learn.MaxLeadTimes, laxityv1alpha1.MaxLeadTimeObservations)
+	}
+}
+
+// What the offline run prices a query with is what the operator's plans
+// read back from its status: the margin to a tenth of a percent, the
+// coefficients within the API's bound.
+func TestAsRecorded(t *testing.T) {
+	l := learn.Learned{
+		Model: costmodel.Model{
+			Batch: costmodel.Linear{Overhead: 2e6, Serial: 2.3e-8, Parallel: 1.7e-5},
+			Merge: costmodel.Linear{Overhead: 10.123456789, Serial: 0.1, Parallel: 1.0 / 3},
+		},
+		Margin: 0.123456,
+	}
+	model, margin := AsRecorded(l)
+	want := l.Model
+	want.Batch.Overhead = laxityv1alpha1.MaxCoefficientSeconds
+	if model != want {
+		t.Errorf("model %+v, want %+v", model, want)
+	}
+	if math.Abs(margin-0.123) > 1e-12 {
+		t.Errorf("margin %v, want 12.3%%", margin)
+	}
+	es := builder.AnalyticsSchedule()
+	q := builder.AnalyticsQuery("q1", nil)
+	q.Status.Learned = LearnedStatus(l, nil, true)
+	pq, err := Query(&q, origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	WithLearned(es, &q, &pq)
+	if pq.Cost != model || pq.Margin != margin {
+		t.Errorf("the operator plans with %+v and %v, the offline run with %+v and %v", pq.Cost, pq.Margin, model, margin)
 	}
 }
