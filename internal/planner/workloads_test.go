@@ -63,6 +63,18 @@ func tpchWorkload(d, r float64) Workload {
 	return w
 }
 
+// tpchFineWorkload is the sample at 1D and rate factor r with the stream's
+// tuples arriving in units of unit tuples instead of files of 9,500: the
+// grid plans it as it does the sample, and the reshaping has finer places
+// to cut.
+func tpchFineWorkload(r float64, unit int64) Workload {
+	w := tpchWorkload(1, r)
+	for i := range w.Queries {
+		w.Queries[i].Granularity = unit
+	}
+	return w
+}
+
 // generatedWorkload is n queries with windows of 20 minutes to 3 hours over
 // 24 hours, most of them opening in business hours (08:00–18:00), with
 // deadlines 10–60 minutes after their windows: at the daytime peak the
