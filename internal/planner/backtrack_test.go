@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
 )
 
 // chainOfFour is chain with a fourth query: q1-q4 all ready at 10 s, 40 s a
@@ -95,4 +96,77 @@ func TestBacktrackStepSkipsRestartPointsWhereItCan(t *testing.T) {
 	if !approxEqual(d.Chosen.Cost, 0.356) {
 		t.Errorf("K=2 cost = %v, want 0.356", d.Chosen.Cost)
 	}
+}
+
+// walkOutcome is what genSchedule leaves: whether it found a schedule, the
+// schedule, and the events it simulated.
+type walkOutcome struct {
+	found   bool
+	entries []entry
+	events  int
+}
+
+// walkEveryCell runs genSchedule, then the segments' re-planning, on every
+// initial size and factor of w, with or without the echo.
+func walkEveryCell(t failer, w Workload, noEcho bool) []walkOutcome {
+	p, err := prepare(w)
+	if err != nil {
+		t.Fatalf("%s: %v", w.Name, err)
+	}
+	var out []walkOutcome
+	for _, f := range w.Planning.BatchSizeFactors {
+		ls := p.layouts(f, w.Pool.Sizes)
+		for initial := range w.Pool.Sizes {
+			p.budget = &budget{}
+			s := p.newSim(ls)
+			s.noEcho = noEcho
+			found := s.genSchedule(0, initial, w.Planning.BacktrackStep)
+			if found {
+				s.replanSegments(initial, w.Planning.BacktrackStep)
+			}
+			out = append(out, walkOutcome{found: found, entries: s.entries, events: p.budget.events})
+		}
+	}
+	return out
+}
+
+// TestEchoIsTheWalkItSkips holds the echo to the runs it replaces: with
+// it, every cell of the grid ends with the same schedule, entry for entry,
+// as when every run of every backtracking walk is simulated, and on the
+// sample at four times its rate, whose walks cross idle gaps, it
+// simulates fewer events.
+func TestEchoIsTheWalkItSkips(t *testing.T) {
+	for _, w := range []Workload{tpchWorkload(1, 4), tpchFineWorkload(4, 950), tpchWorkload(0.5, 2), generatedWorkload(60, 2), chainOfFour()} {
+		with, without := walkEveryCell(t, w, false), walkEveryCell(t, w, true)
+		saved := 0
+		for i := range with {
+			if diff := cmp.Diff(without[i].entries, with[i].entries, cmp.AllowUnexported(entry{})); diff != "" || with[i].found != without[i].found {
+				t.Fatalf("%s, cell %d: found %v with the echo, %v without; entries (-without +with):\n%s", w.Name, i, with[i].found, without[i].found, diff)
+			}
+			saved += without[i].events - with[i].events
+		}
+		if saved < 0 {
+			t.Errorf("%s: the echo simulated %d events more than the walks it replaces", w.Name, -saved)
+		}
+		if w.Name == "tpch" && saved == 0 {
+			t.Errorf("%s: the echo saved no event", w.Name)
+		}
+	}
+}
+
+// TestPropertyEchoIsTheWalkItSkips is TestEchoIsTheWalkItSkips on random
+// workloads.
+func TestPropertyEchoIsTheWalkItSkips(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		w := workloadGen.Draw(rt, "workload")
+		if _, err := prepare(w); err != nil {
+			rt.Skip(err)
+		}
+		with, without := walkEveryCell(rt, w, false), walkEveryCell(rt, w, true)
+		for i := range with {
+			if diff := cmp.Diff(without[i].entries, with[i].entries, cmp.AllowUnexported(entry{})); diff != "" || with[i].found != without[i].found {
+				rt.Fatalf("cell %d: found %v with the echo, %v without; entries (-without +with):\n%s", i, with[i].found, without[i].found, diff)
+			}
+		}
+	})
 }

@@ -67,6 +67,85 @@ type sim struct {
 	takenFrom *queue
 	// budget ends the run when the search's context does; nil never does.
 	budget *budget
+	// echo, set during a backtracking walk, is the walk's previous run;
+	// noEcho has every run of a walk simulated in full, for the tests that
+	// hold the echo to what it replaces.
+	echo   *echo
+	noEcho bool
+}
+
+// echo is the previous run of a backtracking walk, which failed on the
+// walk's pool size: the next run starts earlier on the same size, and once
+// it stands where that run stood after one of its entries (the same
+// batches done, the last ending at the same instant) it can only go on
+// as that run did, to the same failure. Two runs meet so after an idle
+// gap: more nodes before a gap end the batches before it sooner, and the
+// pool waits for the same next batch. The run then takes the rest of the
+// schedule from the echo instead of simulating it again.
+type echo struct {
+	// entries are the schedule the run failed with, from index base on;
+	// the run simulated those from index from on.
+	entries    []entry
+	base, from int
+	fail       failure
+	// surplus is, by query, how many more of its batches the new run has
+	// scheduled than the schedule of the echo holds at the same index;
+	// unequal counts the queries where that is not 0.
+	surplus []int
+	unequal int
+}
+
+// record makes the failed run that restarted at from, whose schedule s
+// holds, the echo of the next run of the walk, which restarts at next.
+func (e *echo) record(s *sim, from, next int, fail failure) {
+	e.entries = append(e.entries[:0], s.entries[next:]...)
+	e.base, e.from, e.fail = next, from, fail
+	if len(e.surplus) != len(s.layouts) {
+		e.surplus = make([]int, len(s.layouts))
+	}
+	clear(e.surplus)
+	e.unequal = 0
+}
+
+// count adds n to query q's surplus.
+func (e *echo) count(q, n int) {
+	before := e.surplus[q]
+	e.surplus[q] += n
+	switch {
+	case before == 0:
+		e.unequal++
+	case e.surplus[q] == 0:
+		e.unequal--
+	}
+}
+
+// follow compares the entry s just scheduled with the echo's at the same
+// index; when the two runs stand in the same place, it appends the rest of
+// the echo's schedule to s and returns the echo's failure.
+func (s *sim) follow() (*failure, bool) {
+	e := s.echo
+	j := len(s.entries) - 1
+	if j-e.base >= len(e.entries) {
+		// The run is past where the echo failed: they cannot meet.
+		s.echo = nil
+		return nil, false
+	}
+	mine, theirs := s.entries[j], e.entries[j-e.base]
+	if mine.query != theirs.query {
+		e.count(mine.query, 1)
+		e.count(theirs.query, -1)
+	}
+	// The echo's entries before index from were not simulated on the
+	// walk's size, so only a state from which it ran can be taken.
+	if e.unequal != 0 || j+1 < e.from || mine.end != theirs.end {
+		return nil, false
+	}
+	for _, rest := range e.entries[j+1-e.base:] {
+		s.next[rest.query]++
+	}
+	s.entries = append(s.entries, e.entries[j+1-e.base:]...)
+	fail := e.fail
+	return &fail, true
 }
 
 // newSim starts a simulation at t = 0 over layouts, which it only reads:
@@ -302,6 +381,11 @@ func (s *sim) run(nodes nodePolicy, stop stopRule) *failure {
 			return &failure{query: best.query, slack: best.slack, start: best.start}
 		}
 		now = s.schedule(best.query, best.start, nodes.size(best.start))
+		if s.echo != nil {
+			if fail, met := s.follow(); met {
+				return fail
+			}
+		}
 		if q := best.query; s.position[q] < s.joined && s.next[q] < s.layouts[q].batches() {
 			s.rekey(nodes.size(now))
 			s.enqueue(q, now)
@@ -393,10 +477,17 @@ func (s *sim) genSchedule(floor, initial, step int) bool {
 	size := initial
 	restart := floor
 	var firstPass []entry
+	// walk is the walk's previous run on size, while there is one.
+	var walk echo
+	walking := false
 	for {
 		s.budget.tick()
 		s.truncate(restart)
+		if walking {
+			s.echo = &walk
+		}
 		fail := s.run(nodePolicy{fixed: size}, stopOnNegativeSlack)
+		s.echo = nil
 		if fail == nil {
 			return true
 		}
@@ -404,9 +495,12 @@ func (s *sim) genSchedule(floor, initial, step int) bool {
 			firstPass = append([]entry{}, s.entries[floor:]...)
 		}
 		if back, ok := s.backtrack(restart, floor, step, fail.start); ok {
+			walk.record(s, restart, back, *fail)
+			walking = !s.noEcho
 			restart = back
 			continue
 		}
+		walking = false
 		size++
 		if size == len(s.sizes) {
 			return false
