@@ -118,7 +118,7 @@ func walkEveryCell(t failer, w Workload, noEcho bool) []walkOutcome {
 		ls := p.layouts(f, w.Pool.Sizes)
 		for initial := range w.Pool.Sizes {
 			p.budget = &budget{}
-			s := p.newSim(ls)
+			s := p.newSim(ls, firstReadyOrder(ls))
 			s.noEcho = noEcho
 			found := s.genSchedule(0, initial, w.Planning.BacktrackStep)
 			if found {

@@ -79,6 +79,7 @@ type improver struct {
 	// every query whose ends are the same slice.
 	planned shape
 	layouts []layout
+	order   readyOrder
 }
 
 // sameEnds reports whether a and b are the same slice: the same batch ends,
@@ -194,7 +195,7 @@ func (im *improver) delayIncreases(cur trial) (trial, bool) {
 				continue
 			}
 			sizes[j]--
-			t := im.replaySizes(cur.o.sim.layouts, sizes)
+			t := im.replaySizes(cur.o.sim, sizes)
 			sizes[j]++
 			if im.helps(t, cur) {
 				cur, helped, improved = t, true, true
@@ -208,12 +209,13 @@ func (im *improver) delayIncreases(cur trial) (trial, bool) {
 	return cur, improved
 }
 
-// replaySizes schedules the layouts with the i-th step on pool size index
-// sizes[i] (the last one's for any further step), stopping at the first
-// query late; the trial is late when it misses a deadline less its reserve.
-func (im *improver) replaySizes(layouts []layout, sizes []int) trial {
+// replaySizes schedules the layouts of from with the i-th step on pool size
+// index sizes[i] (the last one's for any further step), stopping at the
+// first query late; the trial is late when it misses a deadline less its
+// reserve.
+func (im *improver) replaySizes(from *sim, sizes []int) trial {
 	p := im.p
-	s := p.newSim(layouts)
+	s := p.newSim(from.layouts, readyOrder{byFirstReady: from.byFirstReady, position: from.position})
 	policy := nodePolicy{at: func(float64) int { return sizes[min(len(s.entries), len(sizes)-1)] }}
 	if s.run(policy, stopWhenLate) != nil {
 		return trial{}
@@ -314,17 +316,33 @@ const gainTolerance = 1e-4
 func (im *improver) plan(sh shape) trial {
 	p := im.p
 	ls := make([]layout, len(sh))
+	// moved is the one query whose first batch is ready at another time
+	// than in the last shape planned, if only one is: the others keep
+	// their order.
+	const none = -1
+	first := len(im.planned) != len(sh)
+	moved, many := none, first
 	for i, ends := range sh {
-		if len(im.planned) == len(sh) && sameEnds(im.planned[i], ends) {
+		if !first && sameEnds(im.planned[i], ends) {
 			ls[i] = im.layouts[i]
 			continue
 		}
 		ls[i] = layoutOf(i, p.w.Queries[i], p.arrivals[i], p.costs[i], ends)
 		ls[i].precompute(p.w.Pool.Sizes)
+		if !first && ls[i].ready[0] != im.layouts[i].ready[0] {
+			many = many || moved != none
+			moved = i
+		}
+	}
+	switch {
+	case many:
+		im.order = firstReadyOrder(ls)
+	case moved != none:
+		im.order = im.order.moved(ls, moved)
 	}
 	im.planned, im.layouts = sh, ls
 	newSim := func() *sim {
-		s := p.newSim(ls)
+		s := p.newSim(ls, im.order)
 		s.sizes = s.sizes[:im.sizes]
 		if s.readyAt != nil {
 			s.readyAt = s.readyAt[:im.sizes]

@@ -148,10 +148,10 @@ func sizeIndex(sizes []int, nodes int) int {
 	return 0
 }
 
-// newSim is a simulation of layouts on the workload's pool under the
-// search's budget.
-func (p *prepared) newSim(ls []layout) *sim {
-	s := newSim(ls, p.w.Pool.Sizes, p.w.Planning.Policy)
+// newSim is a simulation of layouts, in their readyOrder, on the
+// workload's pool under the search's budget.
+func (p *prepared) newSim(ls []layout, order readyOrder) *sim {
+	s := newSimInOrder(ls, order, p.w.Pool.Sizes, p.w.Planning.Policy)
 	s.budget = p.budget
 	if p.w.Pool.Now != nil {
 		s.readyAt = make([]float64, len(p.w.Pool.Sizes))
@@ -207,6 +207,7 @@ func (o *outcome) better(than *outcome, objective Objective) bool {
 type factorLayouts struct {
 	factor  int
 	layouts []layout
+	order   readyOrder
 	// hopeless is the paper's "a feasible schedule is not possible even on
 	// reaching the maximum number of nodes" (section 3.1), tested once up
 	// front: backtracking only ever gives batches sizes up to the largest,
@@ -218,9 +219,10 @@ type factorLayouts struct {
 
 func (p *prepared) factorLayouts(factor int) factorLayouts {
 	ls := p.layouts(factor, p.w.Pool.Sizes)
-	probe := p.newSim(ls)
+	order := firstReadyOrder(ls)
+	probe := p.newSim(ls, order)
 	hopeless := probe.run(nodePolicy{fixed: len(p.w.Pool.Sizes) - 1}, stopOnNegativeSlack) != nil
-	return factorLayouts{factor: factor, layouts: ls, hopeless: hopeless}
+	return factorLayouts{factor: factor, layouts: ls, order: order, hopeless: hopeless}
 }
 
 // layouts cuts every query into the batches of one factor, ready to be
@@ -237,7 +239,7 @@ func (p *prepared) layouts(factor int, sizes []int) []layout {
 // candidate simulates one (initial size, factor) cell: GenSchedule, then the
 // segment re-planning and idle release of section 3.2.
 func (p *prepared) candidate(initial int, f factorLayouts) *outcome {
-	s := p.newSim(f.layouts)
+	s := p.newSim(f.layouts, f.order)
 	o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[initial], BatchSizeFactor: f.factor}, sim: s}
 	if f.hopeless || !s.genSchedule(0, initial, p.w.Planning.BacktrackStep) {
 		return o
@@ -271,9 +273,9 @@ func (p *prepared) closest(factors []factorLayouts) (*outcome, *Failure) {
 		// The slack test says which query fails first when every query
 		// finishes in time but only by rounding; the full run says by how
 		// much the first late query misses otherwise.
-		probe := p.newSim(f.layouts)
+		probe := p.newSim(f.layouts, f.order)
 		fail := probe.run(nodePolicy{fixed: largest}, stopOnNegativeSlack)
-		s := p.newSim(f.layouts)
+		s := p.newSim(f.layouts, f.order)
 		s.run(nodePolicy{fixed: largest}, runToEnd)
 		o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[largest], BatchSizeFactor: f.factor}, sim: s}
 		p.price(o)
@@ -418,7 +420,7 @@ func (p *prepared) replay(o *outcome, initial int, rho float64) bool {
 		}
 		return idx
 	}
-	s := p.newSim(ls)
+	s := p.newSim(ls, firstReadyOrder(ls))
 	return s.run(nodePolicy{at: nodesAt}, stopWhenLate) == nil
 }
 

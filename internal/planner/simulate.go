@@ -1,8 +1,9 @@
 package planner
 
 import (
+	"cmp"
 	"math"
-	"sort"
+	"slices"
 )
 
 // eps absorbs floating-point noise when comparing times.
@@ -151,18 +152,60 @@ func (s *sim) follow() (*failure, bool) {
 // newSim starts a simulation at t = 0 over layouts, which it only reads:
 // the candidates of one factor share them.
 func newSim(layouts []layout, sizes []int, policy Policy) *sim {
-	s := &sim{layouts: layouts, sizes: sizes, policy: policy, next: make([]int, len(layouts))}
-	s.byFirstReady = make([]int, len(layouts))
-	for i := range s.byFirstReady {
-		s.byFirstReady[i] = i
+	return newSimInOrder(layouts, firstReadyOrder(layouts), sizes, policy)
+}
+
+// readyOrder is the order of the queries of some layouts by the readiness
+// of their first batch, then by index (byFirstReady), and each query's
+// place in it (position): what every simulation of the layouts shares.
+type readyOrder struct {
+	byFirstReady, position []int
+}
+
+// firstReadyOrder is the readyOrder of layouts.
+func firstReadyOrder(layouts []layout) readyOrder {
+	o := readyOrder{byFirstReady: make([]int, len(layouts)), position: make([]int, len(layouts))}
+	for i := range o.byFirstReady {
+		o.byFirstReady[i] = i
 	}
-	sort.SliceStable(s.byFirstReady, func(a, b int) bool {
-		return s.layouts[s.byFirstReady[a]].ready[0] < s.layouts[s.byFirstReady[b]].ready[0]
+	slices.SortFunc(o.byFirstReady, func(a, b int) int {
+		return firstReadyCompare(layouts, a, b)
 	})
-	s.position = make([]int, len(layouts))
-	for i, q := range s.byFirstReady {
-		s.position[q] = i
+	for i, q := range o.byFirstReady {
+		o.position[q] = i
 	}
+	return o
+}
+
+// firstReadyCompare orders queries a and b of layouts by the readiness of
+// their first batch, then by index.
+func firstReadyCompare(layouts []layout, a, b int) int {
+	if c := cmp.Compare(layouts[a].ready[0], layouts[b].ready[0]); c != 0 {
+		return c
+	}
+	return cmp.Compare(a, b)
+}
+
+// moved is o for layouts in which only query q's first batch may be ready
+// at another time than in the layouts of o: q is taken out and put back in
+// its place, without sorting the others again. o is not changed.
+func (o readyOrder) moved(layouts []layout, q int) readyOrder {
+	order := slices.Delete(slices.Clone(o.byFirstReady), o.position[q], o.position[q]+1)
+	at, _ := slices.BinarySearchFunc(order, q, func(other, q int) int {
+		return firstReadyCompare(layouts, other, q)
+	})
+	order = slices.Insert(order, at, q)
+	next := readyOrder{byFirstReady: order, position: slices.Clone(o.position)}
+	for i := min(at, o.position[q]); i <= max(at, o.position[q]); i++ {
+		next.position[order[i]] = i
+	}
+	return next
+}
+
+// newSimInOrder is newSim for layouts whose readyOrder is known.
+func newSimInOrder(layouts []layout, order readyOrder, sizes []int, policy Policy) *sim {
+	s := &sim{layouts: layouts, sizes: sizes, policy: policy, next: make([]int, len(layouts))}
+	s.byFirstReady, s.position = order.byFirstReady, order.position
 	deadline, work := 0.0, 0.0
 	for i := range layouts {
 		l := &layouts[i]
