@@ -31,7 +31,7 @@ func BenchmarkSearchTPCH(b *testing.B) {
 // bill/grid is the plan's executable bill over the best grid cell's.
 func BenchmarkSearchTPCH4xFine(b *testing.B) {
 	for _, unit := range []int64{950, 1900} {
-		w := tpchFineWorkload(4, unit)
+		w := tpch4xFineWorkload(unit)
 		b.Run(fmt.Sprintf("granularity=%d", unit), func(b *testing.B) {
 			bill := billOverGrid(b, w)
 			b.ReportAllocs()

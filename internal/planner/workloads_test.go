@@ -63,12 +63,12 @@ func tpchWorkload(d, r float64) Workload {
 	return w
 }
 
-// tpchFineWorkload is the sample at 1D and rate factor r with the stream's
-// tuples arriving in units of unit tuples instead of files of 9,500: the
-// grid plans it as it does the sample, and the reshaping has finer places
-// to cut.
-func tpchFineWorkload(r float64, unit int64) Workload {
-	w := tpchWorkload(1, r)
+// tpch4xFineWorkload is the sample at 1D and four times its rate with the
+// stream's tuples arriving in units of unit tuples instead of files of
+// 9,500: the grid plans it as it does the sample, and the reshaping has
+// finer places to cut.
+func tpch4xFineWorkload(unit int64) Workload {
+	w := tpchWorkload(1, 4)
 	for i := range w.Queries {
 		w.Queries[i].Granularity = unit
 	}
