@@ -80,6 +80,41 @@ type improver struct {
 	planned shape
 	layouts []layout
 	order   readyOrder
+	// spare holds the layouts of the last trial discarded, when it is
+	// also the last planned, and idle simulations no plan holds: storage
+	// the next trial reuses, so that a trial of a thousand queries does not
+	// allocate its layouts and schedules anew.
+	spare     []layout
+	spareSims []*sim
+}
+
+// discard tells the improver that nothing holds trial t any more: its
+// storage is the next trial's.
+func (im *improver) discard(t trial) {
+	if t.o == nil {
+		return
+	}
+	if s := t.o.sim; len(s.layouts) > 0 && len(im.layouts) > 0 && &s.layouts[0] == &im.layouts[0] {
+		im.spare = s.layouts
+	}
+	im.spareSims = append(im.spareSims, t.o.sim)
+}
+
+// newSim is a simulation of ls in order on the pool sizes the pass may
+// use, in an idle simulation's storage when there is one.
+func (im *improver) newSim(ls []layout, order readyOrder) *sim {
+	var s *sim
+	if n := len(im.spareSims); n > 0 {
+		s, im.spareSims = im.spareSims[n-1], im.spareSims[:n-1]
+	} else {
+		s = new(sim)
+	}
+	im.p.resetSim(s, ls, order)
+	s.sizes = s.sizes[:im.sizes]
+	if s.readyAt != nil {
+		s.readyAt = s.readyAt[:im.sizes]
+	}
+	return s
 }
 
 // sameEnds reports whether a and b are the same slice: the same batch ends,
@@ -135,6 +170,7 @@ func (p *prepared) improve(start *outcome, initial, until int) *outcome {
 			continue
 		}
 		capped := *im
+		capped.spare, capped.spareSims = nil, nil
 		capped.sizes = peak + 1
 		capped.until = p.budget.events + share
 		// A capped plan that is late and already costs as much as the
@@ -201,6 +237,9 @@ func (im *improver) delayIncreases(cur trial) (trial, bool) {
 				cur, helped, improved = t, true, true
 				break
 			}
+			if t.o != nil {
+				im.spareSims = append(im.spareSims, t.o.sim)
+			}
 		}
 		if !helped {
 			break
@@ -215,12 +254,10 @@ func (im *improver) delayIncreases(cur trial) (trial, bool) {
 // reserve.
 func (im *improver) replaySizes(from *sim, sizes []int) trial {
 	p := im.p
-	s := p.newSim(from.layouts, readyOrder{byFirstReady: from.byFirstReady, position: from.position})
+	s := im.newSim(from.layouts, readyOrder{byFirstReady: from.byFirstReady, position: from.position})
 	policy := nodePolicy{at: func(float64) int { return sizes[min(len(s.entries), len(sizes)-1)] }}
-	if s.run(policy, stopWhenLate) != nil {
-		return trial{}
-	}
-	if late := im.short(s); late > 0 {
+	if s.run(policy, stopWhenLate) != nil || im.short(s) > 0 {
+		im.spareSims = append(im.spareSims, s)
 		return trial{}
 	}
 	first := s.entries[0].nodes
@@ -265,6 +302,7 @@ func (im *improver) search(cur trial, sh shape) (trial, shape, bool) {
 				cur, sh, helped, improved = t, next, true, true
 				break
 			}
+			im.discard(t)
 		}
 		if helped {
 			unhelped = 0
@@ -315,7 +353,10 @@ const gainTolerance = 1e-4
 // is, against the deadlines less the reserve, on the largest of them.
 func (im *improver) plan(sh shape) trial {
 	p := im.p
-	ls := make([]layout, len(sh))
+	// The layouts of the last trial discarded are written over: each
+	// query's of the last shape planned is read before its own is.
+	ls := reuse(im.spare, len(sh))
+	im.spare = nil
 	// moved is the one query whose first batch is ready at another time
 	// than in the last shape planned, if only one is: the others keep
 	// their order.
@@ -327,12 +368,13 @@ func (im *improver) plan(sh shape) trial {
 			ls[i] = im.layouts[i]
 			continue
 		}
-		ls[i] = layoutOf(i, p.w.Queries[i], p.arrivals[i], p.costs[i], ends)
-		ls[i].precompute(p.w.Pool.Sizes)
-		if !first && ls[i].ready[0] != im.layouts[i].ready[0] {
+		l := layoutOf(i, p.w.Queries[i], p.arrivals[i], p.costs[i], ends)
+		l.precompute(p.w.Pool.Sizes)
+		if !first && l.ready[0] != im.layouts[i].ready[0] {
 			many = many || moved != none
 			moved = i
 		}
+		ls[i] = l
 	}
 	switch {
 	case many:
@@ -341,21 +383,15 @@ func (im *improver) plan(sh shape) trial {
 		im.order = im.order.moved(ls, moved)
 	}
 	im.planned, im.layouts = sh, ls
-	newSim := func() *sim {
-		s := p.newSim(ls, im.order)
-		s.sizes = s.sizes[:im.sizes]
-		if s.readyAt != nil {
-			s.readyAt = s.readyAt[:im.sizes]
-		}
-		return s
-	}
 	for initial := im.initial; initial < im.sizes; initial++ {
-		s := newSim()
+		s := im.newSim(ls, im.order)
 		if !s.genSchedule(0, initial, p.w.Planning.BacktrackStep) {
+			im.spareSims = append(im.spareSims, s)
 			continue
 		}
 		s.replanSegments(initial, p.w.Planning.BacktrackStep)
 		if im.short(s) > 0 {
+			im.spareSims = append(im.spareSims, s)
 			continue
 		}
 		o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[initial], BatchSizeFactor: im.factor, Feasible: true}, sim: s}
@@ -363,7 +399,7 @@ func (im *improver) plan(sh shape) trial {
 		return trial{o: o}
 	}
 	largest := im.sizes - 1
-	s := newSim()
+	s := im.newSim(ls, im.order)
 	s.run(nodePolicy{fixed: largest}, runToEnd)
 	o := &outcome{Candidate: Candidate{InitialNodes: p.w.Pool.Sizes[largest], BatchSizeFactor: im.factor}, sim: s}
 	p.price(o)

@@ -21,6 +21,10 @@ type prepared struct {
 	// noPlan is set when a bound proves that no plan meets every deadline
 	// (provablyLate): neither the reshaping nor the other order is tried.
 	noPlan bool
+	// readyAt is, by pool size index, when the pool can first have that
+	// many nodes (Pool.Now), computed for the first simulation that needs
+	// it; simulations only read it.
+	readyAt []float64
 }
 
 // outcome is one simulated candidate.
@@ -151,13 +155,21 @@ func sizeIndex(sizes []int, nodes int) int {
 // newSim is a simulation of layouts, in their readyOrder, on the
 // workload's pool under the search's budget.
 func (p *prepared) newSim(ls []layout, order readyOrder) *sim {
-	s := newSimInOrder(ls, order, p.w.Pool.Sizes, p.w.Planning.Policy)
+	return p.resetSim(new(sim), ls, order)
+}
+
+// resetSim is newSim in the storage of s, a simulation no longer read.
+func (p *prepared) resetSim(s *sim, ls []layout, order readyOrder) *sim {
+	s.reset(ls, order, p.w.Pool.Sizes, p.w.Planning.Policy)
 	s.budget = p.budget
 	if p.w.Pool.Now != nil {
-		s.readyAt = make([]float64, len(p.w.Pool.Sizes))
-		for i, n := range p.w.Pool.Sizes {
-			s.readyAt[i] = p.w.Pool.readyAt(n)
+		if p.readyAt == nil {
+			p.readyAt = make([]float64, len(p.w.Pool.Sizes))
+			for i, n := range p.w.Pool.Sizes {
+				p.readyAt[i] = p.w.Pool.readyAt(n)
+			}
 		}
+		s.readyAt = p.readyAt
 	}
 	return s
 }

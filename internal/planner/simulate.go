@@ -73,6 +73,14 @@ type sim struct {
 	// hold the echo to what it replaces.
 	echo   *echo
 	noEcho bool
+	// walk, firstPass and saved are the storage genSchedule and
+	// replanSegments reuse from one call to the next (and reset from one
+	// simulation to the next): the previous run of a walk, the first
+	// pass's schedule and the schedule a re-planned segment replaces.
+	walk             echo
+	firstPass, saved []entry
+	// spans is the storage timeline reuses.
+	spans []span
 }
 
 // echo is the previous run of a backtracking walk, which failed on the
@@ -204,8 +212,22 @@ func (o readyOrder) moved(layouts []layout, q int) readyOrder {
 
 // newSimInOrder is newSim for layouts whose readyOrder is known.
 func newSimInOrder(layouts []layout, order readyOrder, sizes []int, policy Policy) *sim {
-	s := &sim{layouts: layouts, sizes: sizes, policy: policy, next: make([]int, len(layouts))}
-	s.byFirstReady, s.position = order.byFirstReady, order.position
+	return new(sim).reset(layouts, order, sizes, policy)
+}
+
+// reset makes s what newSimInOrder makes, in the storage of a simulation
+// that is no longer read, and returns it.
+func (s *sim) reset(layouts []layout, order readyOrder, sizes []int, policy Policy) *sim {
+	old := *s
+	*s = sim{
+		layouts: layouts, sizes: sizes, policy: policy,
+		byFirstReady: order.byFirstReady, position: order.position,
+		next:  reuse(old.next, len(layouts)),
+		exact: old.exact[:0], ready: queue{old.ready.items[:0]}, pending: queue{old.pending.items[:0]},
+		walk:      echo{entries: old.walk.entries[:0], surplus: old.walk.surplus},
+		firstPass: old.firstPass[:0], saved: old.saved[:0], spans: old.spans[:0],
+	}
+	clear(s.next)
 	deadline, work := 0.0, 0.0
 	for i := range layouts {
 		l := &layouts[i]
@@ -221,8 +243,16 @@ func newSimInOrder(layouts []layout, order readyOrder, sizes []int, policy Polic
 	for i := range layouts {
 		batches += len(layouts[i].to)
 	}
-	s.entries = make([]entry, 0, batches)
+	s.entries = reuse(old.entries, batches)[:0]
 	return s
+}
+
+// reuse is xs with length n, in its own storage when that is large enough.
+func reuse[T any](xs []T, n int) []T {
+	if cap(xs) < n {
+		return make([]T, n)
+	}
+	return xs[:n]
 }
 
 // readyKey is the part of a ready query's priority that does not change
@@ -519,26 +549,25 @@ func (s *sim) schedule(q int, start float64, nodes int) float64 {
 func (s *sim) genSchedule(floor, initial, step int) bool {
 	size := initial
 	restart := floor
-	var firstPass []entry
-	// walk is the walk's previous run on size, while there is one.
-	var walk echo
+	passed := false // whether firstPass holds this call's first pass
+	// walking is whether s.walk is the walk's previous run on size.
 	walking := false
 	for {
 		s.budget.tick()
 		s.truncate(restart)
 		if walking {
-			s.echo = &walk
+			s.echo = &s.walk
 		}
 		fail := s.run(nodePolicy{fixed: size}, stopOnNegativeSlack)
 		s.echo = nil
 		if fail == nil {
 			return true
 		}
-		if firstPass == nil {
-			firstPass = append([]entry{}, s.entries[floor:]...)
+		if !passed {
+			s.firstPass, passed = append(s.firstPass[:0], s.entries[floor:]...), true
 		}
 		if back, ok := s.backtrack(restart, floor, step, fail.start); ok {
-			walk.record(s, restart, back, *fail)
+			s.walk.record(s, restart, back, *fail)
 			walking = !s.noEcho
 			restart = back
 			continue
@@ -550,8 +579,8 @@ func (s *sim) genSchedule(floor, initial, step int) bool {
 		}
 		restart = max(len(s.entries)-1, floor)
 		if size > initial+1 {
-			restart = min(restart, floor+len(firstPass))
-			s.replace(floor, firstPass[:restart-floor])
+			restart = min(restart, floor+len(s.firstPass))
+			s.replace(floor, s.firstPass[:restart-floor])
 		}
 	}
 }
@@ -597,9 +626,9 @@ func (s *sim) replanSegments(initial, step int) {
 		if e.nodes <= initial || e.start <= s.entries[j-1].end+eps {
 			continue
 		}
-		saved := append([]entry{}, s.entries[j:]...)
+		s.saved = append(s.saved[:0], s.entries[j:]...)
 		if !s.genSchedule(j, initial, step) {
-			s.replace(j, saved)
+			s.replace(j, s.saved)
 		}
 	}
 }

@@ -49,11 +49,11 @@ type span struct {
 // timeline is the instantaneous node timeline of the schedule (see
 // instantTimeline).
 func (s *sim) timeline(idle int, billingMinimum float64) []NodeLevel {
-	spans := make([]span, len(s.entries))
+	s.spans = reuse(s.spans, len(s.entries))
 	for i, e := range s.entries {
-		spans[i] = span{start: e.start, end: e.end, nodes: s.sizes[e.nodes]}
+		s.spans[i] = span{start: e.start, end: e.end, nodes: s.sizes[e.nodes]}
 	}
-	return instantTimeline(spans, idle, billingMinimum)
+	return instantTimeline(s.spans, idle, billingMinimum)
 }
 
 // NodeTimeline is the instantaneous node timeline of a plan's steps (in
