@@ -19,14 +19,14 @@ import (
 // makes the plan less late or, once on time, cheaper.
 
 // The improvement phase may simulate improvementShare times as many events
-// as the grid search did, and at least minImprovementEvents: a small
-// multiple of the grid's work on large workloads, and enough on small ones
-// to reshape every query many times, on a pool capped at each smaller peak
-// and on one free to grow. The bound counts work, not time, so
-// the plan is the same on any machine.
+// as the grid search did, and at least minImprovementEvents: the grid's
+// own work on large workloads, and on small ones enough to reshape every
+// query many times, on a pool capped at each smaller peak and on one free
+// to grow. The bound counts work, not time, so the plan is the same on any
+// machine; what the phase cannot improve within it, it leaves.
 const (
-	improvementShare     = 2
-	minImprovementEvents = 1 << 18
+	improvementShare     = 1
+	minImprovementEvents = 1 << 17
 )
 
 // reserveSeconds is the slack the improvement phase leaves every query, or
