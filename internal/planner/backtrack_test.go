@@ -136,7 +136,7 @@ func walkEveryCell(t failer, w Workload, noEcho bool) []walkOutcome {
 // sample at four times its rate, whose walks cross idle gaps, it
 // simulates fewer events.
 func TestEchoIsTheWalkItSkips(t *testing.T) {
-	for _, w := range []Workload{tpchWorkload(1, 4), tpch4xFineWorkload(950), tpchWorkload(0.5, 2), generatedWorkload(60, 2), chainOfFour()} {
+	for _, w := range []Workload{tpchWorkload(1, 4), tpch4xFineWorkload(t, 950), tpchWorkload(0.5, 2), generatedWorkload(60, 2), chainOfFour()} {
 		with, without := walkEveryCell(t, w, false), walkEveryCell(t, w, true)
 		saved := 0
 		for i := range with {

@@ -24,14 +24,16 @@ func BenchmarkSearchTPCH(b *testing.B) {
 	}
 }
 
-// BenchmarkSearchTPCH4xFine is BenchmarkSearchTPCH at 4× with the
-// stream's tuples arriving in units of 950 and 1,900 tuples, a tenth and
-// a fifth of the sample's: hundreds of batches at the small factors, and
-// boundaries the reshaping may move to ten or five times as many places.
-// bill/grid is the plan's executable bill over the best grid cell's.
+// BenchmarkSearchTPCH4xFine plans the sample as laxity plan reads it at 4×
+// its rate with the stream's tuples arriving in units of 950 and 1,900
+// tuples, a tenth and a fifth of the sample's: hundreds of batches at the
+// small factors, and boundaries the reshaping may move to ten or five
+// times as many places (BenchmarkPlanProcessTPCH4xFine in internal/cli is
+// the whole process on it). bill/grid is the plan's executable bill over
+// the best grid cell's.
 func BenchmarkSearchTPCH4xFine(b *testing.B) {
 	for _, unit := range []int64{950, 1900} {
-		w := tpch4xFineWorkload(unit)
+		w := tpch4xFineWorkload(b, unit)
 		b.Run(fmt.Sprintf("granularity=%d", unit), func(b *testing.B) {
 			bill := billOverGrid(b, w)
 			b.ReportAllocs()

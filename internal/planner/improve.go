@@ -26,7 +26,7 @@ import (
 // machine; what the phase cannot improve within it, it leaves.
 const (
 	improvementShare     = 1
-	minImprovementEvents = 1 << 17
+	minImprovementEvents = 3 << 16
 )
 
 // reserveSeconds is the slack the improvement phase leaves every query, or

@@ -63,14 +63,18 @@ func tpchWorkload(d, r float64) Workload {
 	return w
 }
 
-// tpch4xFineWorkload is the sample at 1D and four times its rate with the
-// stream's tuples arriving in units of unit tuples instead of files of
-// 9,500: the grid plans it as it does the sample, and the reshaping has
-// finer places to cut.
-func tpch4xFineWorkload(unit int64) Workload {
-	w := tpchWorkload(1, 4)
+// tpch4xFineWorkload is the sample as the operator reads it
+// (config/samples/tpch.yaml, the golden tpch-tpch workload) at four times
+// its rate, with the stream's tuples arriving in units of unit tuples
+// instead of files of 9,500: the grid plans it as it does the sample, and
+// the reshaping has finer places to cut.
+func tpch4xFineWorkload(tb testing.TB, unit int64) Workload {
+	tb.Helper()
+	w := goldenWorkload(tb, "tpch-tpch")
 	for i := range w.Queries {
-		w.Queries[i].Granularity = unit
+		q := &w.Queries[i]
+		q.Rates = []RateSegment{{TuplesPerSecond: 4 * q.Rates[0].TuplesPerSecond}}
+		q.Granularity = unit
 	}
 	return w
 }
