@@ -26,7 +26,7 @@ import (
 // machine; what the phase cannot improve within it, it leaves.
 const (
 	improvementShare     = 1
-	minImprovementEvents = 3 << 16
+	minImprovementEvents = 1 << 18
 )
 
 // reserveSeconds is the slack the improvement phase leaves every query, or
