@@ -29,8 +29,11 @@ type budget struct {
 	ctx   context.Context
 	ticks int
 	// events counts every simulated event of the search: what the
-	// improvement phase measures its share of the work by.
-	events int
+	// improvement phase measures its share of the work by. A run that
+	// takes the rest of its schedule from an echo counts the events
+	// simulating it would have, so that the echo saves time but moves no
+	// plan; echoed is how many of them it did not simulate.
+	events, echoed int
 }
 
 // abort unwinds a search whose context ended; PlanContext recovers it.
@@ -54,6 +57,20 @@ func (b *budget) tick() {
 	}
 	b.ticks++
 	b.events++
+	if b.ticks >= checkEvery {
+		b.ticks = 0
+		b.check()
+	}
+}
+
+// echo counts n events a run took from an echo as simulated.
+func (b *budget) echo(n int) {
+	if b == nil {
+		return
+	}
+	b.echoed += n
+	b.ticks += n
+	b.events += n
 	if b.ticks >= checkEvery {
 		b.ticks = 0
 		b.check()

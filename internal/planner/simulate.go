@@ -149,10 +149,14 @@ func (s *sim) follow() (*failure, bool) {
 	if e.unequal != 0 || j+1 < e.from || mine.end != theirs.end {
 		return nil, false
 	}
-	for _, rest := range e.entries[j+1-e.base:] {
-		s.next[rest.query]++
+	rest := e.entries[j+1-e.base:]
+	for _, r := range rest {
+		s.next[r.query]++
 	}
-	s.entries = append(s.entries, e.entries[j+1-e.base:]...)
+	s.entries = append(s.entries, rest...)
+	// Simulated, the run would have gone round once for each of these
+	// entries and once more to its failure.
+	s.budget.echo(len(rest) + 1)
 	fail := e.fail
 	return &fail, true
 }
