@@ -12,14 +12,7 @@ func BenchmarkSearchTPCH(b *testing.B) {
 	for _, rate := range []float64{1, 2, 4} {
 		w := tpchWorkload(1, rate)
 		b.Run(fmt.Sprintf("rate=%gx", rate), func(b *testing.B) {
-			bill := billOverGrid(b, w)
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := Plan(w); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(bill, "bill/grid")
+			benchmarkPlan(b, w)
 		})
 	}
 }
@@ -35,16 +28,23 @@ func BenchmarkSearchTPCH4xFine(b *testing.B) {
 	for _, unit := range []int64{950, 1900} {
 		w := tpch4xFineWorkload(b, unit)
 		b.Run(fmt.Sprintf("granularity=%d", unit), func(b *testing.B) {
-			bill := billOverGrid(b, w)
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := Plan(w); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(bill, "bill/grid")
+			benchmarkPlan(b, w)
 		})
 	}
+}
+
+// benchmarkPlan plans w in the benchmark's loop and reports the plan's
+// bill over the grid's (billOverGrid).
+func benchmarkPlan(b *testing.B, w Workload) {
+	b.Helper()
+	bill := billOverGrid(b, w)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Plan(w); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(bill, "bill/grid")
 }
 
 // billOverGrid is w's plan's executable bill over the best grid cell's,
@@ -65,15 +65,7 @@ func billOverGrid(b *testing.B, w Workload) float64 {
 
 // BenchmarkSearchGenerated1000 plans 1,000 queries spread over 24 hours.
 func BenchmarkSearchGenerated1000(b *testing.B) {
-	w := generatedWorkload(1000, 1)
-	bill := billOverGrid(b, w)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Plan(w); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(bill, "bill/grid")
+	benchmarkPlan(b, generatedWorkload(1000, 1))
 }
 
 // BenchmarkSearchQueries plans generated workloads of 1,000 to 10,000
