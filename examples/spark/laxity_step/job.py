@@ -8,6 +8,7 @@ examples/spark/README.md for what is tested.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Dict, List, Sequence
 
@@ -97,7 +98,7 @@ def _kafka_views(spark, kafka: slices.KafkaSlice, opts: job_options.Options) -> 
     reader = (
         spark.read.format("kafka")
         .option("kafka.bootstrap.servers", opts.kafka_bootstrap_servers)
-        .options(**opts.kafka_options)
+        .options(**job_options.kafka_client_options(opts, os.environ))
         # Exactly the slice's partitions and offsets; a record missing from
         # the range (retention deleted it) fails the batch rather than
         # shrinking it.

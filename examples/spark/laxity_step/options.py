@@ -18,10 +18,14 @@ input's bytes become tables.
   --table=<name>=<uri>        a static table every batch joins with, read whole
                               (Parquet)
   --kafka-bootstrap-servers=<host:port,...>
-  --kafka-option=<key>=<value>  a Kafka client setting (kafka.security.protocol=SASL_SSL, ...)
+  --kafka-option=<key>=<value>  a Kafka client setting (kafka.security.protocol=SASL_SSL, ...);
+                              with kafka.sasl.mechanism and no kafka.sasl.jaas.config, the
+                              job builds the latter from the environment variables
+                              KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD (from a Secret)
   --tuple-column=<name>       with an input location (spec.input.location) and no
                               slice: the column numbering the stream's tuples, whose
                               values in [from-tuple, to-tuple) are the batch's
+  @<path>                     more options from a file in the image, one a line
 
 Spark settings named spark.laxity.* are laxity's: it drops a template's own.
 """
@@ -31,7 +35,7 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .params import ParameterError
 
@@ -62,6 +66,12 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise ParameterError("job options: %s" % message)
 
+    def convert_arg_line_to_args(self, arg_line: str) -> List[str]:
+        # An @file holds one option a line; blank lines and # comments are
+        # skipped.
+        line = arg_line.strip()
+        return [] if not line or line.startswith("#") else [line]
+
 
 def _pairs(values: Sequence[str], option: str) -> List[Tuple[str, str]]:
     out = []
@@ -75,7 +85,7 @@ def _pairs(values: Sequence[str], option: str) -> List[Tuple[str, str]]:
 
 def parse(arguments: Sequence[str]) -> Options:
     """The job's options; ParameterError names the option that is wrong."""
-    p = _Parser(prog="laxity_step", add_help=False, allow_abbrev=False)
+    p = _Parser(prog="laxity_step", add_help=False, allow_abbrev=False, fromfile_prefix_chars="@")
     p.add_argument("--query", required=True)
     p.add_argument("--view", action="append", default=[])
     p.add_argument("--schema", action="append", default=[])
@@ -133,3 +143,40 @@ def parse(arguments: Sequence[str]) -> Options:
         kafka_options=kafka_options,
         tuple_column=ns.tuple_column,
     )
+
+
+_LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+
+def kafka_client_options(opts: Options, environment: Mapping[str, str]) -> Dict[str, str]:
+    """The Kafka client's options: opts' own, plus kafka.sasl.jaas.config
+    built from KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD when a SASL
+    mechanism is set and no JAAS configuration is, so that a password comes
+    from a Secret rather than from the template."""
+    out = dict(opts.kafka_options)
+    mechanism = out.get("kafka.sasl.mechanism")
+    if mechanism is None or "kafka.sasl.jaas.config" in out:
+        return out
+    if mechanism not in _LOGIN_MODULES:
+        raise ParameterError(
+            "--kafka-option=kafka.sasl.mechanism=%s: want one of %s, or set kafka.sasl.jaas.config"
+            % (mechanism, ", ".join(sorted(_LOGIN_MODULES)))
+        )
+    missing = [v for v in ("KAFKA_SASL_USERNAME", "KAFKA_SASL_PASSWORD") if v not in environment]
+    if missing:
+        raise ParameterError(
+            "--kafka-option=kafka.sasl.mechanism=%s: the environment lacks %s (or set kafka.sasl.jaas.config)"
+            % (mechanism, " and ".join(missing))
+        )
+
+    def quoted(value: str) -> str:
+        return '"%s"' % value.replace("\\", "\\\\").replace('"', '\\"')
+
+    out["kafka.sasl.jaas.config"] = "%s required username=%s password=%s;" % (
+        _LOGIN_MODULES[mechanism], quoted(environment["KAFKA_SASL_USERNAME"]), quoted(environment["KAFKA_SASL_PASSWORD"]),
+    )
+    return out

@@ -154,5 +154,31 @@ class JobOptions(unittest.TestCase):
                 self.assertIn(message, str(caught.exception))
 
 
+class KafkaClient(unittest.TestCase):
+    def parse(self, *kafka_options):
+        return options.parse(["--query=q.sql"] + ["--kafka-option=" + o for o in kafka_options])
+
+    def test_jaas_from_the_environment(self):
+        env = {"KAFKA_SASL_USERNAME": "laxity", "KAFKA_SASL_PASSWORD": 'a"b\\c'}
+        got = options.kafka_client_options(self.parse("kafka.sasl.mechanism=SCRAM-SHA-512"), env)
+        self.assertEqual(
+            got["kafka.sasl.jaas.config"],
+            'org.apache.kafka.common.security.scram.ScramLoginModule required username="laxity" password="a\\"b\\\\c";',
+        )
+        plain = options.kafka_client_options(self.parse("kafka.sasl.mechanism=PLAIN"), env)
+        self.assertTrue(plain["kafka.sasl.jaas.config"].startswith("org.apache.kafka.common.security.plain.PlainLoginModule"))
+
+    def test_given_jaas_and_no_sasl_stay_as_they_are(self):
+        given = self.parse("kafka.sasl.mechanism=PLAIN", "kafka.sasl.jaas.config=mine;")
+        self.assertEqual(options.kafka_client_options(given, {})["kafka.sasl.jaas.config"], "mine;")
+        self.assertEqual(options.kafka_client_options(self.parse("kafka.security.protocol=SSL"), {}), {"kafka.security.protocol": "SSL"})
+
+    def test_missing_credentials_are_named(self):
+        with self.assertRaisesRegex(params.ParameterError, "the environment lacks KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD"):
+            options.kafka_client_options(self.parse("kafka.sasl.mechanism=SCRAM-SHA-256"), {})
+        with self.assertRaisesRegex(params.ParameterError, "kafka.sasl.mechanism=GSSAPI: want one of PLAIN"):
+            options.kafka_client_options(self.parse("kafka.sasl.mechanism=GSSAPI"), {})
+
+
 if __name__ == "__main__":
     unittest.main()
