@@ -74,6 +74,9 @@ class Samples(unittest.TestCase):
             with self.subTest(sample=sample, query=name):
                 self.assertIn("type: Python", document)
                 self.assertIn('pythonVersion: "3"', document)
+                # Without it Spark adds four tenths of the executors' memory
+                # for Python workers the job never starts.
+                self.assertIn("memoryOverhead:", document.split("executor:", 1)[1])
                 argv = [("@" + local(a[1:])) if a.startswith("@") else a for a in arguments(document)]
                 opts = options.parse(argv)
                 self.assertEqual(opts.query, IMAGE_ROOT + "queries/%s.sql" % name, "the query file is named after the query")
