@@ -1,5 +1,6 @@
 # laxity — build, generate, test. Tools are pinned and installed into bin/ on
-# demand; `make test` needs nothing but Go.
+# demand; `make test` needs nothing but Go, and python3 for the reference
+# Spark job's tests (examples/spark; the standard library only, no Spark).
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -96,6 +97,10 @@ test: envtest $(HELM) $(KUSTOMIZE) ## Run all tests: unit, property, fuzz seeds 
 	HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" CLUSTER_BINARIES="$(CLUSTER_BINARIES) $(LOCALBIN)" \
 	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" GINKGO_TEST_FLAGS="$(GINKGO_TEST_FLAGS)" \
 		hack/test.sh
+
+.PHONY: test-python
+test-python: ## Run the reference Spark job's tests (examples/spark) with python3's unittest: parameters, input slices, idempotent results, the merge algebra and the SQL decomposition against SQLite; no Spark needed.
+	cd examples/spark && python3 -m unittest discover -s tests -t .
 
 .PHONY: e2e-cluster
 e2e-cluster: envtest cluster-binaries ## Run the local-cluster suite: kube-scheduler, kube-controller-manager, KWOK and Karpenter against envtest's control plane, and laxity on it with the scale, placeholder and capacityBuffer pool backends.

@@ -2,7 +2,8 @@
 # Runs every test, as `make test` does, in three phases:
 #
 #   1. the packages without Ginkgo suites (unit, table, property and fuzz-seed
-#      tests), the pure core's without the race detector;
+#      tests), the pure core's without the race detector, and the reference
+#      Spark job's Python tests (examples/spark, seconds, no Spark);
 #   2. the Ginkgo suites against envtest's kube-apiserver and etcd and,
 #      at the same time, the local-cluster suite (test/cluster: kube-scheduler,
 #      kube-controller-manager, KWOK and Karpenter, with laxity and its demo on
@@ -54,6 +55,7 @@ t=${SECONDS}
 if [[ -n "${pure_plain}" ]]; then go test ${GO_TEST_FLAGS/-race/} ${pure_plain}; fi
 # shellcheck disable=SC2086
 if [[ -n "${impure}" ]]; then go test ${GO_TEST_FLAGS} ${impure}; fi
+(cd examples/spark && python3 -m unittest discover -s tests -t .)
 phase "unit, property and fuzz-seed tests" "${t}"
 
 cluster_log="$(mktemp "${TMPDIR:-/tmp}/laxity-cluster-suite.XXXXXX")"

@@ -265,7 +265,7 @@ func TestRenderSample(t *testing.T) {
 			}
 			executor := spec["executor"].(map[string]any)
 			wantExecutor := secured(map[string]any{
-				"cores": int64(4), "memory": "12g",
+				"cores": int64(4), "memory": "12g", "memoryOverhead": "1536m",
 				"instances":    int64(s.ReadyNodes), // executorsPerNode: 1
 				"nodeSelector": map[string]any{"laxity.dev/pool": "tpch"},
 				"labels":       podLabels,

@@ -1,0 +1,203 @@
+"""The Spark side: one step of a query, as laxity launched it.
+
+Everything Spark-specific is here, and pyspark is imported inside the
+functions, so that the rest of the package (and its tests) runs without it.
+This module was not run against Spark in the repository's CI; see
+examples/spark/README.md for what is tested.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Dict, List, Sequence
+
+from . import options as job_options
+from . import params, slices
+from .decompose import MERGED_VIEW, PARTIALS_VIEW, Decomposition, decompose
+from .publish import publish
+from .sqltext import QueryError
+
+
+def main(argv: Sequence[str]) -> int:
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.getOrCreate()
+    try:
+        conf = {k: v for k, v in spark.sparkContext.getConf().getAll() if k.startswith(params.CONF_PREFIX)}
+        laxity_args, own_args = params.split_arguments(argv)
+        step = params.parse(laxity_args, conf)
+        opts = job_options.parse(own_args)
+        with open(opts.query) as f:
+            d = decompose(f.read())
+        run(spark, step, opts, d)
+    except (params.ParameterError, QueryError, OSError) as e:
+        print("laxity step: %s" % e, file=sys.stderr)
+        return 2
+    finally:
+        spark.stop()
+    return 0
+
+
+def run(spark, step: params.Step, opts: job_options.Options, d: Decomposition) -> None:
+    """Computes the step's result and publishes it at step.output."""
+    fs = HadoopFileSystem(spark)
+    if step.kind == params.BATCH:
+        for name, uri in sorted(opts.tables.items()):
+            spark.read.parquet(uri).createOrReplaceTempView(name)
+        for name, frame in batch_views(spark, step, opts).items():
+            frame.createOrReplaceTempView(name)
+        result = spark.sql(d.partial_sql)
+    else:
+        for location in step.inputs:
+            if not fs.exists(location):
+                raise params.ParameterError(
+                    "%s: the result %s does not exist: has its step completed?" % (params.describe("input"), location)
+                )
+        spark.read.parquet(*step.inputs).createOrReplaceTempView(PARTIALS_VIEW)
+        result = spark.sql(d.merge_sql)
+        if step.kind == params.FINAL:
+            result.createOrReplaceTempView(MERGED_VIEW)
+            # One file, in the query's ORDER BY.
+            result = spark.sql(d.final_sql).coalesce(1)
+    publish(fs, step.output, step.attempt, lambda location: result.write.mode("overwrite").parquet(location))
+    print(
+        "laxity step: %s %s %d attempt %d wrote %s" % (step.query, step.kind, step.index, step.attempt, step.output),
+        file=sys.stderr,
+    )
+
+
+def batch_views(spark, step: params.Step, opts: job_options.Options) -> Dict[str, object]:
+    """Each view's DataFrame: exactly the batch's tuples that belong to it."""
+    if not opts.views:
+        raise params.ParameterError("job options: a batch needs at least one --view=<name>[=<glob>] to read its input into")
+    source = slices.kind_of(step.slice)
+    if source == "kafka":
+        return _kafka_views(spark, slices.kafka(step.slice), opts)
+    if source == "objectstore":
+        return _object_views(spark, slices.objectstore(step.slice), opts)
+    if step.input_location:
+        return _location_views(spark, step, opts)
+    raise params.ParameterError(
+        "the batch has no input: no Kafka or object-storage slice and no %s (spec.input.location)" % params.describe("input")
+    )
+
+
+def _schema(spark, ddl: str):
+    """The StructType of a DDL column list."""
+    return spark.createDataFrame([], ddl).schema
+
+
+def _kafka_views(spark, kafka: slices.KafkaSlice, opts: job_options.Options) -> Dict[str, object]:
+    from pyspark.sql import functions as F
+
+    if not opts.kafka_bootstrap_servers:
+        raise params.ParameterError("job options: --kafka-bootstrap-servers is required for a Kafka batch")
+    if opts.format in ("parquet", "orc"):
+        raise params.ParameterError("job options: --format=%s cannot decode a Kafka record's value" % opts.format)
+    reader = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", opts.kafka_bootstrap_servers)
+        .options(**job_options.kafka_client_options(opts, os.environ))
+        # Exactly the slice's partitions and offsets; a record missing from
+        # the range (retention deleted it) fails the batch rather than
+        # shrinking it.
+        .option("assign", kafka.assign())
+        .option("startingOffsets", kafka.starting_offsets)
+        .option("endingOffsets", kafka.ending_offsets)
+        .option("failOnDataLoss", "true")
+    )
+    records = reader.load()
+    views = {}
+    for view in opts.views:
+        rows = records
+        if view.glob is not None:
+            rows = rows.where(F.col("key").cast("string").rlike(_java_regex(view.glob)))
+        value = F.col("value").cast("string")
+        schema = _schema(spark, view.schema)
+        if opts.format == "json":
+            views[view.name] = rows.select(F.from_json(value, schema, opts.read_options).alias("v")).select("v.*")
+        elif opts.format == "csv":
+            views[view.name] = rows.select(F.from_csv(value, view.schema, opts.read_options).alias("v")).select("v.*")
+        else:
+            views[view.name] = rows.select(value.alias("value"))
+    return views
+
+
+def _object_views(spark, objects: slices.ObjectSlice, opts: job_options.Options) -> Dict[str, object]:
+    views = {}
+    for view in opts.views:
+        uris = [
+            uri
+            for key, uri in zip(objects.keys, objects.uris())
+            if view.glob is None or slices.glob_matches(view.glob, key)
+        ]
+        views[view.name] = _read_files(spark, uris, view, opts)
+    return views
+
+
+def _read_files(spark, uris: List[str], view: job_options.View, opts: job_options.Options):
+    schema = _schema(spark, view.schema)
+    if not uris:
+        return spark.createDataFrame([], schema)
+    return spark.read.format(opts.format).schema(schema).options(**opts.read_options).load(uris)
+
+
+def _location_views(spark, step: params.Step, opts: job_options.Options) -> Dict[str, object]:
+    from pyspark.sql import functions as F
+
+    if not opts.tuple_column:
+        raise params.ParameterError(
+            "job options: --tuple-column is required to cut the batch's tuples [%d, %d) from %s"
+            % (step.from_tuple, step.to_tuple, params.describe("input"))
+        )
+    views = {}
+    for view in opts.views:
+        frame = (
+            spark.read.format(opts.format)
+            .schema(_schema(spark, view.schema))
+            .options(**opts.read_options)
+            .option("recursiveFileLookup", "true")
+            .load(step.input_location)
+        )
+        if view.glob is not None:
+            frame = frame.where(F.input_file_name().rlike(_java_regex(view.glob)))
+        column = F.col(opts.tuple_column)
+        views[view.name] = frame.where((column >= step.from_tuple) & (column < step.to_tuple))
+    return views
+
+
+def _java_regex(glob: str) -> str:
+    return "(?s)^" + slices.glob_regex(glob) + "$"
+
+
+class HadoopFileSystem:
+    """publish.FileSystem over Hadoop's FileSystem API (s3a, hdfs, gs, abfs,
+    file), through the JVM of the Spark driver."""
+
+    def __init__(self, spark):
+        self._jvm = spark.sparkContext._jvm
+        self._conf = spark.sparkContext._jsc.hadoopConfiguration()
+
+    def _resolve(self, location: str):
+        path = self._jvm.org.apache.hadoop.fs.Path(location)
+        return path, path.getFileSystem(self._conf)
+
+    def exists(self, location: str) -> bool:
+        path, fs = self._resolve(location)
+        return bool(fs.exists(path))
+
+    def delete(self, location: str) -> None:
+        path, fs = self._resolve(location)
+        if fs.exists(path):
+            fs.delete(path, True)
+
+    def rename(self, source: str, destination: str) -> None:
+        src, fs = self._resolve(source)
+        dst, _ = self._resolve(destination)
+        if fs.exists(dst):
+            raise OSError("renaming %s: %s exists" % (source, destination))
+        fs.mkdirs(dst.getParent())
+        if not fs.rename(src, dst):
+            raise OSError("renaming %s to %s failed" % (source, destination))
+
