@@ -191,7 +191,7 @@ func objectOf(o client.Object, kind string) *unstructured.Unstructured {
 	return u
 }
 
-var _ = Describe("A healthy tenant next to poisoned ones", Ordered, func() {
+var _ = Describe("A healthy tenant next to poisoned ones", concurrent, Ordered, func() {
 	var (
 		healthy *world
 		tenants = map[string]*poisonTenant{}
@@ -249,7 +249,7 @@ var _ = Describe("A healthy tenant next to poisoned ones", Ordered, func() {
 		healthy.create(ctx, healthy.schedule)
 		healthy.create(ctx, threeQueries(healthy.ns)...)
 
-		healthy.runFeeding(ctx, 30*time.Minute, 5*time.Second, func(ctx context.Context, now time.Time) {
+		healthy.runFeeding(ctx, 30*time.Minute, func(ctx context.Context, now time.Time) {
 			for _, p := range tenants {
 				p.reconcile(ctx, now)
 			}
