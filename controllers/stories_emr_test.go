@@ -305,7 +305,15 @@ var _ = Describe("EMR on EKS job runs that fail, are throttled and are cancelled
 				return
 			}
 			for _, run := range aws.Runs() {
-				if strings.HasPrefix(run.Name, "echo-") && run.State == emr.StateRunning {
+				if !strings.HasPrefix(run.Name, "echo-") {
+					continue
+				}
+				if run.State == emr.StatePending || run.State == emr.StateSubmitted {
+					// A look while it runs, before it can end: it starts
+					// on EMR's next look.
+					w.at(now.Add(reactWithin + time.Second))
+				}
+				if run.State == emr.StateRunning {
 					echoID, echoDeleted = run.ID, now
 					// The first cancellation is throttled past the client's
 					// retries: echo stays until the next pass cancels it.
