@@ -63,6 +63,11 @@ type world struct {
 	requested int32
 	// passes counts the schedule's reconciles.
 	passes int
+	// caughtUp, when set, waits until the reconcilers' reader (a cache)
+	// has seen every write made so far: a pass that read a step still
+	// running after it ended would be looked at again only at its next
+	// event, maybe a poll later.
+	caughtUp func(ctx context.Context)
 }
 
 type reconcileError struct {
@@ -141,6 +146,7 @@ func (w *world) pollEvery(d time.Duration) {
 // when the world must be looked at next (next).
 func (w *world) tick(ctx context.Context, now time.Time) {
 	es := w.simulate(ctx, now)
+	w.catchUp(ctx)
 	w.passes++
 	res, err := w.es.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(es)})
 	if err != nil && w.reconcileErrors != nil {
@@ -154,6 +160,7 @@ func (w *world) tick(ctx context.Context, now time.Time) {
 	}
 	Expect(err).NotTo(HaveOccurred())
 	w.requeue(now, res)
+	w.catchUp(ctx)
 	w.reconcileQueries(ctx, now, w.iq)
 	w.observe(ctx, now)
 	w.follow(ctx, now, es)
@@ -212,6 +219,14 @@ func (w *world) follow(ctx context.Context, now time.Time, es *laxityv1alpha1.El
 	}
 	if w.aws != nil && w.jobRunsMoving() {
 		w.wake(now.Add(reactWithin))
+	}
+}
+
+// catchUp waits for the reconcilers' reader, when it is a cache, to see
+// every write made so far.
+func (w *world) catchUp(ctx context.Context) {
+	if w.caughtUp != nil {
+		w.caughtUp(ctx)
 	}
 }
 
