@@ -10,7 +10,8 @@
 #   3. then, still beside it, the Ginkgo suites against envtest's
 #      kube-apiserver and etcd: the controllers suite in two processes (its
 #      specs labelled concurrent with the race detector, the others without,
-#      see below), the other suites with it;
+#      see below), the other suites with it, and the experiments' claims
+#      tests (internal/experiments), the longest package, beside them;
 #   4. the e2e suite (the built binary), alone, because its demo runs on a
 #      clock scaled 400 times and needs the machine to itself.
 #
@@ -51,6 +52,11 @@ suites="$(grep "${ginkgo}" <<<"${pkgs}" | cut -d' ' -f1 || true)"
 # tests ten times over; the rest runs with GO_TEST_FLAGS.
 # shellcheck disable=SC2046 # one pattern per line
 pure="$(go list $(hack/verify-purity.sh --list))"
+# The experiments' claims tests carry out hundreds of simulated windows and
+# are the longest package by far; they run in the background beside the
+# envtest suites, which mostly wait, instead of holding up phase 3.
+experiments=github.com/laxity-dev/laxity/internal/experiments
+plain="$(grep -vxF "${experiments}" <<<"${plain}" || true)"
 impure="$(grep -vxF -f <(printf '%s\n' "${pure}") <<<"${plain}" || true)"
 pure_plain="$(grep -xF -f <(printf '%s\n' "${pure}") <<<"${plain}" || true)"
 
@@ -58,6 +64,10 @@ cluster_log="$(mktemp "${TMPDIR:-/tmp}/laxity-cluster-suite.XXXXXX")"
 cluster_pid=""
 jobs_pids=()
 logs=("${cluster_log}")
+# Every background job gets a process group of its own (job control), so
+# that the trap below stops it with everything it started: the local
+# cluster's API server, scheduler, KWOK and Karpenter, a suite's envtest.
+set -m
 if [[ "${SKIP_CLUSTER:-}" != 1 ]]; then
 	(
 		t=${SECONDS}
@@ -70,7 +80,14 @@ if [[ "${SKIP_CLUSTER:-}" != 1 ]]; then
 	cluster_started=${SECONDS}
 fi
 # Whatever ends the script stops what runs in the background.
-trap 'kill -- ${cluster_pid} "${jobs_pids[@]}" 2>/dev/null; rm -f "${logs[@]}"' EXIT
+stop_all() {
+	local pid
+	for pid in ${cluster_pid} "${jobs_pids[@]}"; do
+		kill -- "-${pid}" 2>/dev/null || true
+	done
+	rm -f "${logs[@]}"
+}
+trap stop_all EXIT
 
 t=${SECONDS}
 # shellcheck disable=SC2086 # word splitting of the flags and packages
@@ -107,13 +124,15 @@ if grep -qxF "${controllers}" <<<"${suites}"; then
 fi
 # shellcheck disable=SC2086
 if [[ -n "${other_suites}" ]]; then background go test ${GO_TEST_FLAGS} ${other_suites} ${GINKGO_TEST_FLAGS}; fi
+# shellcheck disable=SC2086
+background go test ${GO_TEST_FLAGS} "${experiments}"
 suites_status=0
 for i in "${!jobs_pids[@]}"; do
 	wait "${jobs_pids[i]}" || suites_status=$?
 	cat "${jobs_logs[i]}"
 done
 jobs_pids=()
-phase "envtest suites" "${t}"
+phase "envtest suites and experiments" "${t}"
 
 cluster_status=0
 if [[ -n "${cluster_pid}" ]]; then
