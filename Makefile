@@ -92,7 +92,7 @@ cluster-binaries: ## Build the local cluster's kube-scheduler, kube-controller-m
 	@$(CLUSTER_BINARIES) $(LOCALBIN) >/dev/null
 
 .PHONY: test
-test: envtest $(HELM) $(KUSTOMIZE) ## Run all tests: unit, property, fuzz seeds and envtest suites (with the chart and kustomize manifests) with -race; the local-cluster suite beside them (building its binaries on first use); then the e2e suite (the built binary).
+test: envtest $(HELM) $(KUSTOMIZE) ## Run all tests: unit, property, fuzz seeds and envtest suites (with the chart and kustomize manifests), with -race where goroutines run (hack/test.sh); the local-cluster suite beside them (building its binaries on first use); then the e2e suite (the built binary).
 	KUBEBUILDER_ASSETS="$$(KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN))" \
 	HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" CLUSTER_BINARIES="$(CLUSTER_BINARIES) $(LOCALBIN)" \
 	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" GINKGO_TEST_FLAGS="$(GINKGO_TEST_FLAGS)" \

@@ -362,7 +362,7 @@ var _ = Describe("Metrics of a schedule's run", Ordered, func() {
 			builder.Query(w.ns, "doomed").Rate("30").Window(origin.Add(5*time.Minute), 3*time.Minute).Slack(4*time.Minute).Obj(),
 		)
 		// Past doomed's deadline (12 minutes), and a while on.
-		for t := origin; !t.After(origin.Add(14 * time.Minute)); t = t.Add(10 * time.Second) {
+		for t := origin; !t.After(origin.Add(14 * time.Minute)); t = w.next(t) {
 			w.tick(ctx, t)
 		}
 		w.report(ctx)

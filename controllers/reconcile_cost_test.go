@@ -462,7 +462,7 @@ func reconcileCostIts(run func() *costRun) {
 // reconcile of each schedule and each query through a client backed by an
 // informer cache, as in the manager. Heap in use (after GC) is read before
 // the cache starts, once it has synced, and after the reconciles.
-var _ = Describe("Reconcile cost with 1,000 queries", Ordered, func() {
+var _ = Describe("Reconcile cost with 1,000 queries", concurrent, Ordered, func() {
 	const (
 		schedules = 4
 		queries   = 1000

@@ -50,30 +50,49 @@ func (w *world) useEMR(aws *emrfake.Server) {
 // runJobRuns moves the fake's job runs on as EMR on EKS would: a new run
 // starts running at once and ends its step's modelled duration after it
 // was created, completing unless w.failRun says it fails; a cancelled run
-// is gone on the next tick.
+// is gone on the next tick. The world wakes when a running run ends.
 func (w *world) runJobRuns(ctx context.Context, now time.Time) {
-	duration := standin.ModelledDuration(k8sClient, spec.CostModel)
 	for _, run := range w.aws.Runs() {
 		switch run.State {
 		case emr.StatePending, emr.StateSubmitted:
 			w.aws.SetState(run.ID, emr.StateRunning, "", "")
+			fallthrough // and may end as a running run does
+		case emr.StateRunning:
+			w.endJobRun(ctx, run, now)
 		case emr.StateCancelPending:
 			w.aws.SetState(run.ID, emr.StateCancelled, "Job run cancelled by the user.", "USER_ERROR")
-		case emr.StateRunning:
-			var record corev1.ConfigMap
-			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: run.Name}, &record)).To(Succeed())
-			d, err := duration(ctx, &record)
-			Expect(err).NotTo(HaveOccurred())
-			if now.Before(run.CreatedAt.Add(d)) {
-				continue
-			}
-			if w.failRun != nil && w.failRun(run.Name) {
-				w.aws.SetState(run.ID, emr.StateFailed, "Driver exited with code 1.", "USER_ERROR")
-			} else {
-				w.aws.SetState(run.ID, emr.StateCompleted, "", "")
-			}
 		}
 	}
+}
+
+// endJobRun ends a running job run whose step's modelled duration has
+// passed since it was created; the world wakes when one has not.
+func (w *world) endJobRun(ctx context.Context, run emrfake.Run, now time.Time) {
+	var record corev1.ConfigMap
+	Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: run.Name}, &record)).To(Succeed())
+	d, err := standin.ModelledDuration(k8sClient, spec.CostModel)(ctx, &record)
+	Expect(err).NotTo(HaveOccurred())
+	if end := run.CreatedAt.Add(d); now.Before(end) {
+		w.wake(end)
+		return
+	}
+	if w.failRun != nil && w.failRun(run.Name) {
+		w.aws.SetState(run.ID, emr.StateFailed, "Driver exited with code 1.", "USER_ERROR")
+	} else {
+		w.aws.SetState(run.ID, emr.StateCompleted, "", "")
+	}
+}
+
+// jobRunsMoving reports whether a job run waits for EMR's next look: one
+// just started, or one being cancelled.
+func (w *world) jobRunsMoving() bool {
+	for _, run := range w.aws.Runs() {
+		switch run.State {
+		case emr.StatePending, emr.StateSubmitted, emr.StateCancelPending:
+			return true
+		}
+	}
+	return false
 }
 
 // jobRunRecords are the job-run records in w's namespace, by name.
@@ -87,7 +106,7 @@ func (w *world) jobRunRecords(ctx context.Context) map[string]corev1.ConfigMap {
 	return out
 }
 
-var _ = Describe("A schedule running three queries as EMR on EKS job runs", Ordered, func() {
+var _ = Describe("A schedule running three queries as EMR on EKS job runs", concurrent, Ordered, func() {
 	var (
 		w    *world
 		aws  *emrfake.Server
@@ -111,7 +130,7 @@ var _ = Describe("A schedule running three queries as EMR on EKS job runs", Orde
 		w.schedule.Spec.Planning.Learning = laxityv1alpha1.LearningOff
 		w.create(ctx, w.schedule)
 		w.create(ctx, threeQueries(w.ns)...)
-		w.run(ctx, 30*time.Minute, 5*time.Second)
+		w.run(ctx, 30*time.Minute)
 		w.report(ctx)
 		stored, err := loadPlan(ctx, k8sClient, w.schedule)
 		Expect(err).NotTo(HaveOccurred())
@@ -245,7 +264,7 @@ var _ = Describe("A schedule running three queries as EMR on EKS job runs", Orde
 	})
 
 	It("calls AWS little: one poll per pass of the one run in flight, one node group read per pass", func() {
-		passes := int(w.clock.Now().Sub(origin)/(5*time.Second)) + 1 // the first at origin
+		passes := w.passes
 		calls := map[string]int{}
 		for _, op := range []string{emrfake.OpStartJobRun, emrfake.OpDescribeJobRun, emrfake.OpListJobRuns, emrfake.OpCancelJobRun, emrfake.OpDescribeNodegroup, emrfake.OpUpdateNodegroupConfig} {
 			calls[op] = aws.CallCount(op)
@@ -257,7 +276,7 @@ var _ = Describe("A schedule running three queries as EMR on EKS job runs", Orde
 	})
 })
 
-var _ = Describe("EMR on EKS job runs that fail, are throttled and are cancelled", Ordered, func() {
+var _ = Describe("EMR on EKS job runs that fail, are throttled and are cancelled", concurrent, Ordered, func() {
 	var (
 		w           *world
 		aws         *emrfake.Server
@@ -281,12 +300,20 @@ var _ = Describe("EMR on EKS job runs that fail, are throttled and are cancelled
 			builder.Query(w.ns, "echo").Rate("30").Slack(5*time.Minute).Obj(),
 		)
 		// echo is deleted while its first job run runs.
-		w.runFeeding(ctx, 30*time.Minute, 5*time.Second, func(ctx context.Context, now time.Time) {
+		w.runFeeding(ctx, 30*time.Minute, func(ctx context.Context, now time.Time) {
 			if echoID != "" {
 				return
 			}
 			for _, run := range aws.Runs() {
-				if strings.HasPrefix(run.Name, "echo-") && run.State == emr.StateRunning {
+				if !strings.HasPrefix(run.Name, "echo-") {
+					continue
+				}
+				if run.State == emr.StatePending || run.State == emr.StateSubmitted {
+					// A look while it runs, before it can end: it starts
+					// on EMR's next look.
+					w.at(now.Add(reactWithin + time.Second))
+				}
+				if run.State == emr.StateRunning {
 					echoID, echoDeleted = run.ID, now
 					// The first cancellation is throttled past the client's
 					// retries: echo stays until the next pass cancels it.

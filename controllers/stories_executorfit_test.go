@@ -56,7 +56,8 @@ var _ = Describe("A query whose executors no node of the pool can hold", Ordered
 			builder.Query(w.ns, "wide").Rate("40").Slack(time.Hour).Template(wideTemplate).Obj(),
 		)
 		fixedAt = origin.Add(25 * time.Minute)
-		for t := origin; !t.After(origin.Add(2 * time.Hour)); t = t.Add(5 * time.Second) {
+		w.at(fixedAt)
+		for t := origin; !t.After(origin.Add(2 * time.Hour)); t = w.next(t) {
 			if t.Equal(fixedAt) {
 				q := wide(ctx)
 				q.Spec.SparkApplication.Raw = []byte(builder.DefaultTemplate)

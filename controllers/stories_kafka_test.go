@@ -28,7 +28,7 @@ import (
 // opened, and writing goes on after it closes. Half-way through the window
 // the operator restarts, with nothing but what the cluster and the topic
 // hold.
-var _ = Describe("A query reading a Kafka topic", Ordered, func() {
+var _ = Describe("A query reading a Kafka topic", concurrent, Ordered, func() {
 	const (
 		topic      = "orders"
 		partitions = 3
@@ -66,6 +66,8 @@ var _ = Describe("A query reading a Kafka topic", Ordered, func() {
 		}
 
 		w = newWorld(ctx, "kafka", lead)
+		// A topic tells no arrival ahead: the schedule polls it.
+		w.pollEvery(10 * time.Second)
 		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).SmallBatches().Obj()
 		q := builder.Query(w.ns, "orders").Rate("50").Slack(90 * time.Second).Obj()
 		q.Spec.Input.Kafka = &laxityv1alpha1.KafkaInput{Brokers: cluster.ListenAddrs(), Topic: topic}
@@ -73,8 +75,9 @@ var _ = Describe("A query reading a Kafka topic", Ordered, func() {
 		write(ctx, windowStart.Add(-time.Minute), windowStart)
 
 		restart := windowStart.Add(5 * time.Minute)
+		w.at(restart)
 		last := windowStart
-		w.runFeeding(ctx, 30*time.Minute, 5*time.Second, func(ctx context.Context, t time.Time) {
+		w.runFeeding(ctx, 30*time.Minute, func(ctx context.Context, t time.Time) {
 			if t.After(last) {
 				write(ctx, last, t)
 				last = t
@@ -141,7 +144,7 @@ var _ = Describe("A query reading a Kafka topic", Ordered, func() {
 // opens. That query shows why on its conditions and starts nothing; the
 // other query of the schedule goes on. Once the Secret is created the query
 // reads the topic and catches up.
-var _ = Describe("A Kafka query whose Secret is missing", Ordered, func() {
+var _ = Describe("A Kafka query whose Secret is missing", concurrent, Ordered, func() {
 	const topic = "payments"
 	var w *world
 	var during laxityv1alpha1.IntermittentQuery
@@ -154,6 +157,7 @@ var _ = Describe("A Kafka query whose Secret is missing", Ordered, func() {
 		DeferCleanup(producer.Close)
 
 		w = newWorld(ctx, "kafka-secret", 2*time.Minute)
+		w.pollEvery(10 * time.Second)
 		w.es.Sources = &Sources{Reader: k8sClient}
 		w.iq.Sources = w.es.Sources
 		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(2 * time.Minute).SmallBatches().Obj()
@@ -162,8 +166,9 @@ var _ = Describe("A Kafka query whose Secret is missing", Ordered, func() {
 		w.create(ctx, w.schedule, payments, builder.Query(w.ns, "steady").Rate("30").Slack(3*time.Minute).Obj())
 
 		secretAt := windowStart.Add(3 * time.Minute)
+		w.at(secretAt)
 		last := windowStart
-		w.runFeeding(ctx, 30*time.Minute, 5*time.Second, func(ctx context.Context, t time.Time) {
+		w.runFeeding(ctx, 30*time.Minute, func(ctx context.Context, t time.Time) {
 			if t.After(last) {
 				var records []*kgo.Record
 				for at := last; at.Before(t); at = at.Add(time.Second / 20) {

@@ -78,7 +78,7 @@ var _ = Describe("GitOps health: kstatus of schedules and queries", Ordered, fun
 		w.tick(ctx, asked.Add(lead+15*time.Second))
 		Expect(kstatusOf(ctx, w.schedule)).To(Equal(status.CurrentStatus))
 
-		for t := asked.Add(lead + 20*time.Second); !w.settled(ctx); t = t.Add(5 * time.Second) {
+		for t := asked.Add(lead + 20*time.Second); !w.settled(ctx); t = w.next(t) {
 			Expect(t.Before(origin.Add(30*time.Minute))).To(BeTrue(), "the query should have finished")
 			w.tick(ctx, t)
 		}

@@ -55,13 +55,13 @@ var _ = Describe("A schedule whose Spark runs 40% slower than its queries' cost 
 	var seen []string
 	BeforeAll(func(ctx SpecContext) {
 		learning = slowWorld(ctx, "learn-apply", lead, 0.4, laxityv1alpha1.LearningApply)
-		learning.run(ctx, 40*time.Minute, 5*time.Second)
+		learning.run(ctx, 40*time.Minute)
 		learning.report(ctx)
 		seen = fsEvents(learning, nil)
 		blind = slowWorld(ctx, "learn-off", lead, 0.4, laxityv1alpha1.LearningOff)
 		// Long enough for steps to finish and be learned from, were
 		// learning on.
-		blind.run(ctx, 12*time.Minute, 10*time.Second)
+		blind.run(ctx, 12*time.Minute)
 	})
 
 	It("learns the slowdown from the steps that ran and plans with it", func(ctx SpecContext) {
@@ -123,7 +123,7 @@ var _ = Describe("A schedule that only observes what it learns", Ordered, func()
 	var w *world
 	BeforeAll(func(ctx SpecContext) {
 		w = slowWorld(ctx, "learn-observe", 2*time.Minute, 0.4, laxityv1alpha1.LearningObserve)
-		w.run(ctx, 12*time.Minute, 10*time.Second)
+		w.run(ctx, 12*time.Minute)
 	})
 
 	It("reports the learned model without changing any plan", func(ctx SpecContext) {
@@ -172,17 +172,20 @@ var _ = Describe("A RecurringQuery over six windows whose Spark runs 30% slower 
 		// 10 minutes); six of them end by 65 minutes, the last due 4
 		// minutes later.
 		end := origin.Add(80 * time.Minute)
-		for t := origin; !t.After(end); t = t.Add(10 * time.Second) {
-			// Between the fourth window's deadline and the fifth's start.
-			if t.Equal(origin.Add(49*time.Minute + 30*time.Second)) {
+		// Between the fourth window's deadline and the fifth's start.
+		restartAt := origin.Add(49*time.Minute + 30*time.Second)
+		w.at(restartAt)
+		for t := origin; !t.After(end); t = w.next(t) {
+			if t.Equal(restartAt) {
 				beforeRestart = recurring(ctx).Status.Learned.DeepCopy()
 				seen = fsEvents(w, seen)
 				restart(ctx)
 			}
 			w.clock.SetTime(t)
-			_, err := rqr.Reconcile(ctx, ctrl.Request{NamespacedName: rqKey()})
+			res, err := rqr.Reconcile(ctx, ctrl.Request{NamespacedName: rqKey()})
 			Expect(err).NotTo(HaveOccurred())
 			w.tick(ctx, t)
+			w.requeue(t, res)
 		}
 		seen = fsEvents(w, seen)
 		w.report(ctx)

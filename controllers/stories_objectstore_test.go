@@ -32,7 +32,7 @@ import (
 // minutes late (except near the window end, which allowedLateness covers), after batches have read past its instant; files from before
 // and after the window lie under the same prefix. Half-way through the
 // window the operator restarts.
-var _ = Describe("A query reading files from object storage", Ordered, func() {
+var _ = Describe("A query reading files from object storage", concurrent, Ordered, func() {
 	const (
 		bucket = "events"
 		prefix = "clicks/"
@@ -45,6 +45,8 @@ var _ = Describe("A query reading files from object storage", Ordered, func() {
 	)
 	BeforeAll(func(ctx SpecContext) {
 		w = newWorld(ctx, "objects", 2*time.Minute)
+		// A bucket tells no arrival ahead: the schedule polls it.
+		w.pollEvery(10 * time.Second)
 		faker := gofakes3.New(s3mem.New(s3mem.WithTimeSource(w.clock)), gofakes3.WithTimeSkewLimit(0))
 		server := httptest.NewServer(faker.Server())
 		DeferCleanup(server.Close)
@@ -86,13 +88,15 @@ var _ = Describe("A query reading files from object storage", Ordered, func() {
 				upload = upload.Add(2 * time.Minute)
 			}
 			files = append(files, file{key: key, uploadAt: upload})
+			w.at(upload)
 			if !at.Before(windowStart) && at.Before(windowEnd) {
 				inWindow[key] = true
 			}
 		}
+		// Each file goes up on the tick at its upload instant (at).
 		put := func(ctx context.Context, now time.Time) {
 			for _, f := range files {
-				if !f.uploadAt.After(now) && !f.uploadAt.Before(now.Add(-5*time.Second)) {
+				if f.uploadAt.Equal(now) {
 					_, err := store.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(f.key), Body: bytes.NewReader([]byte("events"))})
 					Expect(err).NotTo(HaveOccurred())
 				}
@@ -100,7 +104,8 @@ var _ = Describe("A query reading files from object storage", Ordered, func() {
 		}
 
 		restart := windowStart.Add(5 * time.Minute)
-		w.runFeeding(ctx, 30*time.Minute, 5*time.Second, func(ctx context.Context, t time.Time) {
+		w.at(restart)
+		w.runFeeding(ctx, 30*time.Minute, func(ctx context.Context, t time.Time) {
 			put(ctx, t)
 			if t.Equal(restart) {
 				fresh := &Sources{Reader: k8sClient}

@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -46,6 +47,7 @@ func (w *world) useCache(c client.Client) {
 	w.es.Client = c
 	w.iq.Client = c
 	w.es.Runner, w.iq.Runner = StepRunners(c, nil), StepRunners(c, nil)
+	w.caughtUp = func(ctx context.Context) { caughtUp(ctx, c, w.ns) }
 }
 
 // versions maps the names of a list's items to their resource versions.
@@ -79,6 +81,12 @@ func caughtUp(ctx context.Context, cached client.Client, ns string) {
 			g.Expect(cached.List(ctx, viaCache[i], client.InNamespace(ns))).To(Succeed())
 			g.Expect(versions(viaCache[i])).To(Equal(versions(direct[i])))
 		}
+		// The pool's nodes, which are not namespaced.
+		nodes := client.MatchingLabels{"laxity.dev/pool": ns}
+		var directNodes, cachedNodes corev1.NodeList
+		g.Expect(k8sClient.List(ctx, &directNodes, nodes)).To(Succeed())
+		g.Expect(cached.List(ctx, &cachedNodes, nodes)).To(Succeed())
+		g.Expect(versions(&cachedNodes)).To(Equal(versions(&directNodes)))
 	}).WithTimeout(10 * time.Second).WithPolling(10 * time.Millisecond).Should(Succeed())
 }
 
@@ -191,7 +199,7 @@ func objectOf(o client.Object, kind string) *unstructured.Unstructured {
 	return u
 }
 
-var _ = Describe("A healthy tenant next to poisoned ones", Ordered, func() {
+var _ = Describe("A healthy tenant next to poisoned ones", concurrent, Ordered, func() {
 	var (
 		healthy *world
 		tenants = map[string]*poisonTenant{}
@@ -249,7 +257,7 @@ var _ = Describe("A healthy tenant next to poisoned ones", Ordered, func() {
 		healthy.create(ctx, healthy.schedule)
 		healthy.create(ctx, threeQueries(healthy.ns)...)
 
-		healthy.runFeeding(ctx, 30*time.Minute, 5*time.Second, func(ctx context.Context, now time.Time) {
+		healthy.runFeeding(ctx, 30*time.Minute, func(ctx context.Context, now time.Time) {
 			for _, p := range tenants {
 				p.reconcile(ctx, now)
 			}

@@ -41,13 +41,16 @@ type planRecord struct {
 }
 
 // runReplanStory is world.run with the user's actions done at their
-// instants (on the first tick at or after each), and every plan that comes
-// into force recorded. A plan is recognised by its origin: every plan is
-// made from the instant it is made at.
-func (w *world) runReplanStory(ctx context.Context, limit, step time.Duration, actions ...replanAction) []planRecord {
+// instants (each a tick of its own), and every plan that comes into force
+// recorded. A plan is recognised by its origin: every plan is made from the
+// instant it is made at.
+func (w *world) runReplanStory(ctx context.Context, limit time.Duration, actions ...replanAction) []planRecord {
 	var plans []planRecord
 	done := make([]bool, len(actions))
-	for t := origin; !t.After(origin.Add(limit)); t = t.Add(step) {
+	for _, a := range actions {
+		w.at(a.at)
+	}
+	for t := origin; !t.After(origin.Add(limit)); t = w.next(t) {
 		for i, a := range actions {
 			if !done[i] && !t.Before(a.at) {
 				a.do(ctx)
@@ -151,7 +154,7 @@ var _ = Describe("A query created while others run", Ordered, func() {
 			builder.Query(w.ns, "alpha").Rate("50").Slack(90*time.Second).Obj(),
 			builder.Query(w.ns, "bravo").Rate("40").Slack(3*time.Minute).Obj(),
 		)
-		plans = w.runReplanStory(ctx, 30*time.Minute, 5*time.Second, replanAction{at: created, do: func(ctx context.Context) {
+		plans = w.runReplanStory(ctx, 30*time.Minute, replanAction{at: created, do: func(ctx context.Context) {
 			var es laxityv1alpha1.ElasticSchedule
 			Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(w.schedule), &es)).To(Succeed())
 			planTimeAtAdd = es.Status.LastPlanTime
@@ -269,7 +272,7 @@ var _ = Describe("A stream that arrives faster than the plan supports", Ordered,
 			{After: metav1.Duration{Duration: jump.Sub(windowStart)}, RatePerSecond: strconv.FormatFloat(actual, 'f', -1, 64)},
 		}
 		w.create(ctx, w.schedule, q)
-		plans = w.runReplanStory(ctx, 30*time.Minute, 5*time.Second)
+		plans = w.runReplanStory(ctx, 30*time.Minute)
 		w.report(ctx)
 	})
 

@@ -54,7 +54,7 @@ func hasPlan(ctx context.Context, key types.NamespacedName) bool {
 	return es.Status.Chosen != nil
 }
 
-var _ = Describe("Story: several workers", func() {
+var _ = Describe("Story: several workers", concurrent, func() {
 	It("runs two schedules to the end at once, the reconcilers sharing their sources", func(ctx SpecContext) {
 		a := newWorld(ctx, "workers-a", 2*time.Minute)
 		b := newWorld(ctx, "workers-b", 2*time.Minute)
@@ -70,7 +70,7 @@ var _ = Describe("Story: several workers", func() {
 			go func() {
 				defer GinkgoRecover()
 				defer wg.Done()
-				w.run(ctx, 40*time.Minute, 10*time.Second)
+				w.run(ctx, 40*time.Minute)
 			}()
 		}
 		wg.Wait()

@@ -21,6 +21,13 @@ import (
 // directly with a fake clock; two simulation stand-ins play the cluster
 // around laxity (see internal/standin).
 
+// concurrent labels the specs that run code on goroutines besides the
+// test's: a manager, an informer cache, stories run side by side, the
+// in-process AWS, S3 and Kafka servers. hack/test.sh runs them with the
+// race detector; the other specs call the reconcilers from the test's
+// goroutine only, where it has nothing to find, and run without it.
+var concurrent = Label("concurrent")
+
 var (
 	cfg         *rest.Config
 	k8sClient   client.Client

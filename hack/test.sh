@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
-# Runs every test, as `make test` does, in three phases:
+# Runs every test, as `make test` does:
 #
-#   1. the packages without Ginkgo suites (unit, table, property and fuzz-seed
-#      tests), the pure core's without the race detector, and the reference
-#      Spark job's Python tests (examples/spark, seconds, no Spark);
-#   2. the Ginkgo suites against envtest's kube-apiserver and etcd and,
-#      at the same time, the local-cluster suite (test/cluster: kube-scheduler,
+#   1. the local-cluster suite (test/cluster: kube-scheduler,
 #      kube-controller-manager, KWOK and Karpenter, with laxity and its demo on
-#      them), whose binaries are built first if this machine lacks them;
-#   3. the e2e suite (the built binary), alone, because its demo runs on a
+#      them), whose binaries are built first if this machine lacks them, in
+#      the background from the start until phase 3;
+#   2. beside it, the packages without Ginkgo suites (unit, table, property
+#      and fuzz-seed tests), the pure core's without the race detector, and
+#      the reference Spark job's Python tests (examples/spark, seconds, no
+#      Spark);
+#   3. then, still beside it, the Ginkgo suites against envtest's
+#      kube-apiserver and etcd: the controllers suite in two processes (its
+#      specs labelled concurrent with the race detector, the others without,
+#      see below), the other suites with it, and the experiments' claims
+#      tests (internal/experiments), the longest package, beside them;
+#   4. the e2e suite (the built binary), alone, because its demo runs on a
 #      clock scaled 400 times and needs the machine to itself.
 #
-# Phase 2 runs the two side by side because the envtest suites mostly wait
-# for their stories' passes (the controllers suite keeps less than one core
-# busy for its 15 minutes), while the local cluster runs on the wall clock
-# too. The local cluster's output is kept apart and printed when it ends.
+# The local cluster runs on the wall clock and mostly waits (for its nodes'
+# lead time, for the steps of its two-minute windows), so it starts first and
+# runs beside the rest; its output is kept apart and printed when it ends.
+# The envtest suites mostly wait for their API server, which is why the
+# controllers suite's two halves run side by side with the other suites.
 #
 # Environment: KUBEBUILDER_ASSETS (kube-apiserver and etcd), HELM, KUSTOMIZE,
 # CLUSTER_BINARIES (the command that builds the local cluster's binaries and
@@ -47,19 +54,22 @@ suites="$(grep "${ginkgo}" <<<"${pkgs}" | cut -d' ' -f1 || true)"
 # tests ten times over; the rest runs with GO_TEST_FLAGS.
 # shellcheck disable=SC2046 # one pattern per line
 pure="$(go list $(hack/verify-purity.sh --list))"
+# The experiments' claims tests carry out hundreds of simulated windows and
+# are the longest package by far; they run in the background beside the
+# envtest suites, which mostly wait, instead of holding up phase 3.
+experiments=github.com/laxity-dev/laxity/internal/experiments
+plain="$(grep -vxF "${experiments}" <<<"${plain}" || true)"
 impure="$(grep -vxF -f <(printf '%s\n' "${pure}") <<<"${plain}" || true)"
 pure_plain="$(grep -xF -f <(printf '%s\n' "${pure}") <<<"${plain}" || true)"
 
-t=${SECONDS}
-# shellcheck disable=SC2086 # word splitting of the flags and packages
-if [[ -n "${pure_plain}" ]]; then go test ${GO_TEST_FLAGS/-race/} ${pure_plain}; fi
-# shellcheck disable=SC2086
-if [[ -n "${impure}" ]]; then go test ${GO_TEST_FLAGS} ${impure}; fi
-(cd examples/spark && python3 -m unittest discover -s tests -t .)
-phase "unit, property and fuzz-seed tests" "${t}"
-
 cluster_log="$(mktemp "${TMPDIR:-/tmp}/laxity-cluster-suite.XXXXXX")"
 cluster_pid=""
+jobs_pids=()
+logs=("${cluster_log}")
+# Every background job gets a process group of its own (job control), so
+# that the trap below stops it with everything it started: the local
+# cluster's API server, scheduler, KWOK and Karpenter, a suite's envtest.
+set -m
 if [[ "${SKIP_CLUSTER:-}" != 1 ]]; then
 	(
 		t=${SECONDS}
@@ -71,20 +81,67 @@ if [[ "${SKIP_CLUSTER:-}" != 1 ]]; then
 	cluster_pid=$!
 	cluster_started=${SECONDS}
 fi
-# The local cluster is stopped with the script, whatever ends it.
-trap '[[ -n "${cluster_pid}" ]] && kill -- "${cluster_pid}" 2>/dev/null; rm -f "${cluster_log}"' EXIT
+# Whatever ends the script stops what runs in the background.
+stop_all() {
+	local pid
+	for pid in ${cluster_pid} "${jobs_pids[@]}"; do
+		kill -- "-${pid}" 2>/dev/null || true
+	done
+	rm -f "${logs[@]}"
+}
+trap stop_all EXIT
 
 t=${SECONDS}
-suites_status=0
+# shellcheck disable=SC2086 # word splitting of the flags and packages
+if [[ -n "${pure_plain}" ]]; then go test ${GO_TEST_FLAGS/-race/} ${pure_plain}; fi
 # shellcheck disable=SC2086
-if [[ -n "${suites}" ]]; then go test ${GO_TEST_FLAGS} ${suites} ${GINKGO_TEST_FLAGS} || suites_status=$?; fi
-phase "envtest suites" "${t}"
+if [[ -n "${impure}" ]]; then go test ${GO_TEST_FLAGS} ${impure}; fi
+(cd examples/spark && python3 -m unittest discover -s tests -t .)
+phase "unit, property and fuzz-seed tests" "${t}"
+
+# The controllers suite's stories call the reconcilers from the test's own
+# goroutine, one pass after another on a fake clock: nothing runs beside
+# them, so the race detector has nothing to find there and would only slow
+# them twice over. Its specs that do run goroutines (an informer cache,
+# stories run side by side, the in-process AWS, S3 and Kafka servers) are
+# labelled concurrent and run with GO_TEST_FLAGS, as do the suite's plain Go
+# tests; the rest runs without the race detector in a process of its own,
+# with its own envtest. Each of the three go test commands below writes to a
+# log of its own, printed when it ends.
+controllers=github.com/laxity-dev/laxity/controllers
+other_suites="$(grep -vxF "${controllers}" <<<"${suites}" || true)"
+t=${SECONDS}
+jobs_logs=()
+background() {
+	local log
+	log="$(mktemp "${TMPDIR:-/tmp}/laxity-suite.XXXXXX")"
+	logs+=("${log}") # removed on exit
+	"$@" >"${log}" 2>&1 &
+	jobs_pids+=($!)
+	jobs_logs+=("${log}")
+}
+# shellcheck disable=SC2086 # word splitting of the flags and packages
+if grep -qxF "${controllers}" <<<"${suites}"; then
+	background go test ${GO_TEST_FLAGS/-race/} -run '^TestControllers$' "${controllers}" ${GINKGO_TEST_FLAGS} --ginkgo.label-filter='!concurrent'
+	background go test ${GO_TEST_FLAGS} "${controllers}" ${GINKGO_TEST_FLAGS} --ginkgo.label-filter=concurrent
+fi
+# shellcheck disable=SC2086
+if [[ -n "${other_suites}" ]]; then background go test ${GO_TEST_FLAGS} ${other_suites} ${GINKGO_TEST_FLAGS}; fi
+# shellcheck disable=SC2086
+background go test ${GO_TEST_FLAGS} "${experiments}"
+suites_status=0
+for i in "${!jobs_pids[@]}"; do
+	wait "${jobs_pids[i]}" || suites_status=$?
+	cat "${jobs_logs[i]}"
+done
+jobs_pids=()
+phase "envtest suites and experiments" "${t}"
 
 cluster_status=0
 if [[ -n "${cluster_pid}" ]]; then
 	wait "${cluster_pid}" || cluster_status=$?
 	cluster_pid=""
-	phase "local-cluster suite (beside the envtest suites)" "${cluster_started}"
+	phase "local-cluster suite (beside the phases above)" "${cluster_started}"
 	echo "--- local-cluster suite (test/cluster) ---"
 	cat "${cluster_log}"
 fi

@@ -175,14 +175,26 @@ func (s *Spark) Tick(ctx context.Context, now time.Time, namespace string) error
 		if state == "COMPLETED" || state == "FAILED" {
 			continue
 		}
-		if err := s.advance(ctx, list.Items[i].DeepCopy(), now); err != nil {
-			return err
+		// An application goes through every state due by now in one Tick
+		// (submitted and running at once, with no start-up time), so that
+		// Next holds its end from the Tick that submits it.
+		app := list.Items[i].DeepCopy()
+		for {
+			moved, err := s.advance(ctx, app, now)
+			if err != nil {
+				return err
+			}
+			if !moved {
+				break
+			}
 		}
 	}
 	return nil
 }
 
-func (s *Spark) advance(ctx context.Context, app *unstructured.Unstructured, now time.Time) error {
+// advance moves app one state on if it is due by now, and reports whether
+// it did, in which case it may move on again.
+func (s *Spark) advance(ctx context.Context, app *unstructured.Unstructured, now time.Time) (bool, error) {
 	state, _, _ := unstructured.NestedString(app.Object, "status", "applicationState", "state")
 	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 	parse := func(field string) time.Time {
@@ -199,18 +211,18 @@ func (s *Spark) advance(ctx context.Context, app *unstructured.Unstructured, now
 	case "SUBMITTED":
 		if running := parse("lastSubmissionAttemptTime").Add(s.Startup); now.Before(running) {
 			soonest(&s.Next, running)
-			return nil
+			return false, nil
 		}
 		setState(app, "RUNNING", "")
 	case "RUNNING":
 		d, err := s.Duration(ctx, app)
 		if err != nil {
-			return err
+			return false, err
 		}
 		end := parse("lastSubmissionAttemptTime").Add(s.Startup + d)
 		if now.Before(end) {
 			soonest(&s.Next, end)
-			return nil
+			return false, nil
 		}
 		if s.Fail != nil && s.Fail(app) {
 			setState(app, "FAILED", "simulated failure")
@@ -219,16 +231,17 @@ func (s *Spark) advance(ctx context.Context, app *unstructured.Unstructured, now
 		}
 		_ = unstructured.SetNestedField(app.Object, stamp(end), "status", "terminationTime")
 	default:
-		return nil
+		return false, nil
 	}
 	err := s.Client.Status().Update(ctx, app)
 	switch {
 	case err == nil:
 		s.Writes++
+		return true, nil
 	case !apierrors.IsConflict(err):
-		return fmt.Errorf("advancing simulated SparkApplication %s: %w", app.GetName(), err)
+		return false, fmt.Errorf("advancing simulated SparkApplication %s: %w", app.GetName(), err)
 	}
-	return nil
+	return false, nil // read stale: the next Tick sees it as it is
 }
 
 // ModelledDuration is a Spark.Duration that runs each step for exactly its
