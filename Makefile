@@ -148,7 +148,7 @@ plan-sample: ## Plan the sample workload and print the plan.
 .PHONY: helm-lint
 helm-lint: $(HELM) ## Lint the Helm chart with its values schema, with and without its optional parts.
 	$(HELM) lint --strict charts/laxity
-	$(HELM) lint --strict charts/laxity --set metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true --set 'watchNamespaces={team-a,team-b}'
+	$(HELM) lint --strict charts/laxity --set metrics.tls.secretName=laxity-metrics-tls,metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true --set 'watchNamespaces={team-a,team-b}'
 
 .PHONY: chart-docs
 chart-docs: ## Write the values table of charts/laxity/README.md from the comments in values.yaml.
