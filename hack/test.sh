@@ -2,7 +2,8 @@
 # Runs every test, as `make test` does, in three phases:
 #
 #   1. the packages without Ginkgo suites (unit, table, property and fuzz-seed
-#      tests), the pure core's without the race detector;
+#      tests), the pure core's without the race detector, and the chart's
+#      alerts with promtool (hack/test-alerts.sh);
 #   2. the Ginkgo suites against envtest's kube-apiserver and etcd and,
 #      at the same time, the local-cluster suite (test/cluster: kube-scheduler,
 #      kube-controller-manager, KWOK and Karpenter, with laxity and its demo on
@@ -16,6 +17,7 @@
 # too. The local cluster's output is kept apart and printed when it ends.
 #
 # Environment: KUBEBUILDER_ASSETS (kube-apiserver and etcd), HELM, KUSTOMIZE,
+# KUBE_VERSION and PROMETHEUS_VERSION (for the alert tests),
 # CLUSTER_BINARIES (the command that builds the local cluster's binaries and
 # prints their directory), GO_TEST_FLAGS, GINKGO_TEST_FLAGS,
 # CLUSTER_TEST_FLAGS; set SKIP_CLUSTER=1 to leave the local cluster out.
@@ -54,7 +56,8 @@ t=${SECONDS}
 if [[ -n "${pure_plain}" ]]; then go test ${GO_TEST_FLAGS/-race/} ${pure_plain}; fi
 # shellcheck disable=SC2086
 if [[ -n "${impure}" ]]; then go test ${GO_TEST_FLAGS} ${impure}; fi
-phase "unit, property and fuzz-seed tests" "${t}"
+hack/test-alerts.sh
+phase "unit, property, fuzz-seed and alert tests" "${t}"
 
 cluster_log="$(mktemp "${TMPDIR:-/tmp}/laxity-cluster-suite.XXXXXX")"
 cluster_pid=""

@@ -131,6 +131,7 @@ type chartValues struct {
 			ReconcileErrorRatio    float64           `json:"reconcileErrorRatio"`
 			ReconcileErrorsFor     string            `json:"reconcileErrorsFor"`
 			StepFailureRatio       float64           `json:"stepFailureRatio"`
+			StepFailureMinimum     int               `json:"stepFailureMinimum"`
 			StepFailuresFor        string            `json:"stepFailuresFor"`
 			AdditionalLabels       map[string]string `json:"additionalLabels"`
 		} `json:"prometheusRule"`
@@ -304,6 +305,12 @@ var _ = Describe("The Helm chart", func() {
 		for key, value := range values.Metrics.PrometheusRule.Labels {
 			Expect(rules[0].GetLabels()).To(HaveKeyWithValue(key, value))
 		}
+		var alerts []string
+		for _, rule := range alertRules(rules[0]) {
+			alerts = append(alerts, rule.Alert)
+		}
+		Expect(alerts).To(ConsistOf("LaxityDeadlineAtRisk", "LaxityDeadlineMissed", "LaxityPlanInfeasible", "LaxityPoolNotReady",
+			"LaxityAbsent", "LaxityReconcileErrors", "LaxityStepFailures", "LaxitySearchBudgetExceeded"))
 		for _, rule := range alertRules(rules[0]) {
 			for key, value := range values.Metrics.PrometheusRule.AdditionalLabels {
 				Expect(rule.Labels).To(HaveKeyWithValue(key, value), "alert %s", rule.Alert)
@@ -323,6 +330,7 @@ var _ = Describe("The Helm chart", func() {
 			case "LaxityStepFailures":
 				Expect(rule.For).To(Equal(values.Metrics.PrometheusRule.StepFailuresFor))
 				Expect(rule.Expr).To(ContainSubstring(fmt.Sprintf("> %g", values.Metrics.PrometheusRule.StepFailureRatio)))
+				Expect(rule.Expr).To(ContainSubstring(fmt.Sprintf(">= %d", values.Metrics.PrometheusRule.StepFailureMinimum)))
 			case "LaxityPoolNotReady":
 				Expect(rule.Expr).To(ContainSubstring(fmt.Sprintf("%g * %g", values.Metrics.PrometheusRule.LeadTimeFactor, values.Metrics.PrometheusRule.DefaultLeadTimeSeconds)))
 			}
