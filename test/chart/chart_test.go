@@ -396,6 +396,18 @@ var _ = Describe("The Helm chart", func() {
 		Expect(aggregatedInto).To(Equal(map[string][]string{
 			"admin": {"laxity-edit"}, "edit": {"laxity-edit"}, "view": {"laxity-view"},
 		}))
+		for _, role := range as[rbacv1.ClusterRole](chartDefaults().ofKind(clusterRoleKind)) {
+			if role.Name != "laxity-edit" && role.Name != "laxity-view" {
+				continue
+			}
+			for _, p := range permissionsOf(role.Rules) {
+				Expect(p.Group).To(Equal("laxity.dev"), "%s: %s", role.Name, p)
+				Expect(p.Resource).NotTo(HavePrefix("tenantpolicies"), "%s: %s", role.Name, p)
+				if strings.HasSuffix(p.Resource, "/status") {
+					Expect(p.Verb).To(BeElementOf("get", "list", "watch"), "%s: a tenant may not write %s", role.Name, p.Resource)
+				}
+			}
+		}
 		for _, role := range as[rbacv1.ClusterRole](helmTemplate("laxity", "laxity-system", "--set", "rbac.tenantRoles=false").ofKind(clusterRoleKind)) {
 			Expect(role.Labels).NotTo(HaveKey(HavePrefix("rbac.authorization.k8s.io/aggregate-to-")), role.Name)
 		}

@@ -31,8 +31,9 @@ characters, the longest label value.
 {{- end }}
 
 {{/*
-Labels of every object the chart renders: commonLabels first, so that the
-chart's own labels win over one of the same key.
+Labels of every object the chart renders: the chart's own and commonLabels,
+the chart's winning over a common label of the same key (merge keeps the
+first dict's keys).
 */}}
 {{- define "laxity.labels" -}}
 {{- $labels := dict "helm.sh/chart" (include "laxity.chart" .) "app.kubernetes.io/version" (.Chart.AppVersion | toString) "app.kubernetes.io/managed-by" .Release.Service }}
