@@ -17,6 +17,8 @@ ENVTEST_ETCD_VERSION ?= 3.7.0
 # The local cluster of internal/localcluster (make e2e-cluster, make demo-cluster) beyond envtest's control plane.
 CLUSTER_KWOK_VERSION ?= 0.8.0
 CLUSTER_KARPENTER_VERSION ?= 1.15.0
+# promtool, for the chart's alert tests: Prometheus 3.16.0's Go module.
+PROMETHEUS_VERSION ?= v0.316.0
 
 CLUSTER_BINARIES := KUBE_VERSION=$(ENVTEST_K8S_VERSION) KWOK_VERSION=$(CLUSTER_KWOK_VERSION) KARPENTER_VERSION=$(CLUSTER_KARPENTER_VERSION) hack/cluster-binaries.sh
 
@@ -92,9 +94,10 @@ cluster-binaries: ## Build the local cluster's kube-scheduler, kube-controller-m
 	@$(CLUSTER_BINARIES) $(LOCALBIN) >/dev/null
 
 .PHONY: test
-test: envtest $(HELM) $(KUSTOMIZE) ## Run all tests: unit, property, fuzz seeds and envtest suites (with the chart and kustomize manifests), with -race where goroutines run (hack/test.sh); the local-cluster suite beside them (building its binaries on first use); then the e2e suite (the built binary).
+test: envtest $(HELM) $(KUSTOMIZE) ## Run all tests: unit, property, fuzz seeds, the reference Spark job's Python tests, the chart's alert rules (promtool) and envtest suites (with the chart and kustomize manifests), with -race where goroutines run (hack/test.sh); the local-cluster suite beside them (building its binaries on first use); then the e2e suite (the built binary).
 	KUBEBUILDER_ASSETS="$$(KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN))" \
 	HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" CLUSTER_BINARIES="$(CLUSTER_BINARIES) $(LOCALBIN)" \
+	KUBE_VERSION=$(ENVTEST_K8S_VERSION) PROMETHEUS_VERSION=$(PROMETHEUS_VERSION) \
 	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" GINKGO_TEST_FLAGS="$(GINKGO_TEST_FLAGS)" \
 		hack/test.sh
 
@@ -153,7 +156,11 @@ plan-sample: ## Plan the sample workload and print the plan.
 .PHONY: helm-lint
 helm-lint: $(HELM) ## Lint the Helm chart with its values schema, with and without its optional parts.
 	$(HELM) lint --strict charts/laxity
-	$(HELM) lint --strict charts/laxity --set metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true --set 'watchNamespaces={team-a,team-b}'
+	$(HELM) lint --strict charts/laxity --set metrics.tls.secretName=laxity-metrics-tls,metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true --set 'watchNamespaces={team-a,team-b}'
+
+.PHONY: test-alerts
+test-alerts: $(HELM) ## Check the chart's alerts with promtool (built from its Go module once per machine): `promtool check rules` and the rule unit tests in test/alerts.
+	HELM="$(HELM)" KUBE_VERSION=$(ENVTEST_K8S_VERSION) PROMETHEUS_VERSION=$(PROMETHEUS_VERSION) hack/test-alerts.sh $(LOCALBIN)
 
 .PHONY: chart-docs
 chart-docs: ## Write the values table of charts/laxity/README.md from the comments in values.yaml.

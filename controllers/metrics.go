@@ -142,10 +142,20 @@ var (
 	}, []string{labelNamespace, labelSchedule})
 
 	// poolSpendMetric is the money the schedule's pool actually cost, as
-	// observed: see spendMeter.
+	// observed: see spendMeter. Its name names no currency: the amount is in
+	// whatever currency pricePerNodeHour is written in, which laxity does
+	// not know.
 	poolSpendMetric = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: metricsNamespace, Name: "pool_spend_dollars_total",
+		Namespace: metricsNamespace, Name: "pool_spend_total",
 		Help: "Money the schedule's pool cost, in the currency of pricePerNodeHour: the node-seconds its Ready nodes were seen ready, each node billed at least billingMinimum, times pricePerNodeHour / 3600.",
+	}, []string{labelNamespace, labelSchedule})
+
+	// searchBudgetExceededMetric counts the plan searches that ran out of
+	// --plan-timeout, each once, as the SearchBudgetExceeded event reports
+	// them: the Planned condition says only that the last one did.
+	searchBudgetExceededMetric = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metricsNamespace, Name: "search_budget_exceeded_total",
+		Help: "Plan searches of the schedule that ran out of their compute budget (--plan-timeout) and were stopped, the plan in force kept.",
 	}, []string{labelNamespace, labelSchedule})
 
 	// stepDurationMetric is how long each finished step attempt ran, from
@@ -181,7 +191,7 @@ func init() {
 		stepsLaunchedMetric, stepsFinishedMetric,
 		querySlackMetric, deadlineMissesMetric,
 		leadTimeMetric, plannedLeadTimeMetric, querySlowdownMetric, queryMarginMetric,
-		poolSpendMetric, stepDurationMetric, buildInfoMetric,
+		poolSpendMetric, stepDurationMetric, buildInfoMetric, searchBudgetExceededMetric,
 	)
 	build := version.Get()
 	// A build outside a git checkout knows no revision; a label of its own
@@ -195,13 +205,19 @@ func init() {
 var scheduleVecs = []interface {
 	DeletePartialMatch(prometheus.Labels) int
 }{planCostMetric, planFeasibleMetric, replansMetric, nodesRequestedMetric, nodesReadyMetric, stepsLaunchedMetric, stepsFinishedMetric, deadlineMissesMetric, leadTimeMetric, plannedLeadTimeMetric,
-	poolSpendMetric, stepDurationMetric}
+	poolSpendMetric, stepDurationMetric, searchBudgetExceededMetric}
 
 // recordReplan counts a plan made and stored, and how long its search took
 // by the wall clock.
 func recordReplan(es *laxityv1alpha1.ElasticSchedule, reason string, search time.Duration) {
 	replansMetric.WithLabelValues(es.Namespace, es.Name, reason).Inc()
 	planSearchSecondsMetric.Observe(search.Seconds())
+}
+
+// recordSearchBudgetExceeded counts a plan search of the schedule that ran
+// out of its budget.
+func recordSearchBudgetExceeded(es *laxityv1alpha1.ElasticSchedule) {
+	searchBudgetExceededMetric.WithLabelValues(es.Namespace, es.Name).Inc()
 }
 
 // recordLaunch counts a step the schedule created.

@@ -35,7 +35,8 @@ var laxityMetricNames = []string{
 	"laxity_query_slack_seconds", "laxity_deadline_misses_total",
 	"laxity_pool_observed_lead_time_seconds", "laxity_pool_planned_lead_time_seconds",
 	"laxity_query_learned_slowdown_ratio", "laxity_query_learned_margin_ratio",
-	"laxity_pool_spend_dollars_total", "laxity_step_duration_seconds", "laxity_build_info",
+	"laxity_pool_spend_total", "laxity_step_duration_seconds", "laxity_build_info",
+	"laxity_search_budget_exceeded_total",
 }
 
 // gatherLaxity gathers controller-runtime's registry and keeps laxity's
@@ -135,6 +136,7 @@ func TestMetricsAreRegisteredAndLintClean(t *testing.T) {
 	querySlowdownMetric.WithLabelValues(ns, "q").Set(1.2)
 	queryMarginMetric.WithLabelValues(ns, "q").Set(0.1)
 	poolSpendMetric.WithLabelValues(ns, "s").Add(1)
+	searchBudgetExceededMetric.WithLabelValues(ns, "s").Inc()
 	stepDurationMetric.WithLabelValues(ns, "s", "q", "batch", "Succeeded").Observe(30)
 	defer func() {
 		forgetSchedule(ns, "s")
@@ -651,5 +653,26 @@ func TestBuildInfo(t *testing.T) {
 	}
 	if len(found) != 1 {
 		t.Errorf("laxity_build_info series %v, want one", found)
+	}
+}
+
+// TestSearchBudgetExceededCountsEachSearch: every search that runs out of
+// the budget counts, per schedule, and the series goes with the schedule.
+func TestSearchBudgetExceededCountsEachSearch(t *testing.T) {
+	es := &laxityv1alpha1.ElasticSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: "unit-budget", Name: "big"}}
+	other := &laxityv1alpha1.ElasticSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: "unit-budget", Name: "small"}}
+	defer forgetSchedule(other.Namespace, other.Name)
+	recordSearchBudgetExceeded(es)
+	recordSearchBudgetExceeded(es)
+	recordSearchBudgetExceeded(other)
+	if got := metric("laxity_search_budget_exceeded_total", map[string]string{labelNamespace: es.Namespace, labelSchedule: es.Name}); got != 2 {
+		t.Errorf("laxity_search_budget_exceeded_total{schedule=big} = %v, want 2", got)
+	}
+	if got := metric("laxity_search_budget_exceeded_total", map[string]string{labelNamespace: es.Namespace, labelSchedule: other.Name}); got != 1 {
+		t.Errorf("laxity_search_budget_exceeded_total{schedule=small} = %v, want 1", got)
+	}
+	forgetSchedule(es.Namespace, es.Name)
+	if s := seriesMatching(map[string]string{labelNamespace: es.Namespace, labelSchedule: es.Name}); len(s) != 0 {
+		t.Errorf("series left after the schedule went: %v", s)
 	}
 }

@@ -154,6 +154,7 @@ func (r *ElasticScheduleReconciler) replan(ctx context.Context, v *view, reason 
 	}
 	switch {
 	case errors.Is(res.err, planner.ErrSearchBudget):
+		recordSearchBudgetExceeded(es)
 		state = state.RanOut(v.inputsHash, v.now, r.Options.searchBackoff())
 		es.Status.SearchBudget = budgetStatus(state, r.Options.planTimeout(), v.now)
 		state = budgetStateOf(es.Status.SearchBudget)

@@ -8,7 +8,7 @@
 #   2. beside it, the packages without Ginkgo suites (unit, table, property
 #      and fuzz-seed tests), the pure core's without the race detector, and
 #      the reference Spark job's Python tests (examples/spark, seconds, no
-#      Spark);
+#      Spark) and the chart's alerts with promtool (hack/test-alerts.sh);
 #   3. then, still beside it, the Ginkgo suites against envtest's
 #      kube-apiserver and etcd: the controllers suite in two processes (its
 #      specs labelled concurrent with the race detector, the others without,
@@ -24,6 +24,7 @@
 # controllers suite's two halves run side by side with the other suites.
 #
 # Environment: KUBEBUILDER_ASSETS (kube-apiserver and etcd), HELM, KUSTOMIZE,
+# KUBE_VERSION and PROMETHEUS_VERSION (for the alert tests),
 # CLUSTER_BINARIES (the command that builds the local cluster's binaries and
 # prints their directory), GO_TEST_FLAGS, GINKGO_TEST_FLAGS,
 # CLUSTER_TEST_FLAGS; set SKIP_CLUSTER=1 to leave the local cluster out.
@@ -97,7 +98,8 @@ if [[ -n "${pure_plain}" ]]; then go test ${GO_TEST_FLAGS/-race/} ${pure_plain};
 # shellcheck disable=SC2086
 if [[ -n "${impure}" ]]; then go test ${GO_TEST_FLAGS} ${impure}; fi
 (cd examples/spark && python3 -m unittest discover -s tests -t .)
-phase "unit, property and fuzz-seed tests" "${t}"
+hack/test-alerts.sh
+phase "unit, property, fuzz-seed and alert tests" "${t}"
 
 # The controllers suite's stories call the reconcilers from the test's own
 # goroutine, one pass after another on a fake clock: nothing runs beside

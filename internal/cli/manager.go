@@ -2,9 +2,11 @@ package cli
 
 import (
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -30,6 +32,7 @@ import (
 
 type managerOptions struct {
 	metricsAddr, probeAddr string
+	metricsCertDir         string
 	secureMetrics          bool
 	leaderElect            bool
 	leaderElectionNS       string
@@ -63,6 +66,7 @@ No webhook is needed.`,
 	f := cmd.Flags()
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address the metrics endpoint binds to (:8080 for plain HTTP with --metrics-secure=false); 0 disables it")
 	f.BoolVar(&o.secureMetrics, "metrics-secure", true, "serve metrics over HTTPS with authentication and authorization")
+	f.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "directory holding the metrics server's certificate and key as tls.crt and tls.key (a kubernetes.io/tls Secret mounted there), served as they are renewed, so that scrapers can verify it; empty: a self-signed certificate made at start, which no scraper can verify")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the health and readiness probes bind to; 0 disables them")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader, so that only one of several managers acts")
 	f.StringVar(&o.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader-election Lease; required with --leader-elect when the manager runs outside a cluster (in a cluster: the manager's own namespace)")
@@ -107,6 +111,9 @@ func (o *managerOptions) run(cmd *cobra.Command) error {
 			return invalid("manager: --leader-elect: the manager runs outside a cluster (no %s), so it cannot tell which namespace holds its leader-election Lease; give one with --leader-election-namespace", inClusterNamespaceFile)
 		}
 	}
+	if err := checkMetricsCertDir(o.metricsCertDir, o.secureMetrics); err != nil {
+		return &usageError{err: fmt.Errorf("manager: --metrics-cert-dir: %w", err)}
+	}
 	if err := validateNamespaces(o.watchNamespaces); err != nil {
 		return &usageError{err: fmt.Errorf("manager: --watch-namespaces: %w", err)}
 	}
@@ -119,7 +126,7 @@ func (o *managerOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return invalid("manager: no cluster to talk to: %v (use --kubeconfig or KUBECONFIG)", err)
 	}
-	metrics := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.secureMetrics}
+	metrics := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.secureMetrics, CertDir: o.metricsCertDir}
 	if o.secureMetrics {
 		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
 		// HTTP/2 stays off: it is exposed to the rapid-reset attacks.
@@ -163,6 +170,24 @@ func (o *managerOptions) controllerOptions() controllers.Options {
 // inClusterNamespaceFile holds the namespace of a pod's service account;
 // leader election takes its Lease namespace from it when none is given.
 const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// checkMetricsCertDir checks that a certificate directory given holds both
+// files: controller-runtime would otherwise serve a self-signed certificate
+// in their place, silently, and every verifying scrape would fail.
+func checkMetricsCertDir(dir string, secure bool) error {
+	if dir == "" {
+		return nil
+	}
+	if !secure {
+		return errors.New("given with --metrics-secure=false, which serves no certificate")
+	}
+	for _, name := range []string{"tls.crt", "tls.key"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("reading the metrics server's certificate: %w", err)
+		}
+	}
+	return nil
+}
 
 // validateNamespaces checks that every name is a namespace name, and that
 // none is given twice.

@@ -46,10 +46,13 @@ const customValues = "test/chart/testdata/custom-values.yaml"
 
 // chartValues models customValues; decoding it rejects any other key.
 type chartValues struct {
-	ReplicaCount int32 `json:"replicaCount"`
-	Image        struct {
+	ReplicaCount         int32             `json:"replicaCount"`
+	CommonLabels         map[string]string `json:"commonLabels"`
+	RevisionHistoryLimit int32             `json:"revisionHistoryLimit"`
+	Image                struct {
 		Repository  string                        `json:"repository"`
 		Tag         string                        `json:"tag"`
+		Digest      string                        `json:"digest"`
 		PullPolicy  corev1.PullPolicy             `json:"pullPolicy"`
 		PullSecrets []corev1.LocalObjectReference `json:"pullSecrets"`
 	} `json:"image"`
@@ -70,33 +73,66 @@ type chartValues struct {
 		ScheduleWorkers  int    `json:"scheduleWorkers"`
 		QueryWorkers     int    `json:"queryWorkers"`
 	} `json:"manager"`
-	ExtraArgs           []string                    `json:"extraArgs"`
-	Env                 []corev1.EnvVar             `json:"env"`
-	EnvFrom             []corev1.EnvFromSource      `json:"envFrom"`
-	Resources           corev1.ResourceRequirements `json:"resources"`
-	PodLabels           map[string]string           `json:"podLabels"`
-	PodAnnotations      map[string]string           `json:"podAnnotations"`
-	NodeSelector        map[string]string           `json:"nodeSelector"`
-	Tolerations         []corev1.Toleration         `json:"tolerations"`
-	Affinity            *corev1.Affinity            `json:"affinity"`
-	PriorityClassName   string                      `json:"priorityClassName"`
-	PodDisruptionBudget struct {
+	ExtraArgs            []string                    `json:"extraArgs"`
+	Env                  []corev1.EnvVar             `json:"env"`
+	EnvFrom              []corev1.EnvFromSource      `json:"envFrom"`
+	Resources            corev1.ResourceRequirements `json:"resources"`
+	PodLabels            map[string]string           `json:"podLabels"`
+	PodAnnotations       map[string]string           `json:"podAnnotations"`
+	NodeSelector         map[string]string           `json:"nodeSelector"`
+	Tolerations          []corev1.Toleration         `json:"tolerations"`
+	Affinity             *corev1.Affinity            `json:"affinity"`
+	PoolNodeAntiAffinity struct {
+		Enabled  bool   `json:"enabled"`
+		LabelKey string `json:"labelKey"`
+		Type     string `json:"type"`
+	} `json:"poolNodeAntiAffinity"`
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints"`
+	ExtraVolumes              []corev1.Volume                   `json:"extraVolumes"`
+	ExtraVolumeMounts         []corev1.VolumeMount              `json:"extraVolumeMounts"`
+	PriorityClassName         string                            `json:"priorityClassName"`
+	PodDisruptionBudget       struct {
 		Enabled        bool               `json:"enabled"`
 		MaxUnavailable intstr.IntOrString `json:"maxUnavailable"`
 	} `json:"podDisruptionBudget"`
 	Metrics struct {
+		TLS struct {
+			SecretName string `json:"secretName"`
+		} `json:"tls"`
+		PrometheusServiceAccount struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"prometheusServiceAccount"`
 		ServiceMonitor struct {
 			Enabled       bool              `json:"enabled"`
 			Labels        map[string]string `json:"labels"`
 			Interval      string            `json:"interval"`
 			ScrapeTimeout string            `json:"scrapeTimeout"`
+			TLSConfig     monitorTLSConfig  `json:"tlsConfig"`
 		} `json:"serviceMonitor"`
+		PodMonitor struct {
+			Enabled       bool              `json:"enabled"`
+			Labels        map[string]string `json:"labels"`
+			Interval      string            `json:"interval"`
+			ScrapeTimeout string            `json:"scrapeTimeout"`
+			Authorization struct {
+				Credentials corev1.SecretKeySelector `json:"credentials"`
+			} `json:"authorization"`
+		} `json:"podMonitor"`
 		PrometheusRule struct {
 			Enabled                bool              `json:"enabled"`
 			Labels                 map[string]string `json:"labels"`
 			AtRiskFor              string            `json:"atRiskFor"`
+			InfeasibleFor          string            `json:"infeasibleFor"`
 			LeadTimeFactor         float64           `json:"leadTimeFactor"`
 			DefaultLeadTimeSeconds float64           `json:"defaultLeadTimeSeconds"`
+			AbsentFor              string            `json:"absentFor"`
+			Job                    string            `json:"job"`
+			ReconcileErrorRatio    float64           `json:"reconcileErrorRatio"`
+			ReconcileErrorsFor     string            `json:"reconcileErrorsFor"`
+			StepFailureRatio       float64           `json:"stepFailureRatio"`
+			StepFailureMinimum     int               `json:"stepFailureMinimum"`
+			StepFailuresFor        string            `json:"stepFailuresFor"`
 			AdditionalLabels       map[string]string `json:"additionalLabels"`
 		} `json:"prometheusRule"`
 		Dashboard struct {
@@ -142,7 +178,7 @@ var _ = Describe("The Helm chart", func() {
 			Expect(err).NotTo(HaveOccurred())
 		},
 		Entry("with default values"),
-		Entry("with the metrics objects", "--set", "metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true"),
+		Entry("with the metrics objects", "--set", "metrics.tls.secretName=laxity-metrics-tls,metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true"),
 		Entry("with watched namespaces", "--set", "watchNamespaces={team-a,team-b}"),
 		Entry("with an existing ServiceAccount and no RBAC", "--set", "serviceAccount.create=false,serviceAccount.name=laxity,rbac.create=false"),
 		Entry("with every optional value set", "--values", customValues),
@@ -172,7 +208,17 @@ var _ = Describe("The Helm chart", func() {
 
 		Expect(deployment.Name).To(Equal(values.FullnameOverride))
 		Expect(deployment.Spec.Replicas).To(HaveValue(Equal(values.ReplicaCount)))
-		Expect(container.Image).To(Equal(values.Image.Repository + ":" + values.Image.Tag))
+		Expect(deployment.Spec.RevisionHistoryLimit).To(HaveValue(Equal(values.RevisionHistoryLimit)))
+		Expect(values.Image.Tag).NotTo(BeEmpty())
+		Expect(container.Image).To(Equal(values.Image.Repository+"@"+values.Image.Digest), "the digest wins over the tag")
+		for _, obj := range r {
+			for key, value := range values.CommonLabels {
+				Expect(obj.GetLabels()).To(HaveKeyWithValue(key, value), "%s %s", obj.GetKind(), obj.GetName())
+			}
+		}
+		for key, value := range values.CommonLabels {
+			Expect(deployment.Spec.Template.Labels).To(HaveKeyWithValue(key, value), "the manager's pods")
+		}
 		Expect(container.ImagePullPolicy).To(Equal(values.Image.PullPolicy))
 		Expect(pod.ImagePullSecrets).To(Equal(values.Image.PullSecrets))
 		Expect(container.Args).To(ContainElements(
@@ -185,7 +231,9 @@ var _ = Describe("The Helm chart", func() {
 			"--poll="+values.Manager.Poll,
 			fmt.Sprintf("--schedule-workers=%d", values.Manager.ScheduleWorkers),
 			fmt.Sprintf("--query-workers=%d", values.Manager.QueryWorkers),
+			"--metrics-cert-dir="+metricsCertDir(r),
 		))
+		Expect(metricsCertDir(r)).NotTo(BeEmpty(), "metrics.tls.secretName is served")
 		Expect(container.Args).To(ContainElements(values.ExtraArgs))
 		Expect(container.Env).To(Equal(values.Env))
 		Expect(container.EnvFrom).To(Equal(values.EnvFrom))
@@ -198,7 +246,20 @@ var _ = Describe("The Helm chart", func() {
 		}
 		Expect(pod.NodeSelector).To(Equal(values.NodeSelector))
 		Expect(pod.Tolerations).To(Equal(values.Tolerations))
-		Expect(pod.Affinity).To(Equal(values.Affinity))
+		wantAffinity := values.Affinity.DeepCopy()
+		wantAffinity.NodeAffinity = &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+			Weight: 100, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: values.PoolNodeAntiAffinity.LabelKey, Operator: corev1.NodeSelectorOpDoesNotExist}}},
+		}}}
+		Expect(pod.Affinity).To(Equal(wantAffinity), "the affinity given, and a preferred node anti-affinity on the pools' label")
+		Expect(pod.TopologySpreadConstraints).To(HaveLen(len(values.TopologySpreadConstraints)))
+		for i, want := range values.TopologySpreadConstraints {
+			if want.LabelSelector == nil {
+				want.LabelSelector = deployment.Spec.Selector
+			}
+			Expect(pod.TopologySpreadConstraints[i]).To(Equal(want), "a constraint without a labelSelector spreads the manager's pods")
+		}
+		Expect(pod.Volumes).To(ContainElements(values.ExtraVolumes))
+		Expect(container.VolumeMounts).To(ContainElements(values.ExtraVolumeMounts))
 		Expect(pod.PriorityClassName).To(Equal(values.PriorityClassName))
 
 		Expect(pod.ServiceAccountName).To(Equal(values.ServiceAccount.Name))
@@ -222,20 +283,55 @@ var _ = Describe("The Helm chart", func() {
 		}
 		Expect(monitor.Spec.Endpoints[0].Interval).To(Equal(values.Metrics.ServiceMonitor.Interval))
 		Expect(monitor.Spec.Endpoints[0].ScrapeTimeout).To(Equal(values.Metrics.ServiceMonitor.ScrapeTimeout))
+		Expect(monitor.Spec.Endpoints[0].TLSConfig).To(HaveValue(Equal(values.Metrics.ServiceMonitor.TLSConfig)), "the tlsConfig given, as it is")
+		Expect(jobOf(monitor.Spec.Endpoints[0])).To(Equal(values.Metrics.PrometheusRule.Job))
+
+		pods := expectPodMonitorScrapesManager(r)
+		for key, value := range values.Metrics.PodMonitor.Labels {
+			Expect(pods.Labels).To(HaveKeyWithValue(key, value))
+		}
+		podEndpoint := pods.Spec.PodMetricsEndpoints[0]
+		Expect(podEndpoint.Interval).To(Equal(values.Metrics.PodMonitor.Interval))
+		Expect(podEndpoint.ScrapeTimeout).To(Equal(values.Metrics.PodMonitor.ScrapeTimeout))
+		Expect(podEndpoint.Authorization.Credentials).To(Equal(values.Metrics.PodMonitor.Authorization.Credentials))
+		Expect(podEndpoint.TLSConfig.CA.Secret.Name).To(Equal(values.Metrics.TLS.SecretName), "without a tlsConfig, the CA of metrics.tls.secretName")
+		Expect(jobOf(podEndpoint)).To(Equal(values.Metrics.PrometheusRule.Job))
+
+		prometheus := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: values.Metrics.PrometheusServiceAccount.Name, Namespace: values.Metrics.PrometheusServiceAccount.Namespace}
+		Expect(grantsTo(r, prometheus.Namespace, prometheus.Name).Cluster).To(Equal(permissionsOf(metricsReaderRules)), "Prometheus may read the metrics, and nothing else")
 
 		rules := r.ofKind(prometheusRuleKind)
 		Expect(rules).To(HaveLen(1))
 		for key, value := range values.Metrics.PrometheusRule.Labels {
 			Expect(rules[0].GetLabels()).To(HaveKeyWithValue(key, value))
 		}
+		var alerts []string
+		for _, rule := range alertRules(rules[0]) {
+			alerts = append(alerts, rule.Alert)
+		}
+		Expect(alerts).To(ConsistOf("LaxityDeadlineAtRisk", "LaxityDeadlineMissed", "LaxityPlanInfeasible", "LaxityPoolNotReady",
+			"LaxityAbsent", "LaxityReconcileErrors", "LaxityStepFailures", "LaxitySearchBudgetExceeded"))
 		for _, rule := range alertRules(rules[0]) {
 			for key, value := range values.Metrics.PrometheusRule.AdditionalLabels {
 				Expect(rule.Labels).To(HaveKeyWithValue(key, value), "alert %s", rule.Alert)
 			}
-			if rule.Alert == "LaxityDeadlineAtRisk" {
+			switch rule.Alert {
+			case "LaxityDeadlineAtRisk":
 				Expect(rule.For).To(Equal(values.Metrics.PrometheusRule.AtRiskFor))
-			}
-			if rule.Alert == "LaxityPoolNotReady" {
+			case "LaxityPlanInfeasible":
+				Expect(rule.For).To(Equal(values.Metrics.PrometheusRule.InfeasibleFor))
+			case "LaxityAbsent":
+				Expect(rule.For).To(Equal(values.Metrics.PrometheusRule.AbsentFor))
+				Expect(rule.Expr).To(ContainSubstring(fmt.Sprintf("job=%q", values.Metrics.PrometheusRule.Job)))
+			case "LaxityReconcileErrors":
+				Expect(rule.For).To(Equal(values.Metrics.PrometheusRule.ReconcileErrorsFor))
+				Expect(rule.Expr).To(ContainSubstring(fmt.Sprintf("> %g", values.Metrics.PrometheusRule.ReconcileErrorRatio)))
+				Expect(rule.Expr).To(ContainSubstring(fmt.Sprintf("job=%q", values.Metrics.PrometheusRule.Job)))
+			case "LaxityStepFailures":
+				Expect(rule.For).To(Equal(values.Metrics.PrometheusRule.StepFailuresFor))
+				Expect(rule.Expr).To(ContainSubstring(fmt.Sprintf("> %g", values.Metrics.PrometheusRule.StepFailureRatio)))
+				Expect(rule.Expr).To(ContainSubstring(fmt.Sprintf(">= %d", values.Metrics.PrometheusRule.StepFailureMinimum)))
+			case "LaxityPoolNotReady":
 				Expect(rule.Expr).To(ContainSubstring(fmt.Sprintf("%g * %g", values.Metrics.PrometheusRule.LeadTimeFactor, values.Metrics.PrometheusRule.DefaultLeadTimeSeconds)))
 			}
 		}
@@ -300,21 +396,68 @@ var _ = Describe("The Helm chart", func() {
 		Expect(aggregatedInto).To(Equal(map[string][]string{
 			"admin": {"laxity-edit"}, "edit": {"laxity-edit"}, "view": {"laxity-view"},
 		}))
+		for _, role := range as[rbacv1.ClusterRole](chartDefaults().ofKind(clusterRoleKind)) {
+			if role.Name != "laxity-edit" && role.Name != "laxity-view" {
+				continue
+			}
+			for _, p := range permissionsOf(role.Rules) {
+				Expect(p.Group).To(Equal("laxity.dev"), "%s: %s", role.Name, p)
+				Expect(p.Resource).NotTo(HavePrefix("tenantpolicies"), "%s: %s", role.Name, p)
+				if strings.HasSuffix(p.Resource, "/status") {
+					Expect(p.Verb).To(BeElementOf("get", "list", "watch"), "%s: a tenant may not write %s", role.Name, p.Resource)
+				}
+			}
+		}
 		for _, role := range as[rbacv1.ClusterRole](helmTemplate("laxity", "laxity-system", "--set", "rbac.tenantRoles=false").ofKind(clusterRoleKind)) {
 			Expect(role.Labels).NotTo(HaveKey(HavePrefix("rbac.authorization.k8s.io/aggregate-to-")), role.Name)
 		}
 	})
 
-	It("renders a ServiceMonitor that scrapes the metrics Service when asked to", func(ctx SpecContext) {
+	It("renders a ServiceMonitor that scrapes the metrics Service with Prometheus's own token, verifying the certificate the manager serves, when asked to", func(ctx SpecContext) {
 		const namespace = "chart-monitored"
 		r := helmTemplate("monitored", namespace,
 			"--set", "metrics.serviceMonitor.enabled=true",
+			"--set", "metrics.tls.secretName=monitored-metrics-tls",
 			"--set", "metrics.serviceMonitor.interval=30s",
 			"--set", "metrics.serviceMonitor.labels.release=prometheus")
 		monitor := expectMonitorsMetrics(r)
 		Expect(monitor.Labels).To(HaveKeyWithValue("release", "prometheus"))
 		Expect(monitor.Spec.Endpoints[0].Interval).To(Equal("30s"))
+		Expect(monitor.Spec.Endpoints[0].TLSConfig.InsecureSkipVerify).To(BeFalse(), "verified unless asked otherwise")
+		Expect(monitor.Spec.Endpoints[0].TLSConfig.CA.Secret.Name).To(Equal("monitored-metrics-tls"))
+		Expect(jobOf(monitor.Spec.Endpoints[0])).To(Equal(as[corev1.Service](r.ofKind(serviceKind))[0].Name), "the Service's name, a ServiceMonitor's default job")
 		Expect(createAll(ctx, append([]client.Object{restrictedNamespace(namespace)}, r.without(crdKind).clientObjects()...)...)).To(BeEmpty())
+
+		By("skipping verification only when the values ask for it")
+		insecure := expectMonitorsMetrics(helmTemplate("monitored", namespace,
+			"--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.serviceMonitor.tlsConfig.insecureSkipVerify=true"))
+		Expect(insecure.Spec.Endpoints[0].TLSConfig.InsecureSkipVerify).To(BeTrue())
+	})
+
+	It("keeps the manager off the nodes of laxity's pools unless told otherwise", func() {
+		avoidPools := func(r rendered) *corev1.NodeAffinity {
+			deployment, _ := manager(r)
+			Expect(deployment.Spec.Template.Spec.Affinity).NotTo(BeNil())
+			return deployment.Spec.Template.Spec.Affinity.NodeAffinity
+		}
+		notOnPool := func(key string) corev1.NodeSelectorTerm {
+			return corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpDoesNotExist}}}
+		}
+		Expect(avoidPools(chartDefaults())).To(Equal(&corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{notOnPool("laxity.dev/pool")},
+		}}), "required, on the label the samples' pools carry")
+		Expect(avoidPools(helmTemplate("laxity", "laxity-system", "--set", "poolNodeAntiAffinity.type=preferred,poolNodeAntiAffinity.labelKey=karpenter.sh/nodepool"))).
+			To(Equal(&corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 100, Preference: notOnPool("karpenter.sh/nodepool")}}}))
+
+		own := &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "node-role.example.com/control", Operator: corev1.NodeSelectorOpExists}},
+		}}}}
+		Expect(avoidPools(helmTemplate("laxity", "laxity-system", "--set", "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=node-role.example.com/control",
+			"--set", "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists"))).
+			To(Equal(own), "a nodeAffinity given replaces the chart's")
+
+		deployment, _ := manager(helmTemplate("laxity", "laxity-system", "--set", "poolNodeAntiAffinity.enabled=false"))
+		Expect(deployment.Spec.Template.Spec.Affinity).To(BeNil())
 	})
 })
 
@@ -352,23 +495,39 @@ var _ = Describe("The kustomize manifests", func() {
 		Expect(cmp.Diff(substanceOf(chartDefaults()), substanceOf(kustomized()), quantitiesByValue)).To(BeEmpty())
 	})
 
-	It("add, in config/prometheus, the ServiceMonitor and scraper identity the chart renders when asked to", func() {
+	It("add, in config/prometheus, the ServiceMonitor and the served certificate the chart renders when asked to", func() {
 		withMonitor := kustomizeBuild("config/prometheus")
-		Expect(withMonitor.without(serviceMonitorKind, secretKind, serviceAccountKind, clusterRoleBindingKind)).
-			To(ConsistOf(kustomized().without(serviceAccountKind, clusterRoleBindingKind)), "config/default and the scraper's objects")
-		chart := helmTemplate("laxity", "laxity-system", "--set", "metrics.serviceMonitor.enabled=true")
-		chartMonitor := expectMonitorsMetrics(chart)
-		Expect(expectMonitorsMetrics(withMonitor).Spec.Endpoints).To(Equal(chartMonitor.Spec.Endpoints))
-		added := func(r rendered) []string {
-			var kinds []string
-			for _, obj := range r.ofKind(secretKind, serviceAccountKind, clusterRoleBindingKind) {
-				if strings.Contains(obj.GetName(), "scraper") {
-					kinds = append(kinds, obj.GetKind()+" "+obj.GetName())
-				}
+		base := kustomized()
+		key := func(r rendered) []string {
+			var keys []string
+			for _, obj := range r {
+				keys = append(keys, obj.GetKind()+" "+obj.GetName())
 			}
-			return kinds
+			return keys
 		}
-		Expect(added(withMonitor)).To(ConsistOf(added(chart)))
+		Expect(key(withMonitor.without(serviceMonitorKind))).To(ConsistOf(key(base)), "config/default's objects and a ServiceMonitor")
+		Expect(withMonitor.without(serviceMonitorKind, deploymentKind)).To(ConsistOf(base.without(deploymentKind)), "only the manager changes")
+		monitor := expectMonitorsMetrics(withMonitor)
+
+		chart := helmTemplate("laxity", "laxity-system", "--set", "metrics.serviceMonitor.enabled=true,metrics.tls.secretName=laxity-metrics-tls")
+		chartMonitor := expectMonitorsMetrics(chart)
+		// The same endpoint but for the names of the Service and the Secret.
+		names := func(m serviceMonitor, r rendered) monitorEndpoint {
+			e := m.Spec.Endpoints[0]
+			tls := *e.TLSConfig
+			ca := *tls.CA
+			secret := *ca.Secret
+			secret.Name, tls.ServerName = "", ""
+			ca.Secret, tls.CA, e.TLSConfig = &secret, &ca, &tls
+			e.Relabelings = nil
+			Expect(jobOf(m.Spec.Endpoints[0])).To(Equal(as[corev1.Service](r.ofKind(serviceKind))[0].Name))
+			return e
+		}
+		Expect(names(monitor, withMonitor)).To(Equal(names(chartMonitor, chart)))
+		_, withCert := manager(withMonitor)
+		_, chartWithCert := manager(chart)
+		Expect(cmp.Diff(substanceOf(chart), substanceOf(withMonitor), quantitiesByValue)).To(BeEmpty())
+		Expect(withCert.VolumeMounts).To(Equal(chartWithCert.VolumeMounts))
 	})
 })
 

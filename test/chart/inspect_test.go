@@ -51,6 +51,7 @@ var (
 	roleKind               = schema.GroupKind{Group: rbacv1.GroupName, Kind: "Role"}
 	roleBindingKind        = schema.GroupKind{Group: rbacv1.GroupName, Kind: "RoleBinding"}
 	serviceMonitorKind     = schema.GroupKind{Group: "monitoring.coreos.com", Kind: "ServiceMonitor"}
+	podMonitorKind         = schema.GroupKind{Group: "monitoring.coreos.com", Kind: "PodMonitor"}
 	prometheusRuleKind     = schema.GroupKind{Group: "monitoring.coreos.com", Kind: "PrometheusRule"}
 	secretKind             = schema.GroupKind{Kind: "Secret"}
 	configMapKind          = schema.GroupKind{Kind: "ConfigMap"}
@@ -272,6 +273,7 @@ type substance struct {
 	PodSecurityContext  *corev1.PodSecurityContext
 	SecurityContext     *corev1.SecurityContext
 	Resources           corev1.ResourceRequirements
+	Affinity            *corev1.Affinity
 	ClusterGrants       []permission
 	OwnNamespaceGrants  []permission
 	UnboundClusterRoles [][]permission
@@ -291,6 +293,7 @@ func substanceOf(r rendered) substance {
 		PodSecurityContext: pod.SecurityContext,
 		SecurityContext:    container.SecurityContext,
 		Resources:          container.Resources,
+		Affinity:           pod.Affinity,
 	}
 	for _, obj := range r.without(namespaceKind, crdKind) {
 		s.Kinds = append(s.Kinds, obj.GroupVersionKind().GroupKind().String())
@@ -331,27 +334,115 @@ type serviceMonitor struct {
 	} `json:"spec"`
 }
 
+// podMonitor models a monitoring.coreos.com/v1 PodMonitor as the chart
+// renders it.
+type podMonitor struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		Selector            metav1.LabelSelector `json:"selector"`
+		PodMetricsEndpoints []monitorEndpoint    `json:"podMetricsEndpoints"`
+	} `json:"spec"`
+}
+
 type monitorEndpoint struct {
-	Port          string `json:"port"`
-	Scheme        string `json:"scheme"`
-	Path          string `json:"path"`
-	HonorLabels   bool   `json:"honorLabels"`
-	Interval      string `json:"interval,omitempty"`
-	ScrapeTimeout string `json:"scrapeTimeout,omitempty"`
-	Authorization *struct {
-		Type        string                   `json:"type"`
+	Port            string `json:"port"`
+	Scheme          string `json:"scheme"`
+	Path            string `json:"path"`
+	HonorLabels     bool   `json:"honorLabels"`
+	Interval        string `json:"interval,omitempty"`
+	ScrapeTimeout   string `json:"scrapeTimeout,omitempty"`
+	BearerTokenFile string `json:"bearerTokenFile,omitempty"`
+	Authorization   *struct {
+		Type        string                   `json:"type,omitempty"`
 		Credentials corev1.SecretKeySelector `json:"credentials"`
 	} `json:"authorization,omitempty"`
-	TLSConfig *struct {
-		InsecureSkipVerify bool `json:"insecureSkipVerify"`
-	} `json:"tlsConfig,omitempty"`
+	TLSConfig   *monitorTLSConfig `json:"tlsConfig,omitempty"`
+	Relabelings []struct {
+		TargetLabel string `json:"targetLabel"`
+		Replacement string `json:"replacement"`
+	} `json:"relabelings,omitempty"`
+}
+
+// monitorTLSConfig is the part of the Prometheus Operator's TLSConfig the
+// installations use.
+type monitorTLSConfig struct {
+	ServerName         string `json:"serverName,omitempty"`
+	InsecureSkipVerify bool   `json:"insecureSkipVerify,omitempty"`
+	CA                 *struct {
+		Secret    *corev1.SecretKeySelector    `json:"secret,omitempty"`
+		ConfigMap *corev1.ConfigMapKeySelector `json:"configMap,omitempty"`
+	} `json:"ca,omitempty"`
+}
+
+// jobOf is the job label an endpoint's relabelings set, "" if none.
+func jobOf(endpoint monitorEndpoint) string {
+	for _, r := range endpoint.Relabelings {
+		if r.TargetLabel == "job" {
+			return r.Replacement
+		}
+	}
+	return ""
+}
+
+// serviceAccountTokenFile is where the kubelet projects a pod's
+// ServiceAccount token: in Prometheus's pod, Prometheus's own, rotated.
+const serviceAccountTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+// metricsCertDir is the directory the manager serves its metrics
+// certificate from (--metrics-cert-dir), "" when it makes a self-signed one.
+func metricsCertDir(r rendered) string {
+	_, container := manager(r)
+	dir, _ := flagValue(container.Args, "--metrics-cert-dir")
+	return dir
+}
+
+// expectScrapesManager checks one endpoint of a monitor: it scrapes the port
+// the manager serves metrics on, over HTTPS, keeping the metrics' own
+// namespace label, and verifies the manager's certificate unless the
+// values ask it not to: against the CA of the Secret mounted where the
+// manager reads its certificate, for the metrics Service's DNS name.
+func expectScrapesManager(r rendered, endpoint monitorEndpoint, namespace string) {
+	GinkgoHelper()
+	_, container := manager(r)
+	secure, _ := flagValue(container.Args, "--metrics-secure")
+	Expect(secure).NotTo(Equal("false"), "the manager serves metrics over HTTPS")
+	service := as[corev1.Service](r.ofKind(serviceKind))[0]
+	Expect(namespace).To(Equal(service.Namespace))
+	Expect(endpoint.Scheme).To(Equal("https"))
+	Expect(endpoint.Path).To(Equal("/metrics"))
+	Expect(endpoint.HonorLabels).To(BeTrue(), "the metrics' namespace label is the schedule's, not the manager's")
+	Expect(jobOf(endpoint)).NotTo(BeEmpty(), "the job label the alerts match is set")
+
+	Expect(endpoint.TLSConfig).NotTo(BeNil(), "TLS settings")
+	if endpoint.TLSConfig.InsecureSkipVerify {
+		return // asked for, in the values
+	}
+	Expect(endpoint.TLSConfig.ServerName).To(Equal(service.Name+"."+service.Namespace+".svc"), "verified for the metrics Service's DNS name")
+	Expect(endpoint.TLSConfig.CA).NotTo(BeNil(), "verified against a CA")
+	if ca := endpoint.TLSConfig.CA.Secret; ca != nil {
+		Expect(ca.Key).To(Equal("ca.crt"))
+		dir := metricsCertDir(r)
+		Expect(dir).NotTo(BeEmpty(), "the manager serves the certificate of the Secret whose CA the scrape trusts, not a self-signed one")
+		mount := slices.IndexFunc(container.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == dir })
+		Expect(mount).NotTo(Equal(-1), "a volume is mounted at --metrics-cert-dir=%s", dir)
+		deployment, _ := manager(r)
+		volumes := deployment.Spec.Template.Spec.Volumes
+		v := slices.IndexFunc(volumes, func(v corev1.Volume) bool { return v.Name == container.VolumeMounts[mount].Name })
+		Expect(v).NotTo(Equal(-1))
+		Expect(volumes[v].Secret).NotTo(BeNil())
+		Expect(volumes[v].Secret.SecretName).To(Equal(ca.Name), "the Secret the manager serves is the one whose CA the scrape trusts")
+	} else {
+		Expect(endpoint.TLSConfig.CA.ConfigMap).NotTo(BeNil(), "a CA from a Secret or a ConfigMap")
+	}
 }
 
 // expectMonitorsMetrics checks that the render's only ServiceMonitor scrapes
-// the manager's metrics: it sits beside the metrics Service, selects it, and
-// scrapes the port the manager serves metrics on, over HTTPS, keeping the
-// metrics' own namespace label, with the token of a ServiceAccount the
-// render allows to read the metrics. It returns the ServiceMonitor.
+// the manager's metrics: it sits beside the metrics Service, selects it,
+// scrapes the port the manager serves metrics on (see expectScrapesManager),
+// with Prometheus's own ServiceAccount token, and the render makes no token
+// Secret and no ServiceAccount to scrape with. It returns the
+// ServiceMonitor.
 func expectMonitorsMetrics(r rendered) serviceMonitor {
 	GinkgoHelper()
 	monitors := r.ofKind(serviceMonitorKind)
@@ -360,11 +451,8 @@ func expectMonitorsMetrics(r rendered) serviceMonitor {
 	monitor := as[serviceMonitor](monitors)[0]
 
 	_, container := manager(r)
-	secure, _ := flagValue(container.Args, "--metrics-secure")
-	Expect(secure).NotTo(Equal("false"), "the manager serves metrics over HTTPS")
 	metricsPort := bindPort(container.Args, "--metrics-bind-address")
 	service := as[corev1.Service](r.ofKind(serviceKind))[0]
-	Expect(monitor.Namespace).To(Equal(service.Namespace))
 	selector, err := metav1.LabelSelectorAsSelector(&monitor.Spec.Selector)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(selector.Empty()).To(BeFalse(), "the ServiceMonitor selects the metrics Service, not every Service")
@@ -375,30 +463,39 @@ func expectMonitorsMetrics(r rendered) serviceMonitor {
 	idx := slices.IndexFunc(service.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == endpoint.Port })
 	Expect(idx).NotTo(Equal(-1), "the endpoint's port %q is a port of the metrics Service", endpoint.Port)
 	Expect(containerPort(container, service.Spec.Ports[idx].TargetPort)).To(Equal(metricsPort))
-	Expect(endpoint.Scheme).To(Equal("https"))
-	Expect(endpoint.Path).To(Equal("/metrics"))
-	Expect(endpoint.HonorLabels).To(BeTrue(), "the metrics' namespace label is the schedule's, not the manager's")
-	Expect(endpoint.TLSConfig).NotTo(BeNil())
-	Expect(endpoint.TLSConfig.InsecureSkipVerify).To(BeTrue(), "the manager's certificate is self-signed")
+	expectScrapesManager(r, endpoint, monitor.Namespace)
 
 	// The manager only answers callers it can authenticate and that may get
-	// /metrics: the token must be a ServiceAccount's, one bound to that.
-	Expect(endpoint.Authorization).NotTo(BeNil(), "the manager only answers callers it can authenticate")
-	Expect(strings.ToLower(endpoint.Authorization.Type)).To(BeElementOf("", "bearer"))
-	Expect(endpoint.Authorization.Credentials.Key).To(Equal(corev1.ServiceAccountTokenKey))
-	secrets := as[corev1.Secret](r.ofKind(secretKind))
-	idx = slices.IndexFunc(secrets, func(s corev1.Secret) bool {
-		return s.Namespace == monitor.Namespace && s.Name == endpoint.Authorization.Credentials.Name
-	})
-	Expect(idx).NotTo(Equal(-1), "the token Secret %s is rendered beside the ServiceMonitor", endpoint.Authorization.Credentials.Name)
-	token := secrets[idx]
-	Expect(token.Type).To(Equal(corev1.SecretTypeServiceAccountToken))
-	account := token.Annotations[corev1.ServiceAccountNameKey]
-	Expect(account).NotTo(BeEmpty())
-	Expect(slices.ContainsFunc(as[corev1.ServiceAccount](r.ofKind(serviceAccountKind)), func(a corev1.ServiceAccount) bool {
-		return a.Namespace == token.Namespace && a.Name == account
-	})).To(BeTrue(), "the scraper's ServiceAccount %s is rendered", account)
-	Expect(grantsTo(r, token.Namespace, account).Cluster).To(Equal(permissionsOf(metricsReaderRules)), "the scraper may read the metrics, and nothing else")
+	// /metrics: Prometheus's own token, no Secret holding one.
+	Expect(endpoint.BearerTokenFile).To(Equal(serviceAccountTokenFile), "Prometheus scrapes with its own ServiceAccount's token")
+	Expect(endpoint.Authorization).To(BeNil())
+	Expect(r.ofKind(secretKind)).To(BeEmpty(), "no token Secret")
+	for _, account := range r.ofKind(serviceAccountKind) {
+		Expect(account.GetName()).NotTo(ContainSubstring("scraper"), "no ServiceAccount of its own to scrape with")
+	}
+	return monitor
+}
+
+// expectPodMonitorScrapesManager checks that the render's only PodMonitor
+// scrapes the manager's pods as the ServiceMonitor would, with the
+// credentials the values name.
+func expectPodMonitorScrapesManager(r rendered) podMonitor {
+	GinkgoHelper()
+	monitors := r.ofKind(podMonitorKind)
+	Expect(monitors).To(HaveLen(1), "one PodMonitor")
+	monitor := as[podMonitor](monitors)[0]
+	deployment, container := manager(r)
+	selector, err := metav1.LabelSelectorAsSelector(&monitor.Spec.Selector)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(selector.Empty()).To(BeFalse())
+	Expect(selector.Matches(labels.Set(deployment.Spec.Template.Labels))).To(BeTrue(), "the PodMonitor selects the manager's pods")
+	Expect(monitor.Spec.PodMetricsEndpoints).To(HaveLen(1))
+	endpoint := monitor.Spec.PodMetricsEndpoints[0]
+	Expect(containerPort(container, intstr.FromString(endpoint.Port))).To(Equal(bindPort(container.Args, "--metrics-bind-address")))
+	expectScrapesManager(r, endpoint, monitor.Namespace)
+	Expect(endpoint.Authorization).NotTo(BeNil(), "a PodMonitor cannot use Prometheus's own token")
+	Expect(endpoint.Authorization.Credentials.Name).NotTo(BeEmpty())
+	Expect(r.ofKind(secretKind)).To(BeEmpty(), "no token Secret")
 	return monitor
 }
 

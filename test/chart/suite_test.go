@@ -31,6 +31,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -60,6 +61,11 @@ var (
 	helmHome   string
 	testEnv    *testenv.Env
 	restConfig *rest.Config
+	// kubeVersion is the envtest API server's version, the Makefile's
+	// ENVTEST_K8S_VERSION, which helm template renders for (--kube-version):
+	// the chart's kubeVersion is checked against it, and neither a helm nor
+	// a kube-apiserver built from source knows its own Kubernetes version.
+	kubeVersion string
 )
 
 func TestChart(t *testing.T) {
@@ -85,6 +91,11 @@ var _ = BeforeSuite(func() {
 	testEnv, err = testenv.Start(testenv.WithThirdPartyCRDs(testenv.SparkApplications, testenv.MachineDeployments, testenv.NodePools, testenv.CapacityBuffers))
 	Expect(err).NotTo(HaveOccurred())
 	restConfig = testEnv.Config
+	makefile, err := os.ReadFile(filepath.Join(repoRoot, "Makefile"))
+	Expect(err).NotTo(HaveOccurred())
+	pinned := regexp.MustCompile(`(?m)^ENVTEST_K8S_VERSION \?= (\S+)$`).FindSubmatch(makefile)
+	Expect(pinned).NotTo(BeNil(), "the Makefile pins ENVTEST_K8S_VERSION")
+	kubeVersion = string(pinned[1])
 	_, err = envtest.InstallCRDs(restConfig, envtest.CRDInstallOptions{
 		Paths:              []string{filepath.Join(repoRoot, "test", "chart", "testdata", "crds")},
 		ErrorIfPathMissing: true,
@@ -126,11 +137,12 @@ func run(tool string, args ...string) ([]byte, error) {
 	return stdout.Bytes(), nil
 }
 
-// helmTemplate renders the chart as the release name in namespace, with
-// extra helm flags such as --set or --values.
+// helmTemplate renders the chart as the release name in namespace, for the
+// envtest API server's version, with extra helm flags such as --set or
+// --values.
 func helmTemplate(name, namespace string, flags ...string) rendered {
 	GinkgoHelper()
-	out, err := run(helm, append([]string{"template", name, chartDir, "--namespace", namespace}, flags...)...)
+	out, err := run(helm, append([]string{"template", name, chartDir, "--namespace", namespace, "--kube-version", kubeVersion}, flags...)...)
 	Expect(err).NotTo(HaveOccurred())
 	objs, err := decodeDocuments(out)
 	Expect(err).NotTo(HaveOccurred())
@@ -141,7 +153,7 @@ func helmTemplate(name, namespace string, flags ...string) rendered {
 // what helm said.
 func helmTemplateError(flags ...string) string {
 	GinkgoHelper()
-	_, err := run(helm, append([]string{"template", "refused", chartDir, "--namespace", "refused"}, flags...)...)
+	_, err := run(helm, append([]string{"template", "refused", chartDir, "--namespace", "refused", "--kube-version", kubeVersion}, flags...)...)
 	Expect(err).To(HaveOccurred(), "helm template %q succeeded", flags)
 	return err.Error()
 }
@@ -225,7 +237,9 @@ func restrictedNamespace(name string) *corev1.Namespace {
 
 // createAll creates the objects in the envtest API server, Namespaces first,
 // rejecting unknown and duplicate fields, and returns the warnings the server
-// sent back (Pod Security violations of workloads among them).
+// sent back (Pod Security violations of workloads among them). Each object
+// other than a Namespace is first sent with a server-side dry run, as
+// `kubectl apply --dry-run=server` sends a new object, which must pass too.
 func createAll(ctx context.Context, objs ...client.Object) []string {
 	GinkgoHelper()
 	warnings := &warningRecorder{}
@@ -243,9 +257,18 @@ func createAll(ctx context.Context, objs ...client.Object) []string {
 			others = append(others, obj)
 		}
 	}
-	for _, obj := range slices.Concat(namespaces, others) {
+	for _, obj := range namespaces {
 		Expect(c.Create(ctx, obj, client.FieldValidation(metav1.FieldValidationStrict))).To(Succeed(),
-			"creating %s %s", obj.GetObjectKind().GroupVersionKind().Kind, client.ObjectKeyFromObject(obj))
+			"creating Namespace %s", obj.GetName())
+	}
+	for _, obj := range others {
+		kind := obj.GetObjectKind().GroupVersionKind().Kind
+		dry, ok := obj.DeepCopyObject().(client.Object)
+		Expect(ok).To(BeTrue())
+		Expect(c.Create(ctx, dry, client.DryRunAll, client.FieldValidation(metav1.FieldValidationStrict))).To(Succeed(),
+			"applying %s %s with a server-side dry run", kind, client.ObjectKeyFromObject(obj))
+		Expect(c.Create(ctx, obj, client.FieldValidation(metav1.FieldValidationStrict))).To(Succeed(),
+			"creating %s %s", kind, client.ObjectKeyFromObject(obj))
 	}
 	return warnings.all()
 }

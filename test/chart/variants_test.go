@@ -76,7 +76,7 @@ var _ = Describe("The Helm chart's combinations of values", func() {
 		},
 		Entry("default values: every namespace, a created ServiceAccount, no metrics objects, a PodDisruptionBudget", "defaults", variant{
 			check: func(r rendered) {
-				Expect(r.ofKind(serviceMonitorKind, prometheusRuleKind, configMapKind, secretKind)).To(BeEmpty())
+				Expect(r.ofKind(serviceMonitorKind, podMonitorKind, prometheusRuleKind, configMapKind, secretKind)).To(BeEmpty())
 				Expect(r.ofKind(pdbKind)).To(HaveLen(1))
 				Expect(r.ofKind(roleKind)).To(HaveLen(1), "the leader-election Role only")
 			},
@@ -118,18 +118,48 @@ var _ = Describe("The Helm chart's combinations of values", func() {
 				Expect(r.ofKind(roleKind)).To(BeEmpty(), "no leader-election Role")
 			},
 		}),
-		Entry("the metrics objects", "metrics", variant{
-			flags: []string{"--set", "metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true"},
+		Entry("the metrics objects, scraped with Prometheus's identity and a verified certificate", "metrics", variant{
+			flags: []string{"--set", "metrics.tls.secretName=metrics-tls,metrics.serviceMonitor.enabled=true,metrics.prometheusRule.enabled=true,metrics.dashboard.enabled=true",
+				"--set", "metrics.prometheusServiceAccount.name=prometheus-k8s,metrics.prometheusServiceAccount.namespace=monitoring"},
 			check: func(r rendered) {
 				expectMonitorsMetrics(r)
+				Expect(grantsTo(r, "monitoring", "prometheus-k8s").Cluster).To(Equal(permissionsOf(metricsReaderRules)))
 				Expect(r.ofKind(prometheusRuleKind)).To(HaveLen(1))
 				Expect(r.ofKind(configMapKind)).To(HaveLen(1))
+			},
+		}),
+		Entry("a PodMonitor instead of the ServiceMonitor", "pod-monitor", variant{
+			flags: []string{"--set", "metrics.tls.secretName=metrics-tls,metrics.podMonitor.enabled=true",
+				"--set", "metrics.podMonitor.authorization.credentials.name=prometheus-laxity-token,metrics.podMonitor.authorization.credentials.key=token"},
+			check: func(r rendered) {
+				Expect(r.ofKind(serviceMonitorKind)).To(BeEmpty())
+				monitor := expectPodMonitorScrapesManager(r)
+				Expect(jobOf(monitor.Spec.PodMetricsEndpoints[0])).To(Equal(as[corev1.Service](r.ofKind(serviceKind))[0].Name),
+					"the job a ServiceMonitor's targets get, which the alerts match")
+			},
+		}),
+		Entry("a digest, placement and extra volumes", "placement", variant{
+			flags: []string{"--set", "image.digest=sha256:" + strings.Repeat("ab", 32) + ",revisionHistoryLimit=0,commonLabels.team=analytics",
+				"--set", "poolNodeAntiAffinity.type=preferred",
+				"--set-json", `topologySpreadConstraints=[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"DoNotSchedule"}]`,
+				"--set-json", `extraVolumes=[{"name":"scratch","emptyDir":{}}]`,
+				"--set-json", `extraVolumeMounts=[{"name":"scratch","mountPath":"/scratch"}]`},
+			check: func(r rendered) {
+				deployment, container := manager(r)
+				Expect(container.Image).To(HaveSuffix("@sha256:" + strings.Repeat("ab", 32)))
+				Expect(deployment.Spec.RevisionHistoryLimit).To(HaveValue(BeZero()))
+				Expect(deployment.Spec.Template.Spec.TopologySpreadConstraints).To(HaveLen(1))
+				Expect(deployment.Spec.Template.Spec.TopologySpreadConstraints[0].LabelSelector).To(Equal(deployment.Spec.Selector))
+				Expect(container.VolumeMounts).To(ConsistOf(HaveField("MountPath", "/scratch")))
+				for _, obj := range r {
+					Expect(obj.GetLabels()).To(HaveKeyWithValue("team", "analytics"), "%s %s", obj.GetKind(), obj.GetName())
+				}
 			},
 		}),
 		Entry("the metrics objects off", "no-metrics", variant{
 			flags: []string{"--set", "metrics.serviceMonitor.enabled=false,metrics.prometheusRule.enabled=false,metrics.dashboard.enabled=false"},
 			check: func(r rendered) {
-				Expect(r.ofKind(serviceMonitorKind, prometheusRuleKind, configMapKind, secretKind)).To(BeEmpty())
+				Expect(r.ofKind(serviceMonitorKind, podMonitorKind, prometheusRuleKind, configMapKind, secretKind)).To(BeEmpty())
 				for _, account := range r.ofKind(serviceAccountKind) {
 					Expect(account.GetName()).NotTo(ContainSubstring("scraper"))
 				}
@@ -186,6 +216,17 @@ var _ = Describe("The Helm chart's combinations of values", func() {
 		Entry("an existing ServiceAccount without a name", "serviceAccount.name", "--set", "serviceAccount.create=false"),
 		Entry("several replicas without leader election", "leaderElection.enabled", "--set", "replicaCount=2,leaderElection.enabled=false"),
 		Entry("a flag that is not one", "extraArgs", "--set", "extraArgs={plan-timeout=1m}"),
+		Entry("a log level the manager does not know", "/manager/logLevel", "--set", "manager.logLevel=loud"),
+		Entry("a log level the manager would read as none", "/manager/logLevel", "--set-json", "manager.logLevel=0"),
+		Entry("a quantity that is none", "/resources/limits/memory", "--set", "resources.limits.memory=lots"),
+		Entry("a digest that is none", "/image/digest", "--set", "image.digest=latest"),
+		Entry("a pool label that is no label key", "/poolNodeAntiAffinity/labelKey", "--set", "poolNodeAntiAffinity.labelKey=laxity pool"),
+		Entry("a Kubernetes older than the CRDs need", "kubeVersion", "--kube-version", "1.32.0"),
+		Entry("a ServiceMonitor that could not verify the manager's certificate", "metrics.serviceMonitor.tlsConfig", "--set", "metrics.serviceMonitor.enabled=true"),
+		Entry("a PodMonitor that could not verify the manager's certificate", "metrics.podMonitor.tlsConfig",
+			"--set", "metrics.podMonitor.enabled=true,metrics.podMonitor.authorization.credentials.name=t,metrics.podMonitor.authorization.credentials.key=token"),
+		Entry("a PodMonitor without credentials", "metrics.podMonitor.authorization", "--set", "metrics.podMonitor.enabled=true,metrics.tls.secretName=tls"),
+		Entry("a Prometheus ServiceAccount without its namespace", "metrics.prometheusServiceAccount.namespace", "--set", "metrics.prometheusServiceAccount.name=prometheus-k8s"),
 	)
 
 	It("grants the manager, with watchNamespaces, the namespaced rules in each watched namespace only, and no Secret cluster-wide", func() {

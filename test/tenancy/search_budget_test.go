@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/controllers"
@@ -64,6 +65,30 @@ func searchBudgetEvents(ctx context.Context, ns, schedule string) func(Gomega) i
 	}
 }
 
+// searchBudgetExceeded is the manager's laxity_search_budget_exceeded_total
+// for the schedule namespace/name, read from the registry its metrics
+// endpoint serves.
+func searchBudgetExceeded(namespace, name string) float64 {
+	GinkgoHelper()
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != "laxity_search_budget_exceeded_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == namespace && labels["schedule"] == name {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
 // scheduleCondition is the schedule's condition of type t.
 func scheduleCondition(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, t string) func(Gomega) *metav1.Condition {
 	return condition(ctx, es, func() []metav1.Condition { return es.Status.Conditions }, t)
@@ -100,6 +125,8 @@ var _ = Describe("the search budget", func() {
 		}
 		for i := range alice {
 			Eventually(searchBudgetEvents(ctx, teamA, alice[i].Name)).WithTimeout(2 * timeout).WithPolling(poll).Should(BeNumerically(">=", 1))
+			Expect(searchBudgetExceeded(teamA, alice[i].Name)).To(BeNumerically(">=", 1),
+				"laxity_search_budget_exceeded_total of %s counts the search its event reported", alice[i].Name)
 			// The plan in force: of the queries the last search within the
 			// budget saw.
 			planned[i] = searchPlanOf(ctx, teamA, alice[i].Name)(Default).Annotations["laxity.dev/plan-inputs"]

@@ -30,11 +30,14 @@ characters, the longest label value.
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/*
+Labels of every object the chart renders: the chart's own and commonLabels,
+the chart's winning over a common label of the same key (merge keeps the
+first dict's keys).
+*/}}
 {{- define "laxity.labels" -}}
-helm.sh/chart: {{ include "laxity.chart" . }}
-{{ include "laxity.selectorLabels" . }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- $labels := dict "helm.sh/chart" (include "laxity.chart" .) "app.kubernetes.io/version" (.Chart.AppVersion | toString) "app.kubernetes.io/managed-by" .Release.Service }}
+{{- toYaml (merge $labels (include "laxity.selectorLabels" . | fromYaml) (.Values.commonLabels | default dict)) }}
 {{- end }}
 
 {{/* Labels that select the manager's pods; immutable once a Deployment exists. */}}
@@ -43,8 +46,13 @@ app.kubernetes.io/name: {{ include "laxity.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
+{{/* The manager's image: by digest when one is given, else by tag. */}}
 {{- define "laxity.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion | toString) }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -59,9 +67,35 @@ else the full name), or the existing one serviceAccount.name names.
 {{- end }}
 {{- end }}
 
-{{/* The ServiceAccount whose token the ServiceMonitor scrapes with, and its token Secret. */}}
-{{- define "laxity.scraperName" -}}
-{{- printf "%s-metrics-scraper" (include "laxity.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{/*
+The job label of the manager's metrics, which the chart's monitors set and
+its alerts match: metrics.prometheusRule.job, else the metrics Service's
+name (a ServiceMonitor's default job).
+*/}}
+{{- define "laxity.metricsJob" -}}
+{{- .Values.metrics.prometheusRule.job | default (include "laxity.metricsServiceName" .) }}
+{{- end }}
+
+{{/*
+The tlsConfig of a monitor (.monitor names it in errors, .values are its
+values): the one given, else verification against the CA of
+metrics.tls.secretName for the metrics Service's DNS name. Without either the
+manager's certificate is self-signed, which no scraper can verify: the
+render fails rather than skip verification unasked.
+*/}}
+{{- define "laxity.monitorTLSConfig" -}}
+{{- $root := .root }}
+{{- if .values.tlsConfig }}
+{{- toYaml .values.tlsConfig }}
+{{- else if $root.Values.metrics.tls.secretName -}}
+serverName: {{ printf "%s.%s.svc" (include "laxity.metricsServiceName" $root) $root.Release.Namespace }}
+ca:
+  secret:
+    name: {{ $root.Values.metrics.tls.secretName }}
+    key: ca.crt
+{{- else }}
+{{- fail (printf "metrics.%s.tlsConfig: the manager's metrics certificate is self-signed unless metrics.tls.secretName names a kubernetes.io/tls Secret for it (with ca.crt, e.g. cert-manager's), so a scrape cannot verify it: set metrics.tls.secretName, or a tlsConfig with the CA that signed the certificate, or tlsConfig.insecureSkipVerify=true to scrape without verifying" .monitor) }}
+{{- end }}
 {{- end }}
 
 {{/*
@@ -114,5 +148,29 @@ naming several API groups is split into one rule per group.
 {{- end }}
 {{- end }}
 {{- toYaml $out }}
+{{- end }}
+{{- end }}
+
+{{/*
+The manager's affinity: the affinity value, plus, unless it sets a node
+affinity of its own, one that keeps the manager off the nodes of the pools
+laxity scales (nodes carrying poolNodeAntiAffinity.labelKey). A manager
+there would be evicted when laxity scales its pool down, to zero between
+windows, and would have to wait for the nodes it asks for to come back.
+*/}}
+{{- define "laxity.affinity" -}}
+{{- $affinity := deepCopy .Values.affinity }}
+{{- with .Values.poolNodeAntiAffinity }}
+{{- if and .enabled (not (hasKey $affinity "nodeAffinity")) }}
+{{- $avoid := dict "matchExpressions" (list (dict "key" .labelKey "operator" "DoesNotExist")) }}
+{{- if eq .type "required" }}
+{{- $_ := set $affinity "nodeAffinity" (dict "requiredDuringSchedulingIgnoredDuringExecution" (dict "nodeSelectorTerms" (list $avoid))) }}
+{{- else }}
+{{- $_ := set $affinity "nodeAffinity" (dict "preferredDuringSchedulingIgnoredDuringExecution" (list (dict "weight" 100 "preference" $avoid))) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if $affinity }}
+{{- toYaml $affinity }}
 {{- end }}
 {{- end }}
