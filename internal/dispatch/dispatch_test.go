@@ -513,3 +513,49 @@ func TestRemainingCountsThePlansBatches(t *testing.T) {
 		t.Errorf("Remaining = %v, want %v", got, want)
 	}
 }
+
+// A query whose plan cuts its remaining tuples as one batch at the
+// window's close runs what has arrived now when the pool would sit idle
+// and waiting for the cut would make it late; it waits when it would not
+// be late, when nodes due by then make it in time, and when another step
+// is ready to use the pool.
+func TestBehindItRunsWhatArrived(t *testing.T) {
+	behind := func(deadline float64) Query {
+		// 900 of 1,000 tuples in at 90 s; the plan's last batch, 900
+		// tuples from 100, is ready at the close: 10 s on 2 nodes, then a
+		// 1 s final merge, so it ends at 111 s.
+		q := query("a", deadline, 900, done(0, 100))
+		q.BatchEnds = []int64{100, 1000}
+		q.ArrivalOf = func(tuples int64) (time.Time, bool) { return at(float64(tuples) / 10), tuples <= 1000 }
+		return q
+	}
+	tests := []struct {
+		name    string
+		queries []Query
+		pool    Pool
+		launch  string
+		from    int64
+		to      int64
+	}{
+		{"late at the cut: runs what arrived", []Query{behind(105)}, Pool{Ready: 2}, "a", 100, 900},
+		{"in time at the cut: waits", []Query{behind(200)}, Pool{Ready: 2}, "", 0, 0},
+		{"nodes due before the cut make it in time: waits", []Query{behind(105)}, Pool{Ready: 2, Coming: 10, ComingBy: at(95)}, "", 0, 0},
+		{"nodes due after the cut do not: runs", []Query{behind(105)}, Pool{Ready: 2, Coming: 10, ComingBy: at(120)}, "a", 100, 900},
+		{"another ready step takes the pool", []Query{behind(105), query("b", 500, 300)}, Pool{Ready: 2}, "b", 0, 100},
+		{"held: waits", []Query{func() Query { q := behind(105); q.Held = true; return q }()}, Pool{Ready: 2}, "", 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Decide(at(90), settings, tc.queries, tc.pool)
+			if tc.launch == "" {
+				if got.Launch != nil {
+					t.Errorf("launch = %+v, want none", got.Launch)
+				}
+				return
+			}
+			if l := got.Launch; l == nil || l.Query != tc.launch || l.Kind != planner.StepBatch || l.FromTuple != tc.from || l.ToTuple != tc.to {
+				t.Errorf("launch = %+v, want %s's batch [%d, %d)", got.Launch, tc.launch, tc.from, tc.to)
+			}
+		})
+	}
+}
