@@ -237,7 +237,7 @@ func Decide(now time.Time, settings Settings, queries []Query, pool Pool) Decisi
 		})
 		launch := candidates[0]
 		if settings.Policy != planner.EarliestDeadline {
-			launch = sparing(candidates, byName)
+			launch = sparing(now, candidates, byName)
 		}
 		if larger, recheck, ok := worthWaiting(now, settings.Sizes, pool, byName[launch.Query], launch); ok {
 			d.Why = fmt.Sprintf("waiting for %d nodes due at %s: %s %d of query %s finishes sooner on them than on the %d ready now",
@@ -256,27 +256,37 @@ func Decide(now time.Time, settings Settings, queries []Query, pool Pool) Decisi
 	return d
 }
 
-// sparing is the first of candidates, in least-slack order, whose step
-// leaves every other candidate that can still meet its deadline able to
-// after it; the first when none does. Steps are not pre-empted: of two
-// queries a few seconds of slack apart, least slack first can start the
-// one whose long batch makes the other late, where the other's short one
-// first leaves both in time.
-func sparing(candidates []Step, byName map[string]*Query) Step {
-	for _, c := range candidates {
-		takes := seconds(byName[c.Query].stepSeconds(c, c.Nodes))
-		spares := true
-		for _, o := range candidates {
-			if o.Query != c.Query && o.Slack >= 0 && o.Slack < takes {
-				spares = false
-				break
-			}
-		}
-		if spares {
-			return c
-		}
+// sparing is the step to launch of candidates, in least-slack order: of
+// the two tightest, the one whose running first leaves the worse slack of
+// the two the larger. Steps are not pre-empted, and a query's slack counts
+// all its work left while only one step runs now: of two queries a few
+// seconds of slack apart, least slack first can start the one whose long
+// batch makes the other late, where the other's short one first leaves
+// both in time, or late by less. Only the two tightest are weighed: a
+// short step of a loose query first only delays both.
+func sparing(now time.Time, candidates []Step, byName map[string]*Query) Step {
+	if len(candidates) < 2 {
+		return candidates[0]
 	}
-	return candidates[0]
+	first, second := candidates[0], candidates[1]
+	firstHolds, secondHolds := byName[first.Query].holds(now, first), byName[second.Query].holds(now, second)
+	if min(second.Slack, first.Slack-secondHolds) > min(first.Slack, second.Slack-firstHolds) {
+		return second
+	}
+	return first
+}
+
+// holds is how long step, launched now, keeps the pool from every other
+// query: its own time, and, for the last batch of a closed window of a
+// query without partial merges, the final merge that follows it, since
+// merges go first.
+func (q *Query) holds(now time.Time, step Step) time.Duration {
+	d := q.stepSeconds(step, step.Nodes)
+	if step.Kind == planner.StepBatch && !now.Before(q.Closed) && step.ToTuple >= q.Arrived && q.PartialEvery == 0 {
+		final := Step{Kind: planner.StepFinal, Inputs: len(q.Batches) + 1}
+		d += q.stepSeconds(final, step.Nodes)
+	}
+	return seconds(d)
 }
 
 // blockedBy reports a query that launching step now would make late: its
@@ -312,7 +322,9 @@ func blockedBy(now time.Time, sizes []int, pool Pool, queries []Query, q *Query,
 		// window is expected to bring, not only those there now.
 		future := *other
 		future.Arrived = max(other.Arrived, other.ExpectedTotal)
-		if future.Slack(ready, next, nodesBy(ready)) >= 0 && future.Slack(ends, next, nodesBy(ends)) < 0 {
+		// After step, on the nodes there now: nodes on their way that are
+		// late must not leave it late too.
+		if future.Slack(ready, next, nodesBy(ready)) >= 0 && future.Slack(ends, next, step.Nodes) < 0 {
 			return other.Name, ready, true
 		}
 	}

@@ -559,3 +559,43 @@ func TestBehindItRunsWhatArrived(t *testing.T) {
 		})
 	}
 }
+
+// Of the two tightest ready steps after their windows have closed, the one
+// whose running first leaves the worse slack of the two the larger goes
+// first: least slack first is kept unless the other order saves more.
+// "long" has 800 tuples left (a 9 s batch on 2 nodes, then a 1 s final
+// merge: it holds the pool 10 s), "short" 100 (2 s, then 1 s: 3 s).
+func TestTheTwoTightestGoInTheOrderThatSavesMore(t *testing.T) {
+	long := func(deadline float64) Query {
+		q := query("long", deadline, 1000, done(0, 200))
+		q.BatchSize = 1000
+		return q
+	}
+	short := func(deadline float64) Query { return query("short", deadline, 1000, done(0, 900)) }
+	loose := query("loose", 500, 1000, done(0, 900))
+	tests := []struct {
+		name    string
+		queries []Query
+		want    string
+	}{
+		// Slack 5 and 6: long first leaves short 6-10 = -4, short first
+		// leaves long 5-3 = 2.
+		{"the short step first saves both", []Query{long(125), short(119), loose}, "short"},
+		// Slack 5 and 12: long first leaves short 2, in time.
+		{"least slack first when it leaves the other in time", []Query{long(125), short(125), loose}, "long"},
+		// Slack -2 and 5: long first leaves short -5, short first leaves
+		// long -5: least slack first.
+		{"a late query is not passed over for nothing", []Query{long(118), short(118), loose}, "long"},
+		// Slack 1 and 2: either order makes one late; long first by 8 s,
+		// short first by 2.
+		{"the order late by less", []Query{long(121), short(115), loose}, "short"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Decide(at(110), settings, tt.queries, Pool{Ready: 2})
+			if d.Launch == nil || d.Launch.Query != tt.want {
+				t.Fatalf("launched %+v (%s), want a step of %s", d.Launch, d.Why, tt.want)
+			}
+		})
+	}
+}
