@@ -256,9 +256,12 @@ func Decide(now time.Time, settings Settings, queries []Query, pool Pool) Decisi
 	return d
 }
 
-// sparing is the step to launch of candidates, in least-slack order: of
-// the two tightest, the one whose running first leaves the worse slack of
-// the two the larger. Steps are not pre-empted, and a query's slack counts
+// sparing is the step to launch of candidates, in least-slack order: the
+// first, unless running it first would leave the second late, and running
+// the second first leaves the worse slack of the two larger. A plan that
+// meets every deadline never leaves a query late that way, so a run that
+// keeps to its plan launches what the plan's least slack first launched.
+// Steps are not pre-empted, and a query's slack counts
 // all its work left while only one step runs now: of two queries a few
 // seconds of slack apart, least slack first can start the one whose long
 // batch makes the other late, where the other's short one first leaves
@@ -270,7 +273,7 @@ func sparing(now time.Time, candidates []Step, byName map[string]*Query) Step {
 	}
 	first, second := candidates[0], candidates[1]
 	firstHolds, secondHolds := byName[first.Query].holds(now, first), byName[second.Query].holds(now, second)
-	if min(second.Slack, first.Slack-secondHolds) > min(first.Slack, second.Slack-firstHolds) {
+	if leftAfterFirst := second.Slack - firstHolds; leftAfterFirst < 0 && min(second.Slack, first.Slack-secondHolds) > min(first.Slack, leftAfterFirst) {
 		return second
 	}
 	return first
