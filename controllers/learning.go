@@ -69,7 +69,7 @@ func learnedModel(q *laxityv1alpha1.IntermittentQuery, es *laxityv1alpha1.Elasti
 	if len(all) == 0 {
 		return nil, previous != nil
 	}
-	l, applies := learn.Window(declared, spec.ToLearn(inherited), spec.ToLearn(own), learn.Defaults)
+	l, applies := learn.Window(declared, spec.ToLearn(inherited), spec.ToLearn(own), spec.LearnSettings(es))
 	applied := mode == laxityv1alpha1.LearningApply && applies
 	observations := spec.ToLearn(all)
 	next = spec.LearnedStatus(l, own, applied)

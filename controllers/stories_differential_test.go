@@ -68,7 +68,7 @@ func newDifferential(ctx context.Context, w *world) *differential {
 	Expect(spec.Learning(es)).To(Equal(laxityv1alpha1.LearningApply), "the offline operator learns as a schedule that applies what it learns")
 	operator, err := offlinerun.NewOperator(offlinerun.OperatorConfig{
 		Workload: workload, Rules: rulesOf(es, w.es.Options),
-		Learning: &offlinerun.Learning{Declared: declared, DeclaredLead: spec.DeclaredLeadTime(es).Seconds()},
+		Learning: &offlinerun.Learning{Declared: declared, DeclaredLead: spec.DeclaredLeadTime(es).Seconds(), Settings: spec.LearnSettings(es)},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	return &differential{w: w, operator: operator, sources: &Sources{}}

@@ -409,10 +409,13 @@ type Planning struct {
 
 	// runtimeMarginPercent is added to every modelled batch and merge
 	// duration when planning: headroom for the run-to-run variation of
-	// cloud nodes, whose measured slowdown is about 15% on average
-	// (standard deviation 10%) from one period to the next. 0, the default,
-	// plans with the cost model as it is; docs/experiments.md measures how
-	// the margin trades missed deadlines for cost.
+	// cloud nodes, whose slowdown is commonly modelled as 15% on average
+	// (standard deviation 10%) from one period to the next. Unset, a query
+	// plans with 25% until what laxity learned from its own steps applies,
+	// then with the margin sized from how far they spread. Set, it is the
+	// margin of a query not yet learned and the least margin of a learned
+	// one; 0 plans with the cost model as it is. docs/experiments.md
+	// measures how the margin trades missed deadlines for cost.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=200

@@ -211,6 +211,9 @@ func Decide(now time.Time, settings Settings, queries []Query, pool Pool) Decisi
 	if len(candidates) == 0 {
 		candidates = batches
 	}
+	if len(candidates) == 0 && nodes > 0 {
+		candidates = catchUp(now, settings.Sizes, pool, queries, nodes)
+	}
 	switch {
 	case len(candidates) == 0:
 		d.Why = "no step is ready"
@@ -233,6 +236,9 @@ func Decide(now time.Time, settings Settings, queries []Query, pool Pool) Decisi
 			return ca.Query < cb.Query
 		})
 		launch := candidates[0]
+		if settings.Policy != planner.EarliestDeadline {
+			launch = sparing(now, candidates, byName)
+		}
 		if larger, recheck, ok := worthWaiting(now, settings.Sizes, pool, byName[launch.Query], launch); ok {
 			d.Why = fmt.Sprintf("waiting for %d nodes due at %s: %s %d of query %s finishes sooner on them than on the %d ready now",
 				larger, pool.ComingBy.UTC().Format(time.RFC3339), launch.Kind, launch.Index, launch.Query, nodes)
@@ -248,6 +254,42 @@ func Decide(now time.Time, settings Settings, queries []Query, pool Pool) Decisi
 		d.Launch = &launch
 	}
 	return d
+}
+
+// sparing is the step to launch of candidates, in least-slack order: the
+// first, unless running it first would leave the second late, and running
+// the second first leaves the worse slack of the two larger. A plan that
+// meets every deadline never leaves a query late that way, so a run that
+// keeps to its plan launches what the plan's least slack first launched.
+// Steps are not pre-empted, and a query's slack counts
+// all its work left while only one step runs now: of two queries a few
+// seconds of slack apart, least slack first can start the one whose long
+// batch makes the other late, where the other's short one first leaves
+// both in time, or late by less. Only the two tightest are weighed: a
+// short step of a loose query first only delays both.
+func sparing(now time.Time, candidates []Step, byName map[string]*Query) Step {
+	if len(candidates) < 2 {
+		return candidates[0]
+	}
+	first, second := candidates[0], candidates[1]
+	firstHolds, secondHolds := byName[first.Query].holds(now, first), byName[second.Query].holds(now, second)
+	if leftAfterFirst := second.Slack - firstHolds; leftAfterFirst < 0 && min(second.Slack, first.Slack-secondHolds) > min(first.Slack, leftAfterFirst) {
+		return second
+	}
+	return first
+}
+
+// holds is how long step, launched now, keeps the pool from every other
+// query: its own time, and, for the last batch of a closed window of a
+// query without partial merges, the final merge that follows it, since
+// merges go first.
+func (q *Query) holds(now time.Time, step Step) time.Duration {
+	d := q.stepSeconds(step, step.Nodes)
+	if step.Kind == planner.StepBatch && !now.Before(q.Closed) && step.ToTuple >= q.Arrived && q.PartialEvery == 0 {
+		final := Step{Kind: planner.StepFinal, Inputs: len(q.Batches) + 1}
+		d += q.stepSeconds(final, step.Nodes)
+	}
+	return seconds(d)
 }
 
 // blockedBy reports a query that launching step now would make late: its
@@ -269,7 +311,7 @@ func blockedBy(now time.Time, sizes []int, pool Pool, queries []Query, q *Query,
 	}
 	for i := range queries {
 		other := &queries[i]
-		if other.Name == q.Name || other.ArrivalOf == nil {
+		if other.Name == q.Name {
 			continue
 		}
 		if _, busy := other.busy(); busy || other.Final != nil || len(other.Partials) < other.duePartials() || other.retrying() {
@@ -283,11 +325,55 @@ func blockedBy(now time.Time, sizes []int, pool Pool, queries []Query, q *Query,
 		// window is expected to bring, not only those there now.
 		future := *other
 		future.Arrived = max(other.Arrived, other.ExpectedTotal)
-		if future.Slack(ready, next, nodesBy(ready)) >= 0 && future.Slack(ends, next, nodesBy(ends)) < 0 {
+		// After step, on the nodes there now: nodes on their way that are
+		// late must not leave it late too.
+		if future.Slack(ready, next, nodesBy(ready)) >= 0 && future.Slack(ends, next, step.Nodes) < 0 {
 			return other.Name, ready, true
 		}
 	}
 	return "", time.Time{}, false
+}
+
+// catchUp are the batches of queries that are behind, for a pool that
+// would otherwise sit idle: each takes the tuples that have arrived when
+// the query's next planned batch, started once its tuples are in, would
+// leave it late even on the nodes due by then. A plan made late in a
+// window, or one the steps have fallen behind, can cut a late query's
+// remaining tuples as one batch at the window's end; waiting for that cut
+// with ready nodes and arrived tuples only moves the work into the
+// query's tail, after the window closes. Running what arrived costs one
+// more batch's start-up on nodes that are paid for anyway.
+func catchUp(now time.Time, sizes []int, pool Pool, queries []Query, nodes int) []Step {
+	var out []Step
+	for i := range queries {
+		q := &queries[i]
+		if q.Held || q.Final != nil || !now.Before(q.Closed) || q.Arrived <= q.processed() {
+			continue
+		}
+		if _, busy := q.busy(); busy || q.retrying() || len(q.Partials) < q.duePartials() {
+			continue
+		}
+		next, ready, ok := q.nextBatch(now)
+		if !ok {
+			next, ready, ok = q.expectedBatch(now)
+		}
+		if !ok || !ready.After(now) {
+			continue
+		}
+		later := nodes
+		if larger := sizeFor(sizes, pool.Coming); larger > nodes && !pool.ComingBy.After(ready) {
+			later = larger
+		}
+		future := *q
+		future.Arrived = max(q.Arrived, q.ExpectedTotal)
+		if future.Slack(ready, next, later) >= 0 {
+			continue
+		}
+		step := Step{Query: q.Name, Kind: planner.StepBatch, Index: len(q.Batches), FromTuple: q.processed(), ToTuple: q.Arrived, Nodes: nodes}
+		step.Slack = q.Slack(now, step, nodes)
+		out = append(out, step)
+	}
+	return out
 }
 
 // nextBatch is the query's next batch and when it will be ready, for a
@@ -296,14 +382,35 @@ func blockedBy(now time.Time, sizes []int, pool Pool, queries []Query, q *Query,
 func (q *Query) nextBatch(now time.Time) (Step, time.Time, bool) {
 	from := q.processed()
 	step := Step{Query: q.Name, Kind: planner.StepBatch, Index: len(q.Batches), FromTuple: from, ToTuple: q.nextEnd()}
-	if full, ok := q.ArrivalOf(step.ToTuple); ok && full.Before(q.Closed) {
-		return step, full, true
+	if q.ArrivalOf != nil {
+		if full, ok := q.ArrivalOf(step.ToTuple); ok && full.Before(q.Closed) {
+			return step, full, true
+		}
+	} else if !q.lastPlanned() && step.ToTuple < q.ExpectedTotal {
+		// A polled source cannot tell when a batch fills; only that the
+		// last one is ready when the window closes.
+		return Step{}, time.Time{}, false
 	}
 	if q.ExpectedTotal <= from || !now.Before(q.Closed) {
 		return Step{}, time.Time{}, false
 	}
 	step.ToTuple = q.ExpectedTotal
 	return step, q.Closed, true
+}
+
+// expectedBatch is the query's next batch and when it should fill, for a
+// polled source, which cannot tell: at the pace that brings the tuples
+// still expected by the window's close, the rate the plan counts on from
+// here.
+func (q *Query) expectedBatch(now time.Time) (Step, time.Time, bool) {
+	from, end := q.processed(), q.nextEnd()
+	left, until := q.ExpectedTotal-q.Arrived, q.Closed.Sub(now)
+	if left <= 0 || until <= 0 || end <= q.Arrived {
+		return Step{}, time.Time{}, false
+	}
+	fill := time.Duration(float64(until) * float64(end-q.Arrived) / float64(left))
+	step := Step{Query: q.Name, Kind: planner.StepBatch, Index: len(q.Batches), FromTuple: from, ToTuple: end}
+	return step, now.Add(min(fill, until)), true
 }
 
 // retrying reports a failed step waiting for its retry, which comes before
@@ -492,7 +599,10 @@ func (q *Query) next(now time.Time, s Settings) (*Step, time.Time, bool) {
 		// The plan's last batch takes what the window brought, more or
 		// fewer tuples than the plan expected.
 		return &Step{Query: q.Name, Kind: planner.StepBatch, Index: len(q.Batches), FromTuple: from, ToTuple: q.Arrived}, time.Time{}, false
-	case q.Arrived >= end:
+	case q.Arrived >= end && (closed || !q.lastPlanned()):
+		// The plan's last batch waits for the window to close even when
+		// the tuples it expected are in: a stream that ran ahead brings
+		// more until then, and they belong in it.
 		return &Step{Query: q.Name, Kind: planner.StepBatch, Index: len(q.Batches), FromTuple: from, ToTuple: end}, time.Time{}, false
 	case closed && q.Arrived > from:
 		return &Step{Query: q.Name, Kind: planner.StepBatch, Index: len(q.Batches), FromTuple: from, ToTuple: q.Arrived}, time.Time{}, false

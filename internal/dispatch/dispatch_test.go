@@ -513,3 +513,89 @@ func TestRemainingCountsThePlansBatches(t *testing.T) {
 		t.Errorf("Remaining = %v, want %v", got, want)
 	}
 }
+
+// A query whose plan cuts its remaining tuples as one batch at the
+// window's close runs what has arrived now when the pool would sit idle
+// and waiting for the cut would make it late; it waits when it would not
+// be late, when nodes due by then make it in time, and when another step
+// is ready to use the pool.
+func TestBehindItRunsWhatArrived(t *testing.T) {
+	behind := func(deadline float64) Query {
+		// 900 of 1,000 tuples in at 90 s; the plan's last batch, 900
+		// tuples from 100, is ready at the close: 10 s on 2 nodes, then a
+		// 1 s final merge, so it ends at 111 s.
+		q := query("a", deadline, 900, done(0, 100))
+		q.BatchEnds = []int64{100, 1000}
+		q.ArrivalOf = func(tuples int64) (time.Time, bool) { return at(float64(tuples) / 10), tuples <= 1000 }
+		return q
+	}
+	tests := []struct {
+		name    string
+		queries []Query
+		pool    Pool
+		launch  string
+		from    int64
+		to      int64
+	}{
+		{"late at the cut: runs what arrived", []Query{behind(105)}, Pool{Ready: 2}, "a", 100, 900},
+		{"in time at the cut: waits", []Query{behind(200)}, Pool{Ready: 2}, "", 0, 0},
+		{"nodes due before the cut make it in time: waits", []Query{behind(105)}, Pool{Ready: 2, Coming: 10, ComingBy: at(95)}, "", 0, 0},
+		{"nodes due after the cut do not: runs", []Query{behind(105)}, Pool{Ready: 2, Coming: 10, ComingBy: at(120)}, "a", 100, 900},
+		{"another ready step takes the pool", []Query{behind(105), query("b", 500, 300)}, Pool{Ready: 2}, "b", 0, 100},
+		{"held: waits", []Query{func() Query { q := behind(105); q.Held = true; return q }()}, Pool{Ready: 2}, "", 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Decide(at(90), settings, tc.queries, tc.pool)
+			if tc.launch == "" {
+				if got.Launch != nil {
+					t.Errorf("launch = %+v, want none", got.Launch)
+				}
+				return
+			}
+			if l := got.Launch; l == nil || l.Query != tc.launch || l.Kind != planner.StepBatch || l.FromTuple != tc.from || l.ToTuple != tc.to {
+				t.Errorf("launch = %+v, want %s's batch [%d, %d)", got.Launch, tc.launch, tc.from, tc.to)
+			}
+		})
+	}
+}
+
+// Of the two tightest ready steps after their windows have closed, the one
+// whose running first leaves the worse slack of the two the larger goes
+// first: least slack first is kept unless the other order saves more.
+// "long" has 800 tuples left (a 9 s batch on 2 nodes, then a 1 s final
+// merge: it holds the pool 10 s), "short" 100 (2 s, then 1 s: 3 s).
+func TestTheTwoTightestGoInTheOrderThatSavesMore(t *testing.T) {
+	long := func(deadline float64) Query {
+		q := query("long", deadline, 1000, done(0, 200))
+		q.BatchSize = 1000
+		return q
+	}
+	short := func(deadline float64) Query { return query("short", deadline, 1000, done(0, 900)) }
+	loose := query("loose", 500, 1000, done(0, 900))
+	tests := []struct {
+		name    string
+		queries []Query
+		want    string
+	}{
+		// Slack 5 and 6: long first leaves short 6-10 = -4, short first
+		// leaves long 5-3 = 2.
+		{"the short step first saves both", []Query{long(125), short(119), loose}, "short"},
+		// Slack 5 and 12: long first leaves short 2, in time.
+		{"least slack first when it leaves the other in time", []Query{long(125), short(125), loose}, "long"},
+		// Slack -2 and 5: long first leaves short -5, short first leaves
+		// long -5: least slack first.
+		{"a late query is not passed over for nothing", []Query{long(118), short(118), loose}, "long"},
+		// Slack 1 and 2: either order makes one late; long first by 8 s,
+		// short first by 2.
+		{"the order late by less", []Query{long(121), short(115), loose}, "short"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Decide(at(110), settings, tt.queries, Pool{Ready: 2})
+			if d.Launch == nil || d.Launch.Query != tt.want {
+				t.Fatalf("launched %+v (%s), want a step of %s", d.Launch, d.Why, tt.want)
+			}
+		})
+	}
+}

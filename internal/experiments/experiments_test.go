@@ -481,3 +481,38 @@ func TestTheNoisyRealitysLateRunsAreLongTails(t *testing.T) {
 		}
 	}
 }
+
+// The variable-rate study on the defaults: VR1 and VR2 meet every
+// deadline; Poisson streams at the declared rates re-plan at most once a
+// window, never for a rate, and never shrink and regrow the pool where the
+// plan does not.
+func TestTheVariableRateDefaultsClaimsHold(t *testing.T) {
+	base, err := Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, doc, learning, err := defaultVariableRates(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range variableProfiles {
+		r, err := defaultRun(w, &doc, learning, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Missed) > 0 {
+			t.Errorf("%s on the defaults missed %v after %d re-plans (%v)", p.name, r.Missed, len(r.Replans), r.Reasons)
+		}
+	}
+	s, err := poissonStudy(w, &doc, learning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.mostReplans > 1 || s.rateReplanned > 0 || s.churned > 0 {
+		t.Errorf("Poisson streams at the declared rates: at most %d re-plans in a run (%v), %d runs re-planned for a rate, %d shrank and regrew the pool",
+			s.mostReplans, s.reasons, s.rateReplanned, s.churned)
+	}
+	if s.missed > 0 {
+		t.Errorf("Poisson streams at the declared rates: %d of %d runs missed a deadline", s.missed, s.runs)
+	}
+}

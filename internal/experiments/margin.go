@@ -13,6 +13,7 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/laxity-dev/laxity/internal/costmodel"
+	"github.com/laxity-dev/laxity/internal/learn"
 	"github.com/laxity-dev/laxity/internal/offlinerun"
 	"github.com/laxity-dev/laxity/internal/planner"
 )
@@ -49,7 +50,7 @@ func marginStudy(base planner.Workload) ([]marginRow, error) {
 		row := marginRow{margin: m, planned: doc.Chosen}
 		// A first window, as the operator runs it by default: what its
 		// steps teach is applied within the window.
-		learning := firstWindow(base)
+		learning := firstWindow(base, w.Planning.RuntimeMargin)
 		results, err := eachSeed(runs, func(seed uint64) (offlinerun.Result, error) {
 			return offlinerun.Run(w, &doc, offlinerun.Options{Noise: offlinerun.BCFramework, Seed: seed, Learning: learning})
 		})
@@ -69,13 +70,16 @@ func marginStudy(base planner.Workload) ([]marginRow, error) {
 }
 
 // firstWindow is what the operator knows of base before its first window:
-// the declared models and lead time, nothing observed.
-func firstWindow(base planner.Workload) *offlinerun.Learning {
+// the declared models and lead time, nothing observed; a query plans with
+// the unlearned margin until what its steps teach applies.
+func firstWindow(base planner.Workload, unlearned float64) *offlinerun.Learning {
 	declared := make(map[string]costmodel.Model, len(base.Queries))
 	for _, q := range base.Queries {
 		declared[q.Name] = q.Cost
 	}
-	return &offlinerun.Learning{Declared: declared, DeclaredLead: base.Pool.ProvisioningLeadTime}
+	settings := learn.Defaults
+	settings.Unlearned = unlearned
+	return &offlinerun.Learning{Declared: declared, DeclaredLead: base.Pool.ProvisioningLeadTime, Settings: settings}
 }
 
 func margin(b *strings.Builder, base planner.Workload) ([]byte, error) {

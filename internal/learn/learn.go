@@ -107,6 +107,10 @@ type Settings struct {
 	// LeadQuantile is the share of observed provisioning lead times the
 	// learned lead time covers.
 	LeadQuantile float64
+	// Unlearned is the margin a query plans with while nothing learned of
+	// it applies (DefaultMargin unless the schedule sets one): what was
+	// learned applies when it plans materially otherwise.
+	Unlearned float64
 }
 
 // The bounds of what is learned, named once: docs/design.md ("Learning")
@@ -129,6 +133,13 @@ const (
 	// one (a declared lead time of 0 has no multiple to bound it): 30 days,
 	// the API's bound on the pool's durations.
 	MaxLeadTimeSeconds = 30 * 24 * 3600
+	// DefaultMargin is the margin a query plans with before anything
+	// learned of it applies, when the schedule sets none: the 85th
+	// percentile (Defaults.Quantile) of the per-step slowdown of ordinary
+	// cloud nodes, about 15% on average with a standard deviation of 10%
+	// (1.15 + 1.04 × 0.10 ≈ 1.25). Defaults.Unlearned. docs/experiments.md
+	// ("Run-time noise") measures it on a first window.
+	DefaultMargin = 0.25
 	// MinWindowSteps is the fewest of a window's own finished steps whose
 	// ratio to the model corrects it within the window (Correct): one step
 	// alone may be an outlier.
@@ -151,6 +162,7 @@ var Defaults = Settings{
 	PriorSpread:   0.1,
 	MaxMargin:     MarginBound,
 	LeadQuantile:  0.9,
+	Unlearned:     DefaultMargin,
 }
 
 // DefaultTolerance is the relative change of a planned step duration
@@ -735,10 +747,11 @@ const minEvidence = 3
 // own window's finished steps (own), with the declared model as the prior;
 // then corrected by the own steps when they run slower than the fit
 // (Correct), within the learner's bound. applies says whether plans should
-// use it rather than the declared model: only once the steps say something
-// the declared model does not — a slowdown beyond the tolerance, or enough
-// observations for their spread to count — and the learned prices differ
-// from the declared ones by more than the tolerance. One or two steps that
+// use it rather than the declared model with the unlearned margin
+// (s.Unlearned): only once the steps say something the declared model does
+// not — a slowdown beyond the tolerance, or enough observations for their
+// spread to count — and the learned prices differ from those by more than
+// the tolerance. One or two steps that
 // ran as modelled leave the plans as they were. The operator's query
 // controller and the offline run both learn through it.
 func Window(declared costmodel.Model, inherited, own []Observation, s Settings) (l Learned, applies bool) {
@@ -747,7 +760,7 @@ func Window(declared costmodel.Model, inherited, own []Observation, s Settings) 
 	l, f := Correct(declared, l, own, s)
 	slower := f > 1+DefaultTolerance
 	evidence := slower || len(all) >= minEvidence || math.Abs(l.Slowdown-1) > DefaultTolerance
-	return l, evidence && Change(Learned{Model: declared}, l, all) > DefaultTolerance
+	return l, evidence && Change(Learned{Model: declared, Margin: s.Unlearned}, l, all) > DefaultTolerance
 }
 
 // leadTimeResolution is the least difference from the declared lead time,

@@ -69,8 +69,13 @@ type Options struct {
 	// Actual holds, by query, the rates its tuples really arrive at when
 	// they differ from the declared ones (offsets from the window start).
 	Actual map[string][]planner.RateSegment
-	// Poll is how often a stream of Actual is looked at; 15 s, the
-	// operator's default, when zero.
+	// Poisson makes every query's arrival units come as a Poisson process
+	// at its rates (Actual's, else the declared ones), drawn from Seed,
+	// instead of evenly: the counts a rate is measured from vary as a real
+	// stream's do. Such a stream is polled.
+	Poisson bool
+	// Poll is how often a stream of Actual, or a Poisson stream, is looked
+	// at; 15 s, the operator's default, when zero.
 	Poll time.Duration
 	// Replan, when set, re-plans as the operator does when a measured rate
 	// exceeds what the plan in force supports.
@@ -99,7 +104,8 @@ type Options struct {
 // Learning is what the operator knew before the window, which it learns
 // on from: by query, the declared cost model and the observations of
 // earlier windows; the declared lead time and the lead times measured
-// before.
+// before; the settings it learns with (learn.Defaults when zero), whose
+// Unlearned margin a query plans with until something learned applies.
 type Learning struct {
 	Declared     map[string]costmodel.Model
 	Inherited    map[string][]learn.Observation
@@ -112,7 +118,8 @@ type Learning struct {
 // lead time, as plans price them from what l knew and the window's own
 // observations (own, by query; its own lead times, ownLeads): the learned
 // model where it applies (learn.Window), as a query's status records it
-// (spec.AsRecorded), else the declared one; the learned lead time where it
+// (spec.AsRecorded), else the declared one with the unlearned margin; the
+// learned lead time where it
 // is materially longer (learn.PlannedLeadTime), from the newest lead times
 // a schedule's status keeps.
 func (l *Learning) Priced(w planner.Workload, own map[string][]learn.Observation, ownLeads []float64) planner.Workload {
@@ -132,7 +139,7 @@ func (l *Learning) priced(w planner.Workload, own map[string][]learn.Observation
 		if !ok {
 			continue
 		}
-		q.Cost, q.Margin = declared, 0
+		q.Cost, q.Margin = declared, settings.Unlearned
 		if learned, applies := learn.Window(declared, l.Inherited[q.Name], own[q.Name], settings); applies {
 			q.Cost, q.Margin = spec.AsRecorded(learned)
 		}
@@ -234,7 +241,7 @@ type sim struct {
 	// steps and sources are, in the workload's order, each query's launched
 	// steps and its tuples; polled says which of them are polled.
 	steps   []launched
-	sources []*source.Synthetic
+	sources []stream
 	polled  []bool
 	// nodes are when the nodes asked for are ready, oldest first.
 	nodes   []time.Time
@@ -287,6 +294,12 @@ func newSim(w planner.Workload, doc *planner.Document, o Options) (*sim, error) 
 		actual, polled := o.Actual[q.Name]
 		if polled {
 			rates = actual
+		}
+		if o.Poisson {
+			rng := rand.New(rand.NewPCG(o.Seed, uint64(len(s.sources))))
+			src := newPoisson(at(s.origin, q.WindowStart), q.WindowEnd-q.WindowStart, q.Granularity, rates, rng)
+			s.sources, s.polled = append(s.sources, src), append(s.polled, true)
+			continue
 		}
 		var segments []source.Segment
 		for _, r := range rates {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/laxity-dev/laxity/internal/experiments"
+	"github.com/laxity-dev/laxity/internal/learn"
 	"github.com/laxity-dev/laxity/internal/offlinerun"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/replan"
@@ -22,6 +23,24 @@ func samplePlan(t *testing.T, margin float64) (planner.Workload, planner.Documen
 	planned := w
 	planned.Planning.RuntimeMargin = margin
 	doc, err := planner.Plan(planned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, doc
+}
+
+// unlearnedPlan is the sample as the operator plans its first window, every
+// query with the margin it plans with until it is learned, and its plan.
+func unlearnedPlan(t *testing.T) (planner.Workload, planner.Document) {
+	t.Helper()
+	w, err := experiments.Sample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range w.Queries {
+		w.Queries[i].Margin = learn.DefaultMargin
+	}
+	doc, err := planner.Plan(w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,11 +117,12 @@ func TestNoiseAndMargin(t *testing.T) {
 }
 
 // A stream faster than declared from 3000 s on: re-planning as the operator
-// does grows the pool and meets every deadline, and what runs still tiles
+// does, in a first window (every query with its unlearned margin), grows the
+// pool and meets every deadline, and what runs still tiles
 // every query's actual tuples exactly once, one step at a time; without
 // re-planning the plan is never changed.
 func TestReplanningFollowsTheMeasuredRate(t *testing.T) {
-	w, doc := samplePlan(t, 0)
+	w, doc := unlearnedPlan(t)
 	actual := map[string][]planner.RateSegment{}
 	for _, q := range w.Queries {
 		rate := q.Rates[0].TuplesPerSecond

@@ -124,20 +124,20 @@ func TestJudge(t *testing.T) {
 			name: "a stream measurably faster than the plan supports", w: twoQueries(240, 1200), at: 5 * time.Minute,
 			change: func(s *Snapshot) {
 				s.Rules.RateWindow = 3 * time.Minute
-				s.Queries[0].Rate = 100 * (s.Plan.Doc.MaxSupportedRateFactor + 0.5)
+				s.Queries[0].Rate = 100 * (s.Plan.Doc.MaxSupportedRateFactor + 1)
 			},
 			want: RateExceeded,
 		},
 		{
-			// 25% faster over the last minute is within the noise of a
-			// count of 100-tuple units (38/s at 3σ)...
-			name: "a stream a quarter faster, within one window's noise", w: twoQueries(240, 1200), at: 5 * time.Minute,
-			change: func(s *Snapshot) { fasterBy(s, 1.25, false) }, want: "",
+			// 40% faster over the last minute is within the noise of a
+			// count of 100-tuple units (65/s at 5σ)...
+			name: "a stream 40% faster, within one window's noise", w: twoQueries(240, 1200), at: 5 * time.Minute,
+			change: func(s *Snapshot) { fasterBy(s, 1.4, false) }, want: "",
 		},
 		{
-			// ...not over the five minutes since the plan (17/s).
+			// ...not over the five minutes since the plan (29/s).
 			name: "the same stream counted since the plan was made", w: twoQueries(240, 1200), at: 5 * time.Minute,
-			change: func(s *Snapshot) { fasterBy(s, 1.25, true) }, want: RateExceeded,
+			change: func(s *Snapshot) { fasterBy(s, 1.4, true) }, want: RateExceeded,
 		},
 		{
 			name: "steps 3x slower than planned, the tight query made late", w: twoQueries(60, 1200), at: 5 * time.Minute,

@@ -64,3 +64,54 @@ func TestPlanKeepsItsOrderWhenBothMiss(t *testing.T) {
 		t.Errorf("chosen %+v, want an infeasible plan in order %s with its failure", doc.Chosen, LeastLaxity)
 	}
 }
+
+// An infeasible workload's plan loses as few deadlines as any batch-size
+// factor does on the largest pool size: a re-plan made when a window is
+// already behind takes it. Property over tiny workloads whose deadlines are
+// tightened until no plan meets them; each factor alone is planned the
+// same way for comparison.
+func TestAnInfeasiblePlanLosesTheFewestDeadlines(t *testing.T) {
+	late := func(doc Document) int {
+		n := 0
+		for _, q := range doc.Queries {
+			if q.Slack < -eps {
+				n++
+			}
+		}
+		return n
+	}
+	checked := 0
+	for seed := uint64(0); seed < 60; seed++ {
+		w := oracleWorkload(seed, 3, 4, oracleMaxUnits)
+		w.Planning.GridOnly = true
+		for i := range w.Queries {
+			q := &w.Queries[i]
+			q.Deadline = q.WindowEnd + 0.3*(q.Deadline-q.WindowEnd)
+		}
+		doc, err := Plan(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if doc.Chosen.Feasible {
+			continue
+		}
+		checked++
+		for _, f := range w.Planning.BatchSizeFactors {
+			alone := w
+			alone.Planning.BatchSizeFactors = []int{f}
+			one, err := Plan(alone)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if one.Chosen.Feasible {
+				t.Fatalf("seed %d: factor %d alone meets every deadline where all factors together do not", seed, f)
+			}
+			if late(one) < late(doc) {
+				t.Errorf("seed %d: factor %d leaves %d queries late, the plan (factor %d) %d", seed, f, late(one), doc.Chosen.BatchSizeFactor, late(doc))
+			}
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("only %d infeasible workloads checked", checked)
+	}
+}

@@ -123,8 +123,7 @@ func (p *prepared) plan() Document {
 	var failure *Failure
 	start, initial := best, 0
 	if best == nil {
-		best, failure = p.closest(factors)
-		start = best
+		start, best, failure = p.closest(factors)
 	} else {
 		initial = sizeIndex(w.Pool.Sizes, best.InitialNodes)
 	}
@@ -275,12 +274,21 @@ func (p *prepared) price(o *outcome) {
 }
 
 // closest handles a workload no candidate can meet: every factor runs to
-// completion on the largest pool size, and the one whose first late query
-// (the late query with the earliest deadline) is least late is reported.
-func (p *prepared) closest(factors []factorLayouts) (*outcome, *Failure) {
+// completion on the largest pool size. The improvement phase starts from
+// the one whose first late query (the late query with the earliest
+// deadline) is least late, start; when it cannot make a plan that meets
+// every deadline, the plan is the one that makes the fewest queries late,
+// then the least late in all, best, and its first late query is reported.
+// A re-plan made when a window is already behind takes it, so it must lose
+// as few deadlines as it can, not only save the earliest: steps run one at
+// a time, and a plan that saves one query by cutting the others' remaining
+// tuples into many small batches pays their start-ups in every later
+// query's tail.
+func (p *prepared) closest(factors []factorLayouts) (start, best *outcome, failure *Failure) {
 	largest := len(p.w.Pool.Sizes) - 1
-	var best *outcome
-	var bestFailure *Failure
+	var startFailure *Failure
+	var bestLate int
+	var bestSeconds float64
 	for _, f := range factors {
 		// The slack test says which query fails first when every query
 		// finishes in time but only by rounding; the full run says by how
@@ -300,11 +308,31 @@ func (p *prepared) closest(factors []factorLayouts) (*outcome, *Failure) {
 			// search ruled it out only by rounding.
 			continue
 		}
-		if best == nil || f.LateSeconds < bestFailure.LateSeconds {
-			best, bestFailure = o, f
+		if start == nil || f.LateSeconds < startFailure.LateSeconds {
+			start, startFailure = o, f
+		}
+		late, seconds := s.lateness()
+		if late == 0 {
+			late, seconds = 1, f.LateSeconds
+		}
+		if best == nil || late < bestLate || late == bestLate && (seconds < bestSeconds || seconds == bestSeconds && f.LateSeconds < failure.LateSeconds) {
+			best, failure, bestLate, bestSeconds = o, f, late, seconds
 		}
 	}
-	return best, bestFailure
+	return start, best, failure
+}
+
+// lateness is how many queries finish after their deadline and by how many
+// seconds in all.
+func (s *sim) lateness() (int, float64) {
+	late, seconds := 0, 0.0
+	for q, end := range s.finishes() {
+		if over := end - s.layouts[q].deadline; over > eps {
+			late++
+			seconds += over
+		}
+	}
+	return late, seconds
 }
 
 // finishes is each query's final-merge end time.

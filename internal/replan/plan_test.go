@@ -170,14 +170,15 @@ func TestCompare(t *testing.T) {
 		{"infeasible plans are not re-made for rates", 1e9, 1000, 0, 0, replan.Holds, 0},
 		{"nothing measured", 0, 1000, 1500, 1, replan.Holds, 0},
 		// Units of 20/s over the window: a stream at 1500/s counts 75
-		// units, give or take 8.7; three of those are 520/s.
-		{"back below the assumed rate within the noise", 960, 1000, 1500, 1, replan.Holds, 20},
-		{"back below the assumed rate beyond the noise", 940, 1000, 1500, 1, replan.FellBack, 20},
-		// Units of 40/s: at 1000/s, 25 units give or take 5, 600/s at 3σ.
-		{"above the assumed rate within the noise", 1610, 1000, 0, 1, replan.Holds, 40},
-		{"above the assumed rate beyond the noise", 1630, 1000, 0, 1, replan.Exceeds, 40},
-		{"the noise counts on top of the plan's headroom", 1680, 1000, 0, 1.2, replan.Holds, 20},
-		{"beyond the headroom and the noise", 1700, 1000, 0, 1.2, replan.Exceeds, 20},
+		// units, give or take 8.7; five of those are 866/s.
+		{"back below the assumed rate within the noise", 620, 1000, 1500, 1, replan.Holds, 20},
+		{"back below the assumed rate beyond the noise", 590, 1000, 1500, 1, replan.FellBack, 20},
+		// Units of 40/s: at 1000/s, 25 units give or take 5, 1000/s at 5σ.
+		{"above the assumed rate within the noise", 2010, 1000, 0, 1, replan.Holds, 40},
+		{"above the assumed rate beyond the noise", 2030, 1000, 0, 1, replan.Exceeds, 40},
+		// At 1200/s, 5σ of 20/s units is 775/s on top of 1224/s.
+		{"the noise counts on top of the plan's headroom", 1990, 1000, 0, 1.2, replan.Holds, 20},
+		{"beyond the headroom and the noise", 2010, 1000, 0, 1.2, replan.Exceeds, 20},
 	} {
 		o := replan.Observed{Measured: tc.measured, Resolution: tc.resolution}
 		if got := replan.Compare(o, tc.declared, tc.assumed, tc.factor, rules); got != tc.want {
@@ -188,9 +189,11 @@ func TestCompare(t *testing.T) {
 
 // A stream whose arrival units come as a Poisson process at exactly the
 // rate the plan supports, measured over the rate window again and again,
-// almost never re-plans: at 3σ, about one measurement in 740 is beyond the
-// noise by chance. The same stream 40% faster re-plans in almost every
-// measurement.
+// does not re-plan: at 5σ about one measurement in 1.7 million is beyond
+// the noise by chance, so that 13 streams measured at every poll of a
+// window do not either. The same stream 60% faster re-plans in almost
+// every measurement; 40% faster, a lasting change, is told by the count
+// since the plan was made (internal/pass).
 func TestComparePoissonStreamAtItsRate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	const granularity, window, rate = 9500, 180.0, 9500.0 // the sample: one unit a second
@@ -215,16 +218,16 @@ func TestComparePoissonStreamAtItsRate(t *testing.T) {
 		}
 		// A plan that assumed this faster rate after a re-plan: the
 		// stream at the declared rate has fallen back, truly.
-		o.Measured = count(1.4 * rate)
+		o.Measured = count(1.6 * rate)
 		if replan.Compare(o, rate, 0, 1, rules) == replan.Exceeds {
 			caught++
 		}
 	}
-	if share := float64(exceeded+fellBack) / draws; share > 0.003 {
-		t.Errorf("a Poisson stream at its rate re-planned in %.2f%% of %d measurements (%d exceeded, %d fell back), want at most 0.3%%", 100*share, draws, exceeded, fellBack)
+	if exceeded+fellBack > 0 {
+		t.Errorf("a Poisson stream at its rate re-planned in %d of %d measurements (%d exceeded, %d fell back), want none", exceeded+fellBack, draws, exceeded, fellBack)
 	}
 	if share := float64(caught) / draws; share < 0.95 {
-		t.Errorf("a stream 40%% faster than its plan re-planned in only %.1f%% of measurements", 100*share)
+		t.Errorf("a stream 60%% faster than its plan re-planned in only %.1f%% of measurements", 100*share)
 	}
 }
 
@@ -233,7 +236,7 @@ func TestComparePoissonStreamAtItsRate(t *testing.T) {
 func TestPlanTakesARateWithinTheNoiseAsDeclared(t *testing.T) {
 	w, observed := midWindow()
 	o := observed["q"]
-	o.Measured, o.Resolution = 150, 5 // declared 100/s: noise 3·√(100·5) = 67/s
+	o.Measured, o.Resolution = 150, 5 // declared 100/s: noise 5·√(100·5) = 112/s
 	observed["q"] = o
 	doc, assumed, err := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, replan.NodesNow(w, 8, 8, 0), 0)
 	if err != nil {
@@ -245,7 +248,7 @@ func TestPlanTakesARateWithinTheNoiseAsDeclared(t *testing.T) {
 	if got := doc.PlannedTotal("q"); got != 120000 {
 		t.Errorf("planned total %d, want the declared 120000", got)
 	}
-	o.Resolution = 1 // now 150/s is faster than the measurement can blur (30/s)
+	o.Resolution = 0.5 // now 150/s is faster than the measurement can blur (35/s)
 	observed["q"] = o
 	if _, assumed, _ := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, replan.NodesNow(w, 8, 8, 0), 0); assumed["q"] != 150 {
 		t.Errorf("assumed %v, want 150/s", assumed)

@@ -97,10 +97,14 @@ const (
 )
 
 // NoiseSigmas is how many standard deviations of a measurement's noise a
-// measured rate must differ by before it counts: a stream whose arrival
-// units come as a Poisson process at the rate measures beyond that in 0.13%
-// of measurements on either side.
-const NoiseSigmas = 3
+// measured rate must differ by before it counts. A rate is measured at
+// every poll, of every query, over windows that overlap: at 3σ (0.13% of
+// measurements on either side) a schedule of 13 Poisson streams at their
+// declared rates re-planned in most windows, at 5σ in none of 100
+// (docs/experiments.md, "Variable input rates"). A lasting change too small
+// for one window is told by the count since the plan was made, whose
+// noise shrinks as it grows.
+const NoiseSigmas = 5
 
 // Noise is the least difference from rate a measurement can tell from
 // chance: NoiseSigmas standard deviations of the count of arrival units
@@ -108,7 +112,7 @@ const NoiseSigmas = 3
 // resolution) in tuples per second, since rate / resolution units arrive
 // on average), and never less than one unit over the window (the
 // resolution). A stream of 9,500 tuples per second in units of 9,500,
-// measured over 3 minutes, counts 180 units give or take 13: 22% of its rate.
+// measured over 3 minutes, counts 180 units give or take 13: 37% of its rate.
 func (o Observed) Noise(rate float64) float64 {
 	if rate <= 0 || o.Resolution <= 0 {
 		return o.Resolution

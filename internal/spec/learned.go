@@ -22,6 +22,24 @@ func Learning(es *laxityv1alpha1.ElasticSchedule) laxityv1alpha1.Learning {
 	return es.Spec.Planning.Learning
 }
 
+// UnlearnedMargin is the margin a query of es plans with while nothing
+// learned of it applies: spec.planning.runtimeMarginPercent when set, else
+// learn.DefaultMargin, headroom for the variance of ordinary cloud nodes.
+func UnlearnedMargin(es *laxityv1alpha1.ElasticSchedule) float64 {
+	if m := es.Spec.Planning.RuntimeMarginPercent; m != nil {
+		return float64(*m) / 100
+	}
+	return learn.DefaultMargin
+}
+
+// LearnSettings are what es's queries learn with: learn.Defaults with the
+// schedule's unlearned margin as the prices learning is compared with.
+func LearnSettings(es *laxityv1alpha1.ElasticSchedule) learn.Settings {
+	s := learn.Defaults
+	s.Unlearned = UnlearnedMargin(es)
+	return s
+}
+
 // DeclaredLeadTime is spec.nodePool.provisioningLeadTime, or its default.
 func DeclaredLeadTime(es *laxityv1alpha1.ElasticSchedule) time.Duration {
 	return costmodel.Duration(durationOr(es.Spec.NodePool.ProvisioningLeadTime, DefaultProvisioningLeadTime))
@@ -186,8 +204,10 @@ func AsRecorded(l learn.Learned) (costmodel.Model, float64) {
 
 // WithLearned makes pq, the planner's form of q, plan with what was learned
 // about q when the schedule applies it: the fitted cost model and the
-// margin sized from the observations.
+// margin sized from the observations; until then with the declared model
+// and the unlearned margin (UnlearnedMargin).
 func WithLearned(es *laxityv1alpha1.ElasticSchedule, q *laxityv1alpha1.IntermittentQuery, pq *planner.Query) {
+	pq.Margin = UnlearnedMargin(es)
 	if Learning(es) != laxityv1alpha1.LearningApply {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/costmodel"
+	"github.com/laxity-dev/laxity/internal/learn"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/test/builder"
 )
@@ -47,6 +48,8 @@ func TestWorkloadConvertsAndDefaults(t *testing.T) {
 					Batch: costmodel.Linear{Overhead: 25, Serial: 2e-8, Parallel: 2e-5},
 					Merge: costmodel.Linear{Overhead: 8, Serial: 0.05, Parallel: 0.4},
 				},
+				// Nothing is learned yet: the margin for ordinary cloud variance.
+				Margin: learn.DefaultMargin,
 			},
 			{
 				// 7,200 tuples over the hour-long window: 2 per second.
@@ -56,6 +59,7 @@ func TestWorkloadConvertsAndDefaults(t *testing.T) {
 					Batch: costmodel.Linear{Overhead: 25, Serial: 2e-8, Parallel: 2e-5},
 					Merge: costmodel.Linear{Overhead: 8, Serial: 0.05, Parallel: 0.4},
 				},
+				Margin:       learn.DefaultMargin,
 				PartialEvery: 0.25,
 			},
 		},
