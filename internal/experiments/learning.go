@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -144,7 +145,13 @@ func explainLate(base planner.Workload, re reality, seed uint64, k int, w offlin
 }
 
 func (r learningRow) missedShare(k int) float64 { return float64(r.missed[k]) / float64(runs) }
-func (r learningRow) costRatio(k int) float64   { return r.cost[k] / r.known.ExecutableCost }
+
+// mostMissed is the most runs that missed a deadline in any one window
+// from learningFrom on.
+func (r learningRow) mostMissed() int {
+	return slices.Max(r.missed[learningFrom-1:])
+}
+func (r learningRow) costRatio(k int) float64 { return r.cost[k] / r.known.ExecutableCost }
 
 // knownPlan plans the workload with the true mean model and lead time and
 // no margin: the plan a planner that knew the cluster would make.
@@ -321,7 +328,7 @@ func writeLate(b *strings.Builder, noisy learningRow) {
 		fmt.Fprintf(b, "In (a) none of the %d runs of windows %d to %d missed a deadline.\n\n", windows, learningFrom, learningWindows)
 		return
 	}
-	fmt.Fprintf(b, "In (a), %d of the %d runs of windows %d to %d missed a deadline:\n\n", len(noisy.late), windows, learningFrom, learningWindows)
+	fmt.Fprintf(b, "In (a), %d of the %d runs of windows %d to %d missed a deadline, at most %d of the %d runs of any one window:\n\n", len(noisy.late), windows, learningFrom, learningWindows, noisy.mostMissed(), runs)
 	all := true
 	for _, l := range noisy.late {
 		all = all && l.longTail()
