@@ -16,6 +16,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/manifest"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/spec"
+	"github.com/laxity-dev/laxity/internal/structured"
 )
 
 type planOptions struct {
@@ -177,10 +178,7 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 			}
 		}
 		if o.compare {
-			comparisons = append(comparisons, comparison{
-				Schedule: s.Object.Namespace + "/" + s.Object.Name, Origin: doc.Origin,
-				Results: results, pool: w.Pool,
-			})
+			comparisons = append(comparisons, comparison{schedule: s.Object, origin: doc.Origin, results: results, pool: w.Pool})
 		}
 	}
 	schedules = planned
@@ -472,7 +470,7 @@ func unjoin(err error) []error {
 
 func write(out io.Writer, format string, schedules []manifest.ElasticSchedule, docs []planner.Document) error {
 	if format != "table" {
-		return writeStructured(out, format, docs)
+		return structured.Write(out, format, planList(schedules, docs))
 	}
 	for i, d := range docs {
 		if i > 0 {
@@ -486,24 +484,23 @@ func write(out io.Writer, format string, schedules []manifest.ElasticSchedule, d
 	return nil
 }
 
-// comparison is the JSON form of `laxity plan --compare -o json` for one
-// schedule: laxity's plan and every baseline, simulated on its workload.
+// comparison is one schedule's plan against the baselines, for the
+// table or, as a comparisonItem, for -o json|yaml.
 type comparison struct {
-	// Schedule is the ElasticSchedule as NAMESPACE/NAME.
-	Schedule string `json:"schedule"`
-	// Origin is t0.
-	Origin time.Time `json:"origin"`
-	// Results are the elastic plan first, then the fixed pools, LLF
+	schedule *laxityv1alpha1.ElasticSchedule
+	// origin is t0.
+	origin time.Time
+	// results are the elastic plan first, then the fixed pools, LLF
 	// without batching at each size, the reactive autoscaler and
 	// micro-batch streaming.
-	Results []baseline.Result `json:"results"`
+	results []baseline.Result
 	// pool is the schedule's node pool, for the table's legend.
 	pool planner.Pool
 }
 
 func writeComparisons(out io.Writer, format string, comparisons []comparison) error {
 	if format != "table" {
-		return writeStructured(out, format, comparisons)
+		return structured.Write(out, format, comparisonList(comparisons))
 	}
 	for i, c := range comparisons {
 		if i > 0 {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/laxity-dev/laxity/internal/structured"
 	"github.com/laxity-dev/laxity/internal/version"
 )
 
@@ -33,7 +34,7 @@ func writeVersion(out io.Writer, format string, v version.Info) error {
 		_, err := fmt.Fprintf(out, "laxity %s\nrevision: %s\ngo: %s\n", v.Version, revision, v.GoVersion)
 		return err
 	case "json", "yaml":
-		return writeStructured(out, format, []version.Info{v})
+		return structured.Write(out, format, v)
 	default:
 		return &usageError{err: fmt.Errorf("version: -o must be text, json or yaml, got %q", format)}
 	}
