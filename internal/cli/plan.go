@@ -58,6 +58,11 @@ usual alternatives to it, each simulated on the same workload: fixed pools
 of every size (with and without laxity's batch sizes), a reactive
 autoscaler and micro-batch streaming.
 
+-o json and -o yaml print the same keys in the same order: a PlanList (a
+PlanComparisonList with --compare), also for one schedule or none, whose
+items name their ElasticSchedule in metadata.namespace and metadata.name.
+A candidate that misses a deadline has no cost there.
+
 With --kubeconfig, --context, -n or -A instead of -f (or as the kubectl
 plugin, kubectl laxity plan, without -f) it reads the objects from a cluster
 and plans their specs exactly as it plans files: from their windows' start,
