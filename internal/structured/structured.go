@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -103,11 +102,11 @@ func yamlNode(dec *json.Decoder) (*yaml.Node, error) {
 	case string:
 		return stringNode(t), nil
 	case json.Number:
-		tag := "!!int"
-		if strings.ContainsAny(t.String(), ".eE") {
-			tag = "!!float"
-		}
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: t.String()}, nil
+		// Untagged: every JSON number reads as a YAML number, and a tag
+		// would be printed whenever the YAML library reads the text as
+		// another kind of number than the tag (an integer too large for
+		// 64 bits reads as a float).
+		return &yaml.Node{Kind: yaml.ScalarNode, Value: t.String()}, nil
 	case bool:
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: fmt.Sprint(t)}, nil
 	case nil:
