@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/laxity-dev/laxity/internal/manifest"
-	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/spec"
 	"github.com/laxity-dev/laxity/test/testenv"
 )
@@ -91,10 +89,7 @@ func TestPlanFromCluster(t *testing.T) {
 			if code != exitOK {
 				t.Fatalf("exit %d, stderr %s", code, errOut)
 			}
-			var doc planner.Document
-			if err := json.Unmarshal([]byte(live), &doc); err != nil {
-				t.Fatalf("not one plan document: %v\n%.300s", err, live)
-			}
+			doc := onePlanIn(t, live)
 			if len(doc.Queries) != tc.wantQueries {
 				t.Errorf("planned %d queries, want %d", len(doc.Queries), tc.wantQueries)
 			}

@@ -139,6 +139,7 @@ func TestVersion(t *testing.T) {
 		{[]string{"version", "-o", "yaml"}, exitOK, []string{"version: dev\n", "revision: ", "goVersion: go1."}},
 		{[]string{"version", "-o", "xml"}, exitInvalid, []string{`version: -o must be text, json or yaml, got "xml"`, usageHint}},
 		{[]string{"version", "extra"}, exitInvalid, []string{`unknown command "extra"`}},
+		{[]string{"--version"}, exitOK, []string{"laxity dev\n", "revision: ", "go: go1."}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, out, errOut := run(t, tc.args...)
@@ -155,6 +156,23 @@ func TestVersion(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// --version (and -v) print exactly what the version command prints, as
+// laxity and as the kubectl plugin.
+func TestVersionFlagPrintsTheVersionCommandsText(t *testing.T) {
+	_, want, _ := run(t, "version")
+	if !strings.HasPrefix(want, "laxity ") {
+		t.Fatalf("version printed %q", want)
+	}
+	for _, program := range []string{"laxity", PluginName} {
+		for _, flag := range []string{"--version", "-v"} {
+			code, out, errOut := runWith(t, program, "", flag)
+			if code != exitOK || out != want || errOut != "" {
+				t.Errorf("%s %s: exit %d, stdout %q, stderr %q; want exit 0 and %q", program, flag, code, out, errOut, want)
+			}
+		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/manifest"
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/spec"
+	"github.com/laxity-dev/laxity/internal/structured"
 )
 
 type planOptions struct {
@@ -56,6 +57,11 @@ a Gantt row per query over the planned and requested node timelines. With
 usual alternatives to it, each simulated on the same workload: fixed pools
 of every size (with and without laxity's batch sizes), a reactive
 autoscaler and micro-batch streaming.
+
+-o json and -o yaml print the same keys in the same order: a PlanList (a
+PlanComparisonList with --compare), also for one schedule or none, whose
+items name their ElasticSchedule in metadata.namespace and metadata.name.
+A candidate that misses a deadline has no cost there.
 
 With --kubeconfig, --context, -n or -A instead of -f (or as the kubectl
 plugin, kubectl laxity plan, without -f) it reads the objects from a cluster
@@ -177,10 +183,7 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 			}
 		}
 		if o.compare {
-			comparisons = append(comparisons, comparison{
-				Schedule: s.Object.Namespace + "/" + s.Object.Name, Origin: doc.Origin,
-				Results: results, pool: w.Pool,
-			})
+			comparisons = append(comparisons, comparison{schedule: s.Object, origin: doc.Origin, results: results, pool: w.Pool})
 		}
 	}
 	schedules = planned
@@ -472,7 +475,7 @@ func unjoin(err error) []error {
 
 func write(out io.Writer, format string, schedules []manifest.ElasticSchedule, docs []planner.Document) error {
 	if format != "table" {
-		return writeStructured(out, format, docs)
+		return structured.Write(out, format, planList(schedules, docs))
 	}
 	for i, d := range docs {
 		if i > 0 {
@@ -486,24 +489,23 @@ func write(out io.Writer, format string, schedules []manifest.ElasticSchedule, d
 	return nil
 }
 
-// comparison is the JSON form of `laxity plan --compare -o json` for one
-// schedule: laxity's plan and every baseline, simulated on its workload.
+// comparison is one schedule's plan against the baselines, for the
+// table or, as a comparisonItem, for -o json|yaml.
 type comparison struct {
-	// Schedule is the ElasticSchedule as NAMESPACE/NAME.
-	Schedule string `json:"schedule"`
-	// Origin is t0.
-	Origin time.Time `json:"origin"`
-	// Results are the elastic plan first, then the fixed pools, LLF
+	schedule *laxityv1alpha1.ElasticSchedule
+	// origin is t0.
+	origin time.Time
+	// results are the elastic plan first, then the fixed pools, LLF
 	// without batching at each size, the reactive autoscaler and
 	// micro-batch streaming.
-	Results []baseline.Result `json:"results"`
+	results []baseline.Result
 	// pool is the schedule's node pool, for the table's legend.
 	pool planner.Pool
 }
 
 func writeComparisons(out io.Writer, format string, comparisons []comparison) error {
 	if format != "table" {
-		return writeStructured(out, format, comparisons)
+		return structured.Write(out, format, comparisonList(comparisons))
 	}
 	for i, c := range comparisons {
 		if i > 0 {

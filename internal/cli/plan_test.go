@@ -87,10 +87,13 @@ func TestPlanJSONHasEveryField(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 	}
-	var doc map[string]any
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatalf("output is not one JSON document: %v\n%s", err, out)
+	var list struct {
+		Items []map[string]any `json:"items"`
 	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list.Items) != 1 {
+		t.Fatalf("output is not a list of one plan (%v):\n%s", err, out)
+	}
+	doc := list.Items[0]
 	requireKeys(t, "document", doc, "origin", "chosen", "candidates", "queries", "steps", "nodes", "requests", "maxSupportedRateFactor", "searchSeconds")
 	requireKeys(t, "chosen", doc["chosen"].(map[string]any), "initialNodes", "batchSizeFactor", "cost", "executableCost", "maxNodes", "feasible")
 	for name, keys := range map[string][]string{
@@ -124,15 +127,12 @@ func requireKeys(t *testing.T, what string, m map[string]any, keys ...string) {
 	}
 }
 
-func TestPlanSeveralSchedulesPrintsAnArray(t *testing.T) {
+func TestPlanSeveralSchedulesPrintsAList(t *testing.T) {
 	code, out, errOut := run(t, "plan", "-f", samplesDir, "-o", "json")
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 	}
-	var docs []planner.Document
-	if err := json.Unmarshal([]byte(out), &docs); err != nil {
-		t.Fatalf("output is not a JSON array: %v", err)
-	}
+	docs := plansIn(t, out)
 	if want := plannedSampleSchedules(t); len(docs) != want {
 		t.Errorf("got %d documents, want one per sample schedule with IntermittentQueries (%d)", len(docs), want)
 	}
@@ -151,10 +151,7 @@ func TestPlanOneScheduleWithOrigin(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 	}
-	var d planner.Document
-	if err := json.Unmarshal([]byte(out), &d); err != nil {
-		t.Fatal(err)
-	}
+	d := onePlanIn(t, out)
 	// The first window opens an hour after the origin: nothing runs before.
 	if d.Steps[0].Start < 3600 {
 		t.Errorf("first step starts at %v s, before the first window opens at 3600 s", d.Steps[0].Start)
@@ -166,10 +163,7 @@ func TestPlanInfeasibleExitsThreeAndStillPrints(t *testing.T) {
 	if code != exitInfeasible {
 		t.Fatalf("exit %d, want %d", code, exitInfeasible)
 	}
-	var d planner.Document
-	if err := json.Unmarshal([]byte(out), &d); err != nil {
-		t.Fatal(err)
-	}
+	d := onePlanIn(t, out)
 	if d.Chosen.Feasible || d.Chosen.Failure == nil || d.Chosen.Failure.Query != "too-late" || d.Chosen.Failure.LateSeconds <= 0 {
 		t.Errorf("chosen = %+v, want infeasible with too-late late", d.Chosen)
 	}
@@ -230,15 +224,7 @@ func TestPlanIsDeterministicExceptSearchTime(t *testing.T) {
 	var outputs []string
 	for i := 0; i < 3; i++ {
 		_, out, _ := run(t, "plan", "-f", samplesDir, "-o", "json")
-		var docs []map[string]any
-		if err := json.Unmarshal([]byte(out), &docs); err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range docs {
-			delete(d, "searchSeconds")
-		}
-		b, _ := json.Marshal(docs)
-		outputs = append(outputs, string(b))
+		outputs = append(outputs, stripSearchSeconds(t, out))
 	}
 	if len(slices.Compact(outputs)) != 1 {
 		t.Error("planning the samplesDir twice gave different documents")
@@ -371,12 +357,13 @@ func TestPlanCompareSampleElasticIsCheapest(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 	}
-	var c comparison
-	if err := json.Unmarshal([]byte(out), &c); err != nil {
-		t.Fatalf("output is not one comparison: %v\n%s", err, out)
+	cs := comparisonsIn(t, out)
+	if len(cs) != 1 {
+		t.Fatalf("%d comparisons, want 1:\n%.300s", len(cs), out)
 	}
-	if c.Schedule != "analytics/tpch" || len(c.Results) != 13 {
-		t.Fatalf("schedule %q with %d results, want analytics/tpch with 13 (elastic, 5 fixed, 5 LLF, reactive, streaming)", c.Schedule, len(c.Results))
+	c := cs[0]
+	if c.Metadata != (scheduleMeta{Name: "tpch", Namespace: "analytics"}) || len(c.Results) != 13 {
+		t.Fatalf("schedule %+v with %d results, want analytics/tpch with 13 (elastic, 5 fixed, 5 LLF, reactive, streaming)", c.Metadata, len(c.Results))
 	}
 	elastic := c.Results[0]
 	if elastic.Baseline != baseline.Elastic || !elastic.DeadlinesMet {
@@ -392,15 +379,12 @@ func TestPlanCompareSampleElasticIsCheapest(t *testing.T) {
 	}
 }
 
-func TestPlanCompareSeveralSchedulesPrintsAnArray(t *testing.T) {
+func TestPlanCompareSeveralSchedulesPrintsAList(t *testing.T) {
 	code, out, errOut := run(t, "plan", "-f", samplesDir, "--compare", "-o", "json")
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 	}
-	var cs []comparison
-	if err := json.Unmarshal([]byte(out), &cs); err != nil {
-		t.Fatalf("output is not a JSON array: %v", err)
-	}
+	cs := comparisonsIn(t, out)
 	if want := plannedSampleSchedules(t); len(cs) != want {
 		t.Errorf("got %d comparisons, want one per sample schedule (%d)", len(cs), want)
 	}
@@ -468,10 +452,7 @@ func TestPlanRecurring(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 	}
-	var doc planner.Document
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatal(err)
-	}
+	doc := onePlanIn(t, out)
 	var names []string
 	for _, q := range doc.Queries {
 		names = append(names, q.Name)
@@ -512,10 +493,7 @@ func TestPlanRecurringSkippedDay(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 	}
-	var plan planner.Document
-	if err := json.Unmarshal([]byte(out), &plan); err != nil {
-		t.Fatal(err)
-	}
+	plan := onePlanIn(t, out)
 	var names []string
 	for _, q := range plan.Queries {
 		names = append(names, q.Name)
@@ -538,14 +516,22 @@ func TestPlanRecurringSkippedDay(t *testing.T) {
 	}
 }
 
+// stripSearchSeconds is the output of plan -o json without the search
+// time of each plan, the one field that changes from run to run.
 func stripSearchSeconds(t *testing.T, doc string) string {
 	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal([]byte(doc), &m); err != nil {
+	var list struct {
+		APIVersion string           `json:"apiVersion"`
+		Kind       string           `json:"kind"`
+		Items      []map[string]any `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(doc), &list); err != nil {
 		t.Fatal(err)
 	}
-	delete(m, "searchSeconds")
-	data, _ := json.Marshal(m)
+	for _, item := range list.Items {
+		delete(item, "searchSeconds")
+	}
+	data, _ := json.Marshal(list)
 	return string(data)
 }
 

@@ -78,10 +78,13 @@ func benchmarkPlanProcess(b *testing.B, file string) {
 	if err != nil {
 		b.Fatalf("laxity plan -o json: %v\n%s", err, out)
 	}
-	var doc planner.Document
-	if err := json.Unmarshal(out, &doc); err != nil {
-		b.Fatal(err)
+	var list struct {
+		Items []planner.Document `json:"items"`
 	}
+	if err := json.Unmarshal(out, &list); err != nil || len(list.Items) != 1 {
+		b.Fatalf("laxity plan -o json printed no list of one plan (%v):\n%.300s", err, out)
+	}
+	doc := list.Items[0]
 	grid := math.Inf(1)
 	for _, c := range doc.Candidates {
 		if c.Feasible {

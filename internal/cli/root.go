@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/laxity-dev/laxity/internal/version"
 )
 
 // Exit codes shared by the subcommands.
@@ -85,7 +87,10 @@ partial results after the window closes. It plans by simulating the whole
 workload: which batch sizes, and how many nodes when.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints what the version command prints, as text.
+		Version: versionText(version.Get()),
 	}
+	root.SetVersionTemplate("{{.Version}}")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err: err} })
 	if plugin {
 		// Help and usage then name the command as it is typed.

@@ -130,9 +130,9 @@ func mergeTimelines(nodes, requests []planner.NodeLevel) []timelinePoint {
 // per approach, then a legend with each approach's rule.
 func writeComparisonTable(out io.Writer, c comparison) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "ElasticSchedule %s, origin %s: laxity's plan against the baselines: fixed pools, LLF without batch sizing, a reactive autoscaler, micro-batch streaming\n", c.Schedule, c.Origin.Format(time.RFC3339))
+	fmt.Fprintf(tw, "ElasticSchedule %s, origin %s: laxity's plan against the baselines: fixed pools, LLF without batch sizing, a reactive autoscaler, micro-batch streaming\n", c.schedule.Namespace+"/"+c.schedule.Name, c.origin.Format(time.RFC3339))
 	fmt.Fprintln(tw, "APPROACH\tCOST\tMAX NODES\tDEADLINES MET")
-	for _, r := range c.Results {
+	for _, r := range c.results {
 		met := "yes"
 		if !r.DeadlinesMet {
 			met = fmt.Sprintf("no: %s %.1fs late", r.Late.Query, r.Late.LateSeconds)
@@ -149,7 +149,7 @@ func writeComparisonTable(out io.Writer, c comparison) error {
 // writeLegend states each approach's rule with this schedule's numbers.
 func writeLegend(out io.Writer, c comparison) error {
 	streamingNodes := 0
-	for _, r := range c.Results {
+	for _, r := range c.results {
 		if r.Baseline == baseline.MicroBatchStreaming {
 			streamingNodes = r.Nodes
 		}

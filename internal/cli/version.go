@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/laxity-dev/laxity/internal/structured"
 	"github.com/laxity-dev/laxity/internal/version"
 )
 
@@ -26,15 +27,20 @@ func newVersionCommand() *cobra.Command {
 func writeVersion(out io.Writer, format string, v version.Info) error {
 	switch format {
 	case "text":
-		revision := v.Revision
-		if revision == "" {
-			revision = "unknown"
-		}
-		_, err := fmt.Fprintf(out, "laxity %s\nrevision: %s\ngo: %s\n", v.Version, revision, v.GoVersion)
+		_, err := io.WriteString(out, versionText(v))
 		return err
 	case "json", "yaml":
-		return writeStructured(out, format, []version.Info{v})
+		return structured.Write(out, format, v)
 	default:
 		return &usageError{err: fmt.Errorf("version: -o must be text, json or yaml, got %q", format)}
 	}
+}
+
+// versionText is what `laxity version` and `laxity --version` print.
+func versionText(v version.Info) string {
+	revision := v.Revision
+	if revision == "" {
+		revision = "unknown"
+	}
+	return fmt.Sprintf("laxity %s\nrevision: %s\ngo: %s\n", v.Version, revision, v.GoVersion)
 }

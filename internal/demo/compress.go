@@ -52,6 +52,17 @@ func (c Compression) Duration(d time.Duration) time.Duration {
 	return time.Duration(float64(d) / c.Factor).Round(time.Millisecond)
 }
 
+// Summary says how long the workload, from From to its last deadline
+// lastDeadline (a workload instant, before compression), runs on the wall
+// clock, and from when to when: both spans and both pairs of instants, so
+// that neither is read for the other.
+func (c Compression) Summary(lastDeadline time.Time) string {
+	span := lastDeadline.Sub(c.From)
+	return fmt.Sprintf("The workload runs %g times faster on the wall clock: its %s, from %s to its last deadline at %s, take %s, from %s to %s.",
+		c.Factor, span.Round(time.Second), c.From.UTC().Format(time.RFC3339), lastDeadline.UTC().Format(time.RFC3339),
+		c.Duration(span).Round(time.Second), c.To.Format(time.TimeOnly), c.Instant(lastDeadline).Format(time.TimeOnly))
+}
+
 // WorkloadSeconds is a wall-clock span in seconds as workload time.
 func (c Compression) WorkloadSeconds(wall float64) float64 { return wall * c.Factor }
 

@@ -173,3 +173,31 @@ func TestCompressionBackToWorkloadTime(t *testing.T) {
 		t.Errorf("18 wall-clock seconds are %g workload seconds, want 180", got)
 	}
 }
+
+// The summary measures the workload in workload time and its run in wall
+// time: a 75-minute workload at 15 times runs 5 minutes, never the span
+// from the workload's origin to a compressed (wall-clock) deadline.
+func TestCompressionSummary(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		factor float64
+		span   time.Duration
+		want   string
+	}{
+		{"75 minutes at 15 times", 15, 75 * time.Minute,
+			"The workload runs 15 times faster on the wall clock: its 1h15m0s, from 2026-12-01T05:56:00Z to its last deadline at 2026-12-01T07:11:00Z, take 5m0s, from 12:00:00 to 12:05:00."},
+		{"an hour at 7 times, to the second", 7, time.Hour,
+			"The workload runs 7 times faster on the wall clock: its 1h0m0s, from 2026-12-01T05:56:00Z to its last deadline at 2026-12-01T06:56:00Z, take 8m34s, from 12:00:00 to 12:08:34."},
+		{"the TPC-H sample at 12 times", 12, 82*time.Minute + 59*time.Second,
+			"The workload runs 12 times faster on the wall clock: its 1h22m59s, from 2026-12-01T05:56:00Z to its last deadline at 2026-12-01T07:18:59Z, take 6m55s, from 12:00:00 to 12:06:55."},
+		{"real time", 1, 90 * time.Second,
+			"The workload runs 1 times faster on the wall clock: its 1m30s, from 2026-12-01T05:56:00Z to its last deadline at 2026-12-01T05:57:30Z, take 1m30s, from 12:00:00 to 12:01:30."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Compression{Factor: tc.factor, From: workloadStart, To: wallStart}
+			if got := c.Summary(workloadStart.Add(tc.span)); got != tc.want {
+				t.Errorf("Summary:\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -287,6 +287,8 @@ func runOnCluster(ctx context.Context, o Options, set *manifest.Set) (*Outcome, 
 	// the manager.
 	comp := prepared.compression
 	comp.To = time.Now().Add(3 * time.Second).Truncate(time.Second)
+	// Read before Query compresses the deadlines in place.
+	last := lastDeadline(set)
 	for _, es := range set.Schedules {
 		if err := comp.Schedule(es.Object); err != nil {
 			return nil, err
@@ -297,8 +299,7 @@ func runOnCluster(ctx context.Context, o Options, set *manifest.Set) (*Outcome, 
 			return nil, err
 		}
 	}
-	fmt.Fprintf(o.Out, "The workload runs %g times faster on the wall clock: %s of it take %s.\n", comp.Factor,
-		lastDeadline(set).Sub(comp.From).Round(time.Second), comp.Duration(lastDeadline(set).Sub(comp.From)).Round(time.Second))
+	fmt.Fprintln(o.Out, comp.Summary(last))
 
 	r, err := newRun(c.Config, set, o)
 	if err != nil {

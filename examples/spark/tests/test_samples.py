@@ -47,14 +47,16 @@ def arguments(document: str):
 
 
 def reference_queries():
-    """(sample, query name, its arguments) of every query whose template
-    runs the reference job."""
+    """(sample, query name, its document) of every IntermittentQuery and
+    RecurringQuery whose template runs the reference job; a RecurringQuery's
+    windows run its file, named after it."""
     found = []
     for path in sorted(SAMPLES.glob("*.yaml")):
         for document in path.read_text().split("\n---\n"):
-            if "kind: IntermittentQuery" not in document or ENTRY_POINT not in document:
+            kind = re.search(r"^kind: (IntermittentQuery|RecurringQuery)$", document, re.M)
+            if not kind or ENTRY_POINT not in document:
                 continue
-            name = re.search(r"\nmetadata:\n  name: (\S+)", "\n" + document.split("kind: IntermittentQuery", 1)[1]).group(1)
+            name = re.search(r"\nmetadata:\n  name: (\S+)", "\n" + document.split(kind.group(0), 1)[1]).group(1)
             found.append((path.name, name, document))
     return found
 
@@ -69,7 +71,11 @@ class Samples(unittest.TestCase):
 
     def test_reference_job_templates(self):
         queries = reference_queries()
-        self.assertGreaterEqual(len(queries), 15)
+        # Every query of every sample but those of the partial-aggregation,
+        # rate-profile and non-overlapping-windows samples, which have no
+        # SparkApplication template (they show plans).
+        self.assertGreaterEqual(len(queries), 21)
+        self.assertIn(("recurring.yaml", "orders-by-region"), {(sample, name) for sample, name, _ in queries})
         for sample, name, document in queries:
             with self.subTest(sample=sample, query=name):
                 self.assertIn("type: Python", document)
