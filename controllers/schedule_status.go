@@ -23,10 +23,15 @@ func writePlanStatus(es *laxityv1alpha1.ElasticSchedule, doc *planner.Document, 
 	}
 	es.Status.Candidates = nil
 	for _, cand := range doc.Candidates {
-		es.Status.Candidates = append(es.Status.Candidates, laxityv1alpha1.PlanCandidate{
-			InitialNodes: int32(cand.InitialNodes), BatchSizeFactor: int32(cand.BatchSizeFactor),
-			Cost: money(cand.Cost), MaxNodes: int32(cand.MaxNodes), Feasible: cand.Feasible,
-		})
+		pc := laxityv1alpha1.PlanCandidate{
+			InitialNodes: int32(cand.InitialNodes), BatchSizeFactor: int32(cand.BatchSizeFactor), Feasible: cand.Feasible,
+		}
+		// The search does not price a candidate that misses a deadline: a
+		// cost of 0 would read as the cheapest plan.
+		if cand.Feasible {
+			pc.Cost, pc.MaxNodes = money(cand.Cost), int32(cand.MaxNodes)
+		}
+		es.Status.Candidates = append(es.Status.Candidates, pc)
 	}
 	es.Status.Queries = nil
 	for _, q := range doc.Queries {
