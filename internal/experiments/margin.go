@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"math"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -142,12 +143,11 @@ runs with a missed deadline at or below %.0f%% here, for %+.0f%% of executed cos
 against no margin. Without a margin %.0f%% of runs miss a deadline: the
 planner spends the slack it is given, so the model's error lands on the
 deadline of the tightest query (tpch-q1, with %.1f s of planned slack)
-before the window's steps have taught enough to re-plan. The field
-defaults to 0 so that plans match the cost model as declared; set it where
-the model was measured on steadier nodes than those that will run the work.
-For a query that recurs, learning replaces the fixed margin: each query's
-margin is sized from its own measured steps (see "Learning across windows"
-below).
+before the window's steps have taught enough to re-plan. %s
+With the field unset, a query plans with %.0f%% (learn.DefaultMargin, the
+85th percentile of this noise) until it is learned; learning then replaces
+it: each query's margin is sized from its own
+measured steps (see "Learning across windows" below).
 
 Two run-time rules came out of this study. First, dispatch judges slack with
 the margin the plan was made with, as the planner did: with the bare model
@@ -158,7 +158,8 @@ running when a tighter query's batch becomes ready and would make it late
 early, and least slack first among the batches ready at that moment started
 a loose query's long batch seconds before tpch-q1's last batch was ready at
 its window end.
-`, recommended, 100*acceptableMisses, 100*(at.meanCost-zero)/zero, 100*float64(rows[0].runsMissed)/float64(runs), tightestSlack(base))
+`, recommended, 100*acceptableMisses, 100*(at.meanCost-zero)/zero, 100*float64(rows[0].runsMissed)/float64(runs), tightestSlack(base),
+			defaultMarginText(rows), 100*learn.DefaultMargin)
 	}
 	b.WriteString("\n")
 	return drawMargin(rows)
@@ -229,4 +230,16 @@ func drawMargin(rows []marginRow) ([]byte, error) {
 	var out bytes.Buffer
 	_, err := canvas.WriteTo(&out)
 	return out.Bytes(), err
+}
+
+// defaultMarginText says what the study measured at the margin a first
+// window plans with by default.
+func defaultMarginText(rows []marginRow) string {
+	for _, r := range rows {
+		if r.margin == int(math.Round(100*learn.DefaultMargin)) {
+			return fmt.Sprintf("At the default, %d%%, %.1f%% of runs miss a deadline, for %.2f of executed cost (%+.0f%% against no margin): the operator otherwise buys the missing headroom late, in nodes that arrive a lead time after it asks.",
+				r.margin, 100*float64(r.runsMissed)/float64(runs), r.meanCost, 100*(r.meanCost-rows[0].meanCost)/rows[0].meanCost)
+		}
+	}
+	return ""
 }
