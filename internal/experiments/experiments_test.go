@@ -346,8 +346,8 @@ func TestTheYahooClaimsHold(t *testing.T) {
 }
 
 // Section 9.6's prose: a stream that keeps to 2FR runs as planned; VR1 and
-// VR2 re-plan several times onto more nodes; without re-planning they miss
-// most deadlines; a plan that knew the rate meets them all for less; and
+// VR2 re-plan several times onto more nodes; re-planning never loses a
+// deadline, and without it VR1 misses most; a plan that knew the rate meets them all for less; and
 // over the sweep re-planning meets more than half of what a plan made in
 // advance meets, the unchanged plan none.
 func TestTheVariableRateClaimsHold(t *testing.T) {
@@ -374,8 +374,8 @@ func TestTheVariableRateClaimsHold(t *testing.T) {
 		if len(r.replanned.Replans) < 2 || r.replanned.MaxNodes <= doc.Chosen.MaxNodes {
 			t.Errorf("%s: %d re-plans onto %d nodes; the report says several, onto more than %d", p.name, len(r.replanned.Replans), r.replanned.MaxNodes, doc.Chosen.MaxNodes)
 		}
-		if len(r.static.Missed) <= len(r.replanned.Missed) {
-			t.Errorf("%s without re-planning missed %v, with it %v; the report says re-planning saves deadlines", p.name, r.static.Missed, r.replanned.Missed)
+		if len(r.static.Missed) < len(r.replanned.Missed) || (p.name == "VR1" && len(r.static.Missed) == len(r.replanned.Missed)) {
+			t.Errorf("%s without re-planning missed %v, with it %v; the report says re-planning never loses a deadline, and saves VR1's", p.name, r.static.Missed, r.replanned.Missed)
 		}
 		if !r.known.Feasible || r.known.ExecutableCost >= r.replanned.Cost {
 			t.Errorf("%s: the plan that knew the rate %+v; the report says it meets every deadline for less than %.2f", p.name, r.known, r.replanned.Cost)
