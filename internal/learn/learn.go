@@ -748,18 +748,25 @@ const minEvidence = 3
 // then corrected by the own steps when they run slower than the fit
 // (Correct), within the learner's bound. applies says whether plans should
 // use it rather than the declared model with the unlearned margin
-// (s.Unlearned): only once the steps say something the declared model does
-// not — a slowdown beyond the tolerance, or enough observations for their
-// spread to count — and the learned prices differ from those by more than
-// the tolerance. One or two steps that
-// ran as modelled leave the plans as they were. The operator's query
-// controller and the offline run both learn through it.
+// (s.Unlearned). Once earlier windows left enough observations, always: the
+// learned margin, sized from the query's own spread, is what the unlearned
+// one stands in for, and keeping the stand-in where the two price steps
+// alike kept a 25% margin on queries whose steps spread by 10% (and their
+// windows at 1.2 times the cost of the plan that knew). Before that, only
+// once the steps say something the declared model does not — a slowdown
+// beyond the tolerance, or enough observations for their spread to count —
+// and the learned prices differ from those by more than the tolerance: one
+// or two steps that ran as modelled leave the plans as they were. The
+// operator's query controller and the offline run both learn through it.
 func Window(declared costmodel.Model, inherited, own []Observation, s Settings) (l Learned, applies bool) {
 	all := append(append(make([]Observation, 0, len(inherited)+len(own)), inherited...), own...)
 	l = Fit(declared, all, s)
 	l, f := Correct(declared, l, own, s)
 	slower := f > 1+DefaultTolerance
 	evidence := slower || len(all) >= minEvidence || math.Abs(l.Slowdown-1) > DefaultTolerance
+	if len(inherited) >= minEvidence {
+		return l, true
+	}
 	return l, evidence && Change(Learned{Model: declared, Margin: s.Unlearned}, l, all) > DefaultTolerance
 }
 

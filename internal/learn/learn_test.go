@@ -390,3 +390,32 @@ func BenchmarkFit(b *testing.B) {
 		Fit(declared, obs, Defaults)
 	}
 }
+
+// Whether what a window learned replaces the declared model with the
+// unlearned margin: within a first window only when its steps say
+// something the declared model does not, by more than the tolerance; once
+// earlier windows left enough observations, always, even where the learned
+// model and margin price steps as the unlearned margin does.
+func TestWindowApplies(t *testing.T) {
+	s := Defaults
+	s.Unlearned = DefaultMargin
+	spread := func(i int) float64 { return []float64{1.05, 1.25}[i%2] }
+	tests := []struct {
+		name           string
+		inherited, own []Observation
+		want           bool
+	}{
+		{"two steps as modelled", nil, run(declared, Batch, 2, 2, 57000, constant(1)), false},
+		{"steps 40% slower", nil, run(declared, Batch, 3, 2, 57000, constant(1.4)), true},
+		{"earlier windows as modelled", run(declared, Batch, 12, 2, 57000, constant(1)), nil, true},
+		{"earlier windows 15% slower, spread by 10%", run(declared, Batch, 24, 2, 57000, spread), run(declared, Batch, 2, 2, 57000, spread), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, applies := Window(declared, tt.inherited, tt.own, s)
+			if applies != tt.want {
+				t.Errorf("applies = %v, want %v (learned %+v)", applies, tt.want, l)
+			}
+		})
+	}
+}
