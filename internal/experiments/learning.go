@@ -102,7 +102,7 @@ func explainLate(base planner.Workload, re reality, seed uint64, k int, w offlin
 		}
 	}
 	q := base.Queries[qi]
-	out.slowdown, out.margin = w.Learned[qi].Slowdown, w.Learned[qi].Margin
+	out.margin = w.Learned[qi].Margin
 	last := func(steps []planner.Step, kind planner.StepKind) (planner.Step, bool) {
 		var found planner.Step
 		ok := false
@@ -124,6 +124,10 @@ func explainLate(base planner.Workload, re reality, seed uint64, k int, w offlin
 	}
 	if batch, ok := last(w.Steps, planner.StepBatch); ok {
 		out.ranBatch = batch.End - batch.Start
+		// The slowdown the window priced the batch with: its learned model
+		// against the declared one.
+		tuples := batch.ToTuple - batch.FromTuple
+		out.slowdown = w.Learned[qi].Model.BatchSeconds(batch.Nodes, tuples) / q.Cost.BatchSeconds(batch.Nodes, tuples)
 		mean := q.Cost.Scaled(re.slowdown).BatchSeconds(batch.Nodes, batch.ToTuple-batch.FromTuple)
 		out.draw = out.ranBatch / mean
 		if re.noise.StdDev > 0 {
