@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.yaml.in/yaml/v3"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/planner"
+	"github.com/laxity-dev/laxity/internal/structured/keypaths"
 )
 
 // listedPlan is an item of plan -o json read back: its kind and metadata,
@@ -184,66 +184,24 @@ func TestStructuredOutputKeyOrder(t *testing.T) {
 	}
 }
 
-// jsonKeyOrder is every key of doc, as its path, in the order the text has
-// them.
+// jsonKeyOrder is every key of doc, as its dotted path, in the order the
+// text has them.
 func jsonKeyOrder(t *testing.T, doc string) []string {
 	t.Helper()
-	dec := json.NewDecoder(strings.NewReader(doc))
-	var keys []string
-	var walk func(path string)
-	walk = func(path string) {
-		tok, err := dec.Token()
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch tok {
-		case json.Delim('{'):
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					t.Fatal(err)
-				}
-				keys = append(keys, path+k.(string))
-				walk(path + k.(string) + ".")
-			}
-			_, _ = dec.Token()
-		case json.Delim('['):
-			for dec.More() {
-				walk(path)
-			}
-			_, _ = dec.Token()
-		}
+	keys, err := keypaths.JSON([]byte(doc), ".")
+	if err != nil {
+		t.Fatal(err)
 	}
-	walk("")
 	return keys
 }
 
-// yamlKeyOrder is jsonKeyOrder for YAML, read as a node tree, which keeps
-// the order.
+// yamlKeyOrder is jsonKeyOrder for YAML.
 func yamlKeyOrder(t *testing.T, doc string) []string {
 	t.Helper()
-	var root yaml.Node
-	if err := yaml.Unmarshal([]byte(doc), &root); err != nil {
+	keys, err := keypaths.YAML([]byte(doc), ".")
+	if err != nil {
 		t.Fatal(err)
 	}
-	var keys []string
-	var walk func(n *yaml.Node, path string)
-	walk = func(n *yaml.Node, path string) {
-		switch n.Kind {
-		case yaml.DocumentNode:
-			walk(n.Content[0], path)
-		case yaml.MappingNode:
-			for i := 0; i < len(n.Content); i += 2 {
-				keys = append(keys, path+n.Content[i].Value)
-				walk(n.Content[i+1], path+n.Content[i].Value+".")
-			}
-		case yaml.SequenceNode:
-			for _, c := range n.Content {
-				walk(c, path)
-			}
-		}
-	}
-	walk(&root, "")
 	return keys
 }
 

@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/laxity-dev/laxity/internal/structured/keypaths"
 )
 
 // planList is a plan list as laxity plan -o json prints one, cut short.
@@ -122,65 +124,13 @@ func FuzzYAML(f *testing.F) {
 		if !reflect.DeepEqual(want, got12) {
 			t.Errorf("YAML 1.2 reader read back %v, want %v; YAML:\n%s", got12, want, out)
 		}
-		if diff := cmp.Diff(jsonKeys(t, data), yamlKeys(&node)); diff != "" {
+		jsonKeys, err := keypaths.JSON(data, "\x00")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(jsonKeys, keypaths.Node(&node, "\x00")); diff != "" {
 			t.Errorf("keys in document order, JSON (-) against YAML (+):\n%s", diff)
 		}
 	})
 }
 
-// jsonKeys is every key of doc, as its path, in the order the text has
-// them.
-func jsonKeys(t *testing.T, doc []byte) []string {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	var keys []string
-	var walk func(path string)
-	walk = func(path string) {
-		tok, err := dec.Token()
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch tok {
-		case json.Delim('{'):
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					t.Fatal(err)
-				}
-				keys = append(keys, path+k.(string))
-				walk(path + k.(string) + "\x00")
-			}
-			_, _ = dec.Token()
-		case json.Delim('['):
-			for dec.More() {
-				walk(path)
-			}
-			_, _ = dec.Token()
-		}
-	}
-	walk("")
-	return keys
-}
-
-// yamlKeys is jsonKeys for a YAML node tree.
-func yamlKeys(root *yaml.Node) []string {
-	var keys []string
-	var walk func(n *yaml.Node, path string)
-	walk = func(n *yaml.Node, path string) {
-		switch n.Kind {
-		case yaml.DocumentNode:
-			walk(n.Content[0], path)
-		case yaml.MappingNode:
-			for i := 0; i < len(n.Content); i += 2 {
-				keys = append(keys, path+n.Content[i].Value)
-				walk(n.Content[i+1], path+n.Content[i].Value+"\x00")
-			}
-		case yaml.SequenceNode:
-			for _, c := range n.Content {
-				walk(c, path)
-			}
-		}
-	}
-	walk(root, "")
-	return keys
-}
