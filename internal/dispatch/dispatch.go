@@ -280,13 +280,14 @@ func sparing(now time.Time, candidates []Step, byName map[string]*Query) Step {
 }
 
 // holds is how long step, launched now, keeps the pool from every other
-// query: its own time, and, for the last batch of a closed window of a
-// query without partial merges, the final merge that follows it, since
-// merges go first.
+// query: its own time, and, for the last batch of a closed window, the
+// final merge that follows it (with that batch among its inputs), since
+// merges go first and no partial merge comes after the last batch.
 func (q *Query) holds(now time.Time, step Step) time.Duration {
 	d := q.stepSeconds(step, step.Nodes)
-	if step.Kind == planner.StepBatch && !now.Before(q.Closed) && step.ToTuple >= q.Arrived && q.PartialEvery == 0 {
-		final := Step{Kind: planner.StepFinal, Inputs: len(q.Batches) + 1}
+	if step.Kind == planner.StepBatch && !now.Before(q.Closed) && step.ToTuple >= q.Arrived {
+		final := q.finalStep()
+		final.Inputs++
 		d += q.stepSeconds(final, step.Nodes)
 	}
 	return seconds(d)
@@ -302,32 +303,20 @@ func (q *Query) holds(now time.Time, step Step) time.Duration {
 // run faster than planned, dispatch must not fill that gap.
 func blockedBy(now time.Time, sizes []int, pool Pool, queries []Query, q *Query, step Step) (string, time.Time, bool) {
 	ends := now.Add(seconds(q.stepSeconds(step, step.Nodes)))
-	// The other query's batch runs on the nodes there by then.
-	nodesBy := func(t time.Time) int {
-		if larger := sizeFor(sizes, pool.Coming); larger > step.Nodes && !pool.ComingBy.After(t) {
-			return larger
-		}
-		return step.Nodes
-	}
 	for i := range queries {
 		other := &queries[i]
-		if other.Name == q.Name {
-			continue
-		}
-		if _, busy := other.busy(); busy || other.Final != nil || len(other.Partials) < other.duePartials() || other.retrying() {
+		if other.Name == q.Name || !other.mayBatch() {
 			continue
 		}
 		next, ready, ok := other.nextBatch(now)
 		if !ok || !ready.After(now) || !ready.Before(ends) {
 			continue
 		}
-		// Judged when its window may have closed: with every tuple the
-		// window is expected to bring, not only those there now.
-		future := *other
-		future.Arrived = max(other.Arrived, other.ExpectedTotal)
-		// After step, on the nodes there now: nodes on their way that are
-		// late must not leave it late too.
-		if future.Slack(ready, next, nodesBy(ready)) >= 0 && future.Slack(ends, next, step.Nodes) < 0 {
+		// The other query's batch runs on the nodes there by then; after
+		// step, on the nodes there now: nodes on their way that are late
+		// must not leave it late too.
+		future := other.whole()
+		if future.Slack(ready, next, nodesBy(sizes, pool, step.Nodes, ready)) >= 0 && future.Slack(ends, next, step.Nodes) < 0 {
 			return other.Name, ready, true
 		}
 	}
@@ -347,10 +336,7 @@ func catchUp(now time.Time, sizes []int, pool Pool, queries []Query, nodes int) 
 	var out []Step
 	for i := range queries {
 		q := &queries[i]
-		if q.Held || q.Final != nil || !now.Before(q.Closed) || q.Arrived <= q.processed() {
-			continue
-		}
-		if _, busy := q.busy(); busy || q.retrying() || len(q.Partials) < q.duePartials() {
+		if q.Held || !now.Before(q.Closed) || q.Arrived <= q.processed() || !q.mayBatch() {
 			continue
 		}
 		next, ready, ok := q.nextBatch(now)
@@ -360,13 +346,7 @@ func catchUp(now time.Time, sizes []int, pool Pool, queries []Query, nodes int) 
 		if !ok || !ready.After(now) {
 			continue
 		}
-		later := nodes
-		if larger := sizeFor(sizes, pool.Coming); larger > nodes && !pool.ComingBy.After(ready) {
-			later = larger
-		}
-		future := *q
-		future.Arrived = max(q.Arrived, q.ExpectedTotal)
-		if future.Slack(ready, next, later) >= 0 {
+		if future := q.whole(); future.Slack(ready, next, nodesBy(sizes, pool, nodes, ready)) >= 0 {
 			continue
 		}
 		step := Step{Query: q.Name, Kind: planner.StepBatch, Index: len(q.Batches), FromTuple: q.processed(), ToTuple: q.Arrived, Nodes: nodes}
@@ -374,6 +354,31 @@ func catchUp(now time.Time, sizes []int, pool Pool, queries []Query, nodes int) 
 		out = append(out, step)
 	}
 	return out
+}
+
+// mayBatch reports whether the query's next step can be a new batch: no
+// step of it holds the pool, it is not finished, no failed step waits for
+// its retry and no partial merge is due.
+func (q *Query) mayBatch() bool {
+	_, busy := q.busy()
+	return !busy && q.Final == nil && !q.retrying() && len(q.Partials) >= q.duePartials()
+}
+
+// whole is the query judged as if its window had closed: with every tuple
+// the window is expected to bring, not only those there now.
+func (q *Query) whole() Query {
+	future := *q
+	future.Arrived = max(q.Arrived, q.ExpectedTotal)
+	return future
+}
+
+// nodesBy is the pool size a step gets at t: the larger size the nodes on
+// their way make, once they are due, or nodes.
+func nodesBy(sizes []int, pool Pool, nodes int, t time.Time) int {
+	if larger := sizeFor(sizes, pool.Coming); larger > nodes && !pool.ComingBy.After(t) {
+		return larger
+	}
+	return nodes
 }
 
 // nextBatch is the query's next batch and when it will be ready, for a

@@ -599,3 +599,22 @@ func TestTheTwoTightestGoInTheOrderThatSavesMore(t *testing.T) {
 		})
 	}
 }
+
+// A last batch after its window closed holds the pool for itself and the
+// final merge that follows it, with partial merges too: the final merge
+// then takes the partials, the batches after them and this one.
+func TestALastBatchHoldsThePoolForItsFinalMerge(t *testing.T) {
+	q := query("p", 500, 1000, done(0, 300), done(300, 600), done(600, 900))
+	q.PartialEvery = 2
+	q.Partials = []Attempt{{State: Succeeded}}
+	q.Cost.Merge.Parallel = 2 // 1 s + 1 s per input on 2 nodes
+	last := Step{Query: "p", Kind: planner.StepBatch, Index: 3, FromTuple: 900, ToTuple: 1000, Nodes: 2}
+	// The batch: 1 + 0.02 × 100 / 2 = 2 s; the final merge of the partial,
+	// the third batch and this one: 1 + 3 = 4 s.
+	if got, want := q.holds(at(110), last), 6*time.Second; got != want {
+		t.Errorf("after the window: holds %v, want %v", got, want)
+	}
+	if got, want := q.holds(at(90), last), 2*time.Second; got != want {
+		t.Errorf("before the window closes: holds %v, want %v", got, want)
+	}
+}
