@@ -526,3 +526,40 @@ func TestTheVariableRateDefaultsClaimsHold(t *testing.T) {
 		t.Errorf("Poisson streams at the declared rates: %d of %d runs missed a deadline", s.missed, s.runs)
 	}
 }
+
+// A pool counts as shrinking and growing again once per rise after a fall;
+// rises and falls alone do not count.
+func TestRegrowths(t *testing.T) {
+	levels := func(nodes ...int) []planner.NodeLevel {
+		out := make([]planner.NodeLevel, len(nodes))
+		for i, n := range nodes {
+			out[i] = planner.NodeLevel{At: float64(10 * i), Nodes: n}
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		levels []planner.NodeLevel
+		want   int
+	}{
+		{"none", nil, 0},
+		{"grows, then back to idle", levels(1, 2, 4, 1), 0},
+		{"shrinks and regrows once", levels(2, 4, 2, 4, 0), 1},
+		{"a fall in steps, then a rise in steps", levels(4, 3, 2, 3, 4), 1},
+		{"twice", levels(4, 2, 4, 2, 4, 0), 2},
+	}
+	for _, tt := range tests {
+		if got := regrowths(tt.levels); got != tt.want {
+			t.Errorf("%s: %d regrowths, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestReasonsText(t *testing.T) {
+	if got, want := reasonsText([]string{"RateExceeded", "ModelLearned", "RateExceeded"}), "ModelLearned 1, RateExceeded 2"; got != want {
+		t.Errorf("reasonsText = %q, want %q", got, want)
+	}
+	if got := reasonsText(nil); got != "none" {
+		t.Errorf("no reasons: %q", got)
+	}
+}

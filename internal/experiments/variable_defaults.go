@@ -41,7 +41,8 @@ type poissonSummary struct {
 	runs, missed, rateReplanned, churned int
 	mostReplans                          int
 	replans                              float64
-	reasons                              map[string]int
+	// reasons are every run's re-plan reasons.
+	reasons []string
 }
 
 // poissonStudy runs the default plan against poissonRuns Poisson streams
@@ -53,7 +54,7 @@ func poissonStudy(w planner.Workload, doc *planner.Document, learning *offlineru
 	if err != nil {
 		return poissonSummary{}, err
 	}
-	s := poissonSummary{runs: len(results), reasons: map[string]int{}}
+	s := poissonSummary{runs: len(results)}
 	planned := regrowths(doc.Requests)
 	for _, r := range results {
 		if len(r.Missed) > 0 {
@@ -61,9 +62,7 @@ func poissonStudy(w planner.Workload, doc *planner.Document, learning *offlineru
 		}
 		s.mostReplans = max(s.mostReplans, len(r.Replans))
 		s.replans += float64(len(r.Replans)) / float64(len(results))
-		for _, reason := range r.Reasons {
-			s.reasons[reason]++
-		}
+		s.reasons = append(s.reasons, r.Reasons...)
 		if slices.ContainsFunc(r.Reasons, isRateReason) {
 			s.rateReplanned++
 		}
@@ -94,14 +93,19 @@ func regrowths(levels []planner.NodeLevel) int {
 	return n
 }
 
-// reasonsText lists re-plan reasons with their counts, in name order.
-func reasonsText(reasons map[string]int) string {
+// reasonsText lists re-plan reasons with how often each was given, in
+// name order.
+func reasonsText(reasons []string) string {
 	if len(reasons) == 0 {
 		return "none"
 	}
+	counts := map[string]int{}
+	for _, reason := range reasons {
+		counts[reason]++
+	}
 	var parts []string
-	for _, name := range slices.Sorted(maps.Keys(reasons)) {
-		parts = append(parts, fmt.Sprintf("%s %d", name, reasons[name]))
+	for _, name := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s %d", name, counts[name]))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -130,11 +134,7 @@ every deadline up to %.2f times its rates.
 		if err != nil {
 			return err
 		}
-		reasons := map[string]int{}
-		for _, reason := range r.Reasons {
-			reasons[reason]++
-		}
-		fmt.Fprintf(b, "| %s | %s | %d | %.2f | %d (%s) | %s |\n", p.name, p.what, r.MaxNodes, r.Cost, len(r.Replans), reasonsText(reasons), metText(r, len(w.Queries)))
+		fmt.Fprintf(b, "| %s | %s | %d | %.2f | %d (%s) | %s |\n", p.name, p.what, r.MaxNodes, r.Cost, len(r.Replans), reasonsText(r.Reasons), metText(r, len(w.Queries)))
 	}
 	s, err := poissonStudy(w, &doc, learning)
 	if err != nil {
