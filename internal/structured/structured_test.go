@@ -133,4 +133,3 @@ func FuzzYAML(f *testing.F) {
 		}
 	})
 }
-
