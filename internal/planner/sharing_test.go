@@ -149,7 +149,7 @@ func TestSharingOffPlansAsBefore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	streamed := onOneStream(w, 0.5)
+	streamed := onOneStream(w)
 	got, err := Plan(streamed)
 	if err != nil {
 		t.Fatal(err)
@@ -176,12 +176,12 @@ func TestStreamValidation(t *testing.T) {
 	if _, err := Plan(w); err == nil {
 		t.Error("a query reading an undeclared stream was planned")
 	}
-	w = onOneStream(goldenWorkload(t, "tpch-tpch"), 0.5)
+	w = onOneStream(goldenWorkload(t, "tpch-tpch"))
 	w.Streams[0].Scan.Parallel = -1
 	if _, err := Plan(w); err == nil {
 		t.Error("a stream with a negative scan coefficient was planned")
 	}
-	w = onOneStream(goldenWorkload(t, "tpch-tpch"), 0.5)
+	w = onOneStream(goldenWorkload(t, "tpch-tpch"))
 	w.Streams = append(w.Streams, w.Streams[0])
 	if _, err := Plan(w); err == nil {
 		t.Error("a stream declared twice was planned")
@@ -189,9 +189,10 @@ func TestStreamValidation(t *testing.T) {
 }
 
 // onOneStream is w with every query reading one stream whose scan costs
-// share of the queries' mean per-tuple coefficients and starts up in the
+// half the queries' mean per-tuple coefficients and starts up in the
 // smallest of their overheads; sharing stays as w has it.
-func onOneStream(w Workload, share float64) Workload {
+func onOneStream(w Workload) Workload {
+	const share = 0.5
 	w.Queries = slices.Clone(w.Queries)
 	scan := costmodel.Linear{Overhead: w.Queries[0].Cost.Batch.Overhead}
 	for i := range w.Queries {
@@ -216,7 +217,7 @@ func TestSharingTPCHSample(t *testing.T) {
 			for i := range w.Queries {
 				w.Queries[i].Rates = []RateSegment{{TuplesPerSecond: rate * w.Queries[i].Rates[0].TuplesPerSecond}}
 			}
-			w = onOneStream(w, 0.5)
+			w = onOneStream(w)
 			alone, err := Plan(w)
 			if err != nil {
 				t.Fatal(err)
