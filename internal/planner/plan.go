@@ -1,6 +1,9 @@
 package planner
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // StepKind says what a step of the plan runs.
 type StepKind string
@@ -61,12 +64,13 @@ func (d *Document) PlannedTotal(query string) int64 {
 
 // BatchEnds is where the plan cuts query's batches: element i is the
 // exclusive end tuple of batch index i, 0 for an index the plan does not
-// hold (a batch launched before a re-plan). Batches of a reshaped plan
+// hold (a batch launched before a re-plan); a shared batch counts for each
+// of its members. Batches of a reshaped plan
 // differ in size, so dispatch cuts them here rather than by the batch size.
 func (d *Document) BatchEnds(query string) []int64 {
 	var ends []int64
 	for _, s := range d.Steps {
-		if s.Query != query || s.Kind != StepBatch || s.Index < 0 {
+		if s.Query != query && !slices.Contains(s.Members, query) || s.Kind != StepBatch || s.Index < 0 {
 			continue
 		}
 		for len(ends) <= s.Index {
@@ -141,6 +145,10 @@ type Step struct {
 	Start     float64  `json:"start"`
 	End       float64  `json:"end"`
 	Nodes     int      `json:"nodes"`
+	// Members are the queries a shared batch serves, in input order, Query
+	// (the group's first) among them; absent for a step of one query. Each
+	// member's tuples [FromTuple, ToTuple) are read once, by this step.
+	Members []string `json:"members,omitempty"`
 }
 
 // NodeLevel is a point of a node timeline: from At on, the pool holds Nodes

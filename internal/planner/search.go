@@ -49,7 +49,32 @@ func Plan(w Workload) (Document, error) { return PlanContext(context.Background(
 // every few thousand simulated events, and when ctx is done gives up with an
 // error wrapping ErrSearchBudget (and ctx's error). Until then it is Plan:
 // the result does not depend on how long the search takes.
-func PlanContext(ctx context.Context, w Workload) (doc Document, err error) {
+//
+// With Planning.Sharing, the queries of a stream that can share batches
+// (sharingGroups) are also planned as groups of shared steps, and that plan
+// is taken when it meets every deadline and bills less than planning every
+// query alone. Without a group to share, the plan is planning them alone.
+func PlanContext(ctx context.Context, w Workload) (Document, error) {
+	if err := validateStreams(w); err != nil {
+		return Document{}, err
+	}
+	alone, err := planAlone(ctx, w)
+	groups := sharingGroups(w)
+	if err != nil || len(groups) == 0 {
+		return alone, err
+	}
+	shared, err := planShared(ctx, w, groups)
+	if err != nil {
+		return Document{}, err
+	}
+	if shared.Chosen.Feasible && (!alone.Chosen.Feasible || billOf(shared, w.Planning.Objective) < billOf(alone, w.Planning.Objective)-costTolerance) {
+		return shared, nil
+	}
+	return alone, nil
+}
+
+// planAlone is PlanContext with every query planned alone.
+func planAlone(ctx context.Context, w Workload) (doc Document, err error) {
 	p, err := prepare(w)
 	if err != nil {
 		return Document{}, err

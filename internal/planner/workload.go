@@ -52,6 +52,21 @@ type Workload struct {
 	Pool     Pool
 	Planning Planning
 	Queries  []Query
+	// Streams are the inputs queries may declare they read (Query.Stream),
+	// each with what one scan of it costs; the planner shares a stream's
+	// batches among its queries when Planning.Sharing is set.
+	Streams []Stream
+}
+
+// Stream is an input several queries may read: the same Kafka topic and
+// cluster, bucket and prefix, or declared stream name.
+type Stream struct {
+	Name string
+	// Scan is what a step that only reads t tuples of the stream takes on p
+	// nodes: its start-up and opening (Overhead) and its read (Serial and
+	// Parallel per tuple). A query's own batch model includes such a read;
+	// in a shared step the read is paid once (see sharedBatch).
+	Scan costmodel.Linear
 }
 
 // Pool describes the elastic executor pool and how it is billed.
@@ -137,6 +152,11 @@ type Planning struct {
 	// queries. A larger workload is rejected before the search starts. Zero
 	// means DefaultMaxSteps.
 	MaxSteps int
+	// Sharing plans the queries of one stream with the same window,
+	// arrivals and partial aggregation as a group whose batches are shared
+	// steps, and takes that plan when it bills less (see PlanContext). Off,
+	// every query is planned alone.
+	Sharing bool
 }
 
 // Query is one recurring query over one window of its stream.
@@ -160,6 +180,9 @@ type Query struct {
 	// PartialEvery is φ of section 6: a partial merge runs after every
 	// ceil(φ*batches) batches. Zero disables partial aggregation.
 	PartialEvery float64
+	// Stream names the Workload.Streams entry the query reads; empty when
+	// it shares its input with no other query.
+	Stream string
 }
 
 // Planned is the cost model the planner and the dispatcher price q's steps
