@@ -63,14 +63,7 @@ func PlanContext(ctx context.Context, w Workload) (Document, error) {
 	if err != nil || len(groups) == 0 {
 		return alone, err
 	}
-	shared, err := planShared(ctx, w, groups)
-	if err != nil {
-		return Document{}, err
-	}
-	if shared.Chosen.Feasible && (!alone.Chosen.Feasible || billOf(shared, w.Planning.Objective) < billOf(alone, w.Planning.Objective)-costTolerance) {
-		return shared, nil
-	}
-	return alone, nil
+	return planSharing(ctx, w, groups, alone)
 }
 
 // planAlone is PlanContext with every query planned alone.

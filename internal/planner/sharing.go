@@ -167,6 +167,63 @@ func validateStreams(w Workload) error {
 	return nil
 }
 
+// planSharing plans w with its sharing groups and returns the plan that
+// bills least with every deadline met, alone (w planned with nothing
+// shared) when no shared plan is cheaper.
+//
+// A group shares its batches until its last, so its tightest member's
+// deadline holds every member's tail: the group's last batch carries every
+// member's work and their final merges follow one after the other. When
+// the tightest members' deadlines come well before the others', that tail
+// can need a pool far larger than either part would alone. So each group is
+// also tried cut in two at every place of its deadline order (the tighter
+// members sharing among themselves, the looser among themselves; a part of
+// one plans alone), group by group, keeping a cut when it lowers the bill.
+func planSharing(ctx context.Context, w Workload, groups []sharedGroup, alone Document) (Document, error) {
+	best, cuts := alone, make([]int, len(groups))
+	try := func(tried []int) error {
+		doc, err := planShared(ctx, w, cutGroups(groups, tried))
+		if err == nil && doc.Chosen.Feasible && (!best.Chosen.Feasible || billOf(doc, w.Planning.Objective) < billOf(best, w.Planning.Objective)-costTolerance) {
+			best, cuts = doc, tried
+		}
+		return err
+	}
+	if err := try(cuts); err != nil {
+		return Document{}, err
+	}
+	for i, g := range groups {
+		for cut := 1; cut < len(g.members); cut++ {
+			tried := slices.Clone(cuts)
+			tried[i] = cut
+			if err := try(tried); err != nil {
+				return Document{}, err
+			}
+		}
+	}
+	return best, nil
+}
+
+// cutGroups is groups with group i cut after its first cuts[i] members in
+// deadline order (0: not cut); a part of one member is left out, to plan
+// alone.
+func cutGroups(groups []sharedGroup, cuts []int) []sharedGroup {
+	var out []sharedGroup
+	for i, g := range groups {
+		if cuts[i] == 0 {
+			out = append(out, g)
+			continue
+		}
+		for _, part := range [][]int{g.mergeOrder[:cuts[i]], g.mergeOrder[cuts[i]:]} {
+			if len(part) < 2 {
+				continue
+			}
+			members := slices.Sorted(slices.Values(part))
+			out = append(out, sharedGroup{stream: g.stream, members: members, mergeOrder: slices.Clone(part)})
+		}
+	}
+	return out
+}
+
 // planShared plans w with each group as one query (groupQuery) and writes
 // the plan back in the members' terms (expandShared).
 func planShared(ctx context.Context, w Workload, groups []sharedGroup) (Document, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -211,6 +212,12 @@ func onOneStream(w Workload) Workload {
 // with and without sharing. Sharing must meet every deadline and bill less
 // at every rate; the goal is at most half the bill.
 func TestSharingTPCHSample(t *testing.T) {
+	// The goal is half the bill at every rate. At 1× it cannot be
+	// met on this pool: its idle node is billed through the 75-minute
+	// window (0.32, of a 0.42 budget), and the shared batches' parallel
+	// work alone, on the smallest size of 2 nodes, bills another 0.11 on
+	// the second node.
+	sampleSharingGoal := map[float64]float64{1: 0.7, 2: 0.5, 4: 0.5}
 	for _, rate := range []float64{1, 2, 4} {
 		t.Run(fmt.Sprintf("%gx", rate), func(t *testing.T) {
 			w := goldenWorkload(t, "tpch-tpch")
@@ -231,13 +238,13 @@ func TestSharingTPCHSample(t *testing.T) {
 			if !shared.Chosen.Feasible {
 				t.Fatalf("with sharing a deadline is missed: %+v", shared.Chosen.Failure)
 			}
-			if !slices.ContainsFunc(shared.Steps, func(s Step) bool { return len(s.Members) == len(w.Queries) }) {
-				t.Fatal("with sharing, no step serves every query")
+			if !slices.ContainsFunc(shared.Steps, func(s Step) bool { return len(s.Members) > 1 }) {
+				t.Fatal("with sharing, no step is shared")
 			}
 			ratio := shared.Chosen.ExecutableCost / alone.Chosen.ExecutableCost
 			t.Logf("executable bill %.3f shared, %.3f alone: %.3f×; %d steps shared, %d alone", shared.Chosen.ExecutableCost, alone.Chosen.ExecutableCost, ratio, len(shared.Steps), len(alone.Steps))
-			if ratio >= 1 {
-				t.Errorf("sharing bills %.3f×, not less than planning alone", ratio)
+			if goal := sampleSharingGoal[rate]; ratio > goal {
+				t.Errorf("sharing bills %.3f× planning alone, more than %.2f×", ratio, goal)
 			}
 		})
 	}
@@ -340,5 +347,34 @@ func checkShared(t *testing.T, w Workload, doc Document) {
 	}
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("the plan's queries are not the workload's, in its order (-want +got):\n%s", diff)
+	}
+}
+
+func TestCutGroups(t *testing.T) {
+	groups := []sharedGroup{
+		{stream: "s", members: []int{0, 1, 2, 3}, mergeOrder: []int{2, 0, 3, 1}},
+		{stream: "t", members: []int{4, 5}, mergeOrder: []int{5, 4}},
+	}
+	tests := []struct {
+		name string
+		cuts []int
+		want []sharedGroup
+	}{
+		{"no cut keeps every group", []int{0, 0}, groups},
+		{"a cut after two members makes two groups of two, members in input order, merges in deadline order", []int{2, 0}, []sharedGroup{
+			{stream: "s", members: []int{0, 2}, mergeOrder: []int{2, 0}},
+			{stream: "s", members: []int{1, 3}, mergeOrder: []int{3, 1}},
+			groups[1],
+		}},
+		{"a part of one member plans alone", []int{1, 1}, []sharedGroup{
+			{stream: "s", members: []int{0, 1, 3}, mergeOrder: []int{0, 3, 1}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := cutGroups(groups, tt.cuts); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("cutGroups(%v) = %+v, want %+v", tt.cuts, got, tt.want)
+			}
+		})
 	}
 }
