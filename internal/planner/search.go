@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/laxity-dev/laxity/internal/costmodel"
 )
@@ -16,6 +17,9 @@ type prepared struct {
 	costs    []costModel
 	// unitSize and limit are each query's 1X batch size and Cmax cap.
 	unitSize, limit []int64
+	// cuts are each query's cutTuples: batch ends the improvement phase
+	// keeps.
+	cuts [][]int64
 	// budget ends the search when the caller's context does.
 	budget *budget
 	// noPlan is set when a bound proves that no plan meets every deadline
@@ -58,12 +62,23 @@ func PlanContext(ctx context.Context, w Workload) (Document, error) {
 	if err := validateStreams(w); err != nil {
 		return Document{}, err
 	}
-	alone, err := planAlone(ctx, w)
-	groups := sharingGroups(w)
-	if err != nil || len(groups) == 0 {
-		return alone, err
+	best, err := planAlone(ctx, w)
+	if err != nil {
+		return Document{}, err
 	}
-	return planSharing(ctx, w, groups, alone)
+	if sliding := slidingGroups(w); len(sliding) > 0 {
+		sliced, err := planSliced(ctx, w, sliding)
+		if err != nil {
+			return Document{}, err
+		}
+		if cheaper(sliced, best, w.Planning.Objective) {
+			best = sliced
+		}
+	}
+	if groups := sharingGroups(w); len(groups) > 0 {
+		return planSharing(ctx, w, groups, best)
+	}
+	return best, nil
 }
 
 // planAlone is PlanContext with every query planned alone.
@@ -464,6 +479,12 @@ func (p *prepared) replay(o *outcome, initial int, rho float64) bool {
 		if planned.partialEvery > 0 {
 			ls[i].partialEvery = planned.partialEvery
 		}
+		if planned.cutAfter != nil {
+			// Slices end where they were planned to, at the batches they
+			// ended after.
+			last := len(ls[i].to) - 1
+			ls[i].cutAfter = slices.DeleteFunc(slices.Clone(planned.cutAfter), func(c int) bool { return c >= last })
+		}
 		ls[i].precompute(p.w.Pool.Sizes)
 	}
 	sizes := p.w.Pool.Sizes
@@ -581,6 +602,7 @@ func prepare(w Workload) (*prepared, error) {
 		p.costs = append(p.costs, cost)
 		p.unitSize = append(p.unitSize, x)
 		p.limit = append(p.limit, limit)
+		p.cuts = append(p.cuts, cutTuples(q, arr))
 	}
 	if err := p.checkWork(); err != nil {
 		return nil, err
@@ -592,8 +614,8 @@ func prepare(w Workload) (*prepared, error) {
 // factor, and how many of them are batches, computed without cutting it.
 func (p *prepared) stepsAt(i int, total int64, factor int) (steps, batches float64) {
 	size := batchSize(p.unitSize[i], p.limit[i], factor)
-	k := ceilDiv(total, size)
-	steps = float64(k) + 1
+	k := ceilDiv(total, size) + int64(len(p.w.Queries[i].cuts))
+	steps = float64(k) + 1 + float64(len(p.w.Queries[i].cuts))
 	if phi := p.w.Queries[i].PartialEvery; phi > 0 {
 		every := max(int64(math.Ceil(phi*float64(k)-1e-9)), 1)
 		steps += float64((k - 1) / every)
@@ -718,6 +740,8 @@ func validateQuery(q Query) error {
 		return fmt.Errorf("spec.input.allowedLateness: must be between 0s and %s, got %s", human(MaxDuration), human(q.AllowedLateness))
 	case !(q.PartialEvery >= 0 && q.PartialEvery <= 1):
 		return fmt.Errorf("spec.partialAggregation.every: must be in (0, 1], got %g", q.PartialEvery)
+	case q.Carried < 0 || q.Carried > MaxCarried:
+		return fmt.Errorf("the final merge carries %d results of earlier slices; between 0 and %d are supported", q.Carried, MaxCarried)
 	case len(q.Rates) == 0:
 		return errors.New("spec.input: a rate, total or profile is required")
 	case q.Rates[0].Offset != 0:

@@ -183,7 +183,7 @@ func planSharing(ctx context.Context, w Workload, groups []sharedGroup, alone Do
 	best, cuts := alone, make([]int, len(groups))
 	try := func(tried []int) error {
 		doc, err := planShared(ctx, w, cutGroups(groups, tried))
-		if err == nil && doc.Chosen.Feasible && (!best.Chosen.Feasible || billOf(doc, w.Planning.Objective) < billOf(best, w.Planning.Objective)-costTolerance) {
+		if err == nil && cheaper(doc, best, w.Planning.Objective) {
 			best, cuts = doc, tried
 		}
 		return err
@@ -339,6 +339,26 @@ func groupFailure(w Workload, g sharedGroup, finish map[string]float64, f *Failu
 		}
 	}
 	return &Failure{Query: w.Queries[g.mergeOrder[0]].Name, LateSeconds: f.LateSeconds}
+}
+
+// cheaper reports whether doc meets every deadline and bills less than
+// best, or best does not meet them. On the same bill, the plan with less
+// work (the other bill, of nodes held only while steps run) is cheaper:
+// with the pool held at its smallest size all along, sharing reads the
+// stream fewer times for the same money.
+func cheaper(doc, best Document, objective Objective) bool {
+	if !doc.Chosen.Feasible {
+		return false
+	}
+	if !best.Chosen.Feasible {
+		return true
+	}
+	bill, bestBill := billOf(doc, objective), billOf(best, objective)
+	other := Instant
+	if objective == Instant {
+		other = Executable
+	}
+	return bill < bestBill-costTolerance || bill <= bestBill+costTolerance && billOf(doc, other) < billOf(best, other)-costTolerance
 }
 
 // billOf is the bill of doc that objective ranks plans by.

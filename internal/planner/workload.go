@@ -183,6 +183,14 @@ type Query struct {
 	// Stream names the Workload.Streams entry the query reads; empty when
 	// it shares its input with no other query.
 	Stream string
+	// Carried is how many partial results of earlier slices of the stream
+	// (see slices.go) the query's final merge combines with its own
+	// batches' results: the tuples of its window it does not read itself.
+	Carried int
+	// cuts are instants inside the window, ascending, where a slice of a
+	// shared stream ends (see slices.go): a batch ends at each, and a
+	// partial merge keeps the slice's result.
+	cuts []float64
 }
 
 // Planned is the cost model the planner and the dispatcher price q's steps
