@@ -234,7 +234,7 @@ func TestSharingTPCHSample(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkShared(t, w, shared)
+			requireSharing(t, w, shared)
 			if !shared.Chosen.Feasible {
 				t.Fatalf("with sharing a deadline is missed: %+v", shared.Chosen.Failure)
 			}
@@ -285,68 +285,8 @@ func TestSharedPlanProperties(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkShared(t, w, doc)
+			requireSharing(t, w, doc)
 		})
-	}
-}
-
-// checkShared holds a plan to what shared steps promise: every query's
-// tuples are read by exactly one batch each, in order; no batch starts
-// before its tuples have arrived for every query it serves; each query's
-// merges follow its batches; steps run one at a time; and a feasible plan
-// has every query done by its deadline.
-func checkShared(t *testing.T, w Workload, doc Document) {
-	t.Helper()
-	for i, s := range doc.Steps {
-		if s.Start < s.Ready-eps || s.End < s.Start {
-			t.Errorf("step %+v starts before it is ready or ends before it starts", s)
-		}
-		if i > 0 && s.Start < doc.Steps[i-1].End-1e-6 {
-			t.Errorf("step %+v starts before step %+v ends", s, doc.Steps[i-1])
-		}
-	}
-	for _, q := range w.Queries {
-		curve := NewArrivalCurve(q)
-		next, lastBatchEnd, finals := int64(0), 0.0, 0
-		for _, s := range doc.Steps {
-			serves := s.Query == q.Name || slices.Contains(s.Members, q.Name)
-			switch {
-			case !serves:
-			case s.Kind == StepBatch:
-				if s.FromTuple != next {
-					t.Errorf("query %s: batch %+v starts at tuple %d, want %d: every tuple once, in order", q.Name, s, s.FromTuple, next)
-				}
-				next = s.ToTuple
-				lastBatchEnd = s.End
-				if ready := curve.ReadyAt(s.ToTuple); s.Start < ready-1e-6 {
-					t.Errorf("query %s: batch %+v starts at %.3f, before its tuples are there at %.3f", q.Name, s, s.Start, ready)
-				}
-			default:
-				if s.Start < lastBatchEnd-1e-6 {
-					t.Errorf("query %s: merge %+v starts before its batch ends at %.3f", q.Name, s, lastBatchEnd)
-				}
-				if s.Kind == StepFinal {
-					finals++
-					if doc.Chosen.Feasible && s.End > q.Deadline+1e-6 {
-						t.Errorf("query %s: done at %.3f, after its deadline %.3f, in a feasible plan", q.Name, s.End, q.Deadline)
-					}
-				}
-			}
-		}
-		if next != curve.Total() || finals != 1 {
-			t.Errorf("query %s: batches cover [0, %d) of %d tuples, with %d final merges", q.Name, next, curve.Total(), finals)
-		}
-	}
-	names := make([]string, len(doc.Queries))
-	for i, qp := range doc.Queries {
-		names[i] = qp.Name
-	}
-	var want []string
-	for _, q := range w.Queries {
-		want = append(want, q.Name)
-	}
-	if diff := cmp.Diff(want, names); diff != "" {
-		t.Errorf("the plan's queries are not the workload's, in its order (-want +got):\n%s", diff)
 	}
 }
 

@@ -1,10 +1,8 @@
 package planner
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -99,108 +97,8 @@ func TestSlidingWindowsReadEveryTupleOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkSliced(t, w, doc)
+			requireSharing(t, w, doc)
 		})
-	}
-}
-
-// checkSliced is checkShared's counterpart for sliding windows planned in
-// slices (see TestSlidingWindowsReadEveryTupleOnce).
-func checkSliced(t *testing.T, w Workload, doc Document) {
-	t.Helper()
-	type read struct{ from, to float64 }
-	var reads []read
-	byName := map[string]Query{}
-	for _, q := range w.Queries {
-		byName[q.Name] = q
-	}
-	timeOf := func(q Query, tuple int64) float64 { return NewArrivalCurve(q).TimeOf(tuple) }
-	for i, s := range doc.Steps {
-		if s.Start < s.Ready-eps || s.End < s.Start {
-			t.Errorf("step %+v starts before it is ready or ends before it starts", s)
-		}
-		if i > 0 && s.Start < doc.Steps[i-1].End-1e-6 {
-			t.Errorf("step %+v starts before step %+v ends", s, doc.Steps[i-1])
-		}
-		q := byName[s.Query]
-		if s.Kind == StepBatch && q.Stream != "" {
-			reads = append(reads, read{timeOf(q, s.FromTuple), timeOf(q, s.ToTuple)})
-			if ready := NewArrivalCurve(q).ReadyAt(s.ToTuple); s.ToTuple != NewArrivalCurve(q).Total() && s.Start < ready-1e-6 {
-				t.Errorf("batch %+v starts at %.3f, before its tuples are there at %.3f", s, s.Start, ready)
-			}
-		}
-	}
-	slices.SortFunc(reads, func(a, b read) int { return cmp.Compare(a.from, b.from) })
-	var first, last float64 = math.Inf(1), math.Inf(-1)
-	for _, q := range w.Queries {
-		if q.Stream != "" {
-			first, last = min(first, q.WindowStart), max(last, q.WindowEnd)
-		}
-	}
-	at := first
-	for _, r := range reads {
-		// A tuple's arrival time is exact to a tuple's time at the rate.
-		if math.Abs(r.from-at) > 0.05 {
-			t.Errorf("the stream is read from %.3f, want from %.3f: every tuple once", r.from, at)
-		}
-		at = r.to
-	}
-	if math.Abs(at-last) > 0.05 {
-		t.Errorf("the stream is read until %.3f, want until %.3f", at, last)
-	}
-	for _, q := range w.Queries {
-		if q.Stream == "" {
-			continue
-		}
-		var final *Step
-		next := int64(-1)
-		for i, s := range doc.Steps {
-			switch {
-			case s.Query != q.Name:
-			case s.Kind == StepBatch:
-				if next >= 0 && s.FromTuple != next {
-					t.Errorf("window %s: batch %+v starts at tuple %d, want %d", q.Name, s, s.FromTuple, next)
-				}
-				next = s.ToTuple
-			case s.Kind == StepFinal:
-				if final != nil {
-					t.Errorf("window %s: two final merges", q.Name)
-				}
-				final = &doc.Steps[i]
-			}
-		}
-		if next != NewArrivalCurve(q).Total() {
-			t.Errorf("window %s: its batches end at tuple %d, want its last, %d", q.Name, next, NewArrivalCurve(q).Total())
-		}
-		if final == nil {
-			t.Fatalf("window %s: no final merge", q.Name)
-		}
-		if doc.Chosen.Feasible && final.End > q.Deadline+1e-6 {
-			t.Errorf("window %s: a feasible plan finishes it at %.3f, after its deadline %.3f", q.Name, final.End, q.Deadline)
-		}
-		for _, s := range doc.Steps {
-			o := byName[s.Query]
-			if s.Query == q.Name || o.Stream == "" {
-				continue
-			}
-			inside := false
-			switch s.Kind {
-			case StepBatch:
-				from, to := timeOf(o, s.FromTuple), timeOf(o, s.ToTuple)
-				inside = from >= q.WindowStart-0.05 && to <= q.WindowEnd+0.05
-			case StepPartial:
-				// Another window's partial merge keeps the slice that ends
-				// at its last tuple.
-				end := timeOf(o, s.ToTuple)
-				inside = end > q.WindowStart+0.05 && end <= q.WindowEnd+0.05
-			case StepFinal:
-				// Its final merge keeps the slice that ends its window.
-				inside = o.WindowEnd > q.WindowStart && o.WindowEnd <= q.WindowEnd
-			}
-			if inside && s.End > final.Start+1e-6 {
-				t.Errorf("window %s: its final merge starts at %.3f, before %+v, which it needs, ends", q.Name, final.Start, s)
-			}
-		}
 	}
 }
 
@@ -227,7 +125,7 @@ func TestSlidingWindowSharing(t *testing.T) {
 					t.Fatalf("%d windows, sharing %v: a deadline is missed: %+v", n, sharing, doc.Chosen.Failure)
 				}
 				if sharing {
-					checkSliced(t, w, doc)
+					requireSharing(t, w, doc)
 				}
 				return doc.Chosen.ExecutableCost
 			}
