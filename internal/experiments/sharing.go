@@ -101,11 +101,11 @@ const (
 // the tuples read that one more window adds at steady state, alone and in
 // slices.
 type steadyWindow struct {
-	rate                            float64
-	billAlone, billShared           float64
-	readAlone, readShared           float64
-	feasibleAlone, feasibleShared   bool
-	slicedShort, slicedLong, sliced bool
+	rate                          float64
+	billAlone, billShared         float64
+	readAlone, readShared         float64
+	feasibleAlone, feasibleShared bool
+	sliced                        bool
 }
 
 func (s steadyWindow) ratio() float64 { return s.billShared / s.billAlone }

@@ -11,10 +11,10 @@ import (
 	"github.com/laxity-dev/laxity/internal/costmodel"
 )
 
-// sharesWork reports whether d shares work among w's queries: a batch that
+// sharesWork reports whether d shares work among its queries: a batch that
 // serves several, or a window whose batches start after its first tuple
 // because an earlier window reads its start.
-func sharesWork(w Workload, d Document) bool {
+func sharesWork(d Document) bool {
 	for _, s := range d.Steps {
 		if len(s.Members) > 0 || s.Kind == StepBatch && s.Index == 0 && s.FromTuple > 0 {
 			return true
@@ -229,7 +229,7 @@ func TestSharedPlansKeepTheInvariants(t *testing.T) {
 			if !doc.Chosen.Feasible {
 				t.Skipf("no plan meets every deadline: %+v", doc.Chosen.Failure)
 			}
-			if sharesWork(w, doc) {
+			if sharesWork(doc) {
 				shared++
 			}
 			for _, s := range checkInvariants(w, doc) {

@@ -85,7 +85,7 @@ func checkInvariants(w Workload, d Document) []string {
 		return v.result()
 	}
 	horizon := checkSteps(&v, w, d)
-	if sharesWork(w, d) {
+	if sharesWork(d) {
 		checkSharing(&v, w, d)
 	} else {
 		checkQueries(&v, w, d)

@@ -62,7 +62,10 @@ func PlanContext(ctx context.Context, w Workload) (Document, error) {
 	if err := validateStreams(w); err != nil {
 		return Document{}, err
 	}
-	best, err := planAlone(ctx, w)
+	if err := validateKept(w); err != nil {
+		return Document{}, err
+	}
+	best, err := planSliced(ctx, w, nil)
 	if err != nil {
 		return Document{}, err
 	}
@@ -740,8 +743,6 @@ func validateQuery(q Query) error {
 		return fmt.Errorf("spec.input.allowedLateness: must be between 0s and %s, got %s", human(MaxDuration), human(q.AllowedLateness))
 	case !(q.PartialEvery >= 0 && q.PartialEvery <= 1):
 		return fmt.Errorf("spec.partialAggregation.every: must be in (0, 1], got %g", q.PartialEvery)
-	case q.Carried < 0 || q.Carried > MaxCarried:
-		return fmt.Errorf("the final merge carries %d results of earlier slices; between 0 and %d are supported", q.Carried, MaxCarried)
 	case len(q.Rates) == 0:
 		return errors.New("spec.input: a rate, total or profile is required")
 	case q.Rates[0].Offset != 0:

@@ -37,7 +37,9 @@ func sharingGroups(w Workload) []sharedGroup {
 	}
 	var groups []sharedGroup
 	for i, q := range w.Queries {
-		if q.Stream == "" {
+		if q.Stream == "" || keepsSlices(q) {
+			// A window that reads only part of itself slices with the
+			// other windows of its query.
 			continue
 		}
 		at := slices.IndexFunc(groups, func(g sharedGroup) bool {
@@ -250,7 +252,7 @@ func planShared(ctx context.Context, w Workload, groups []sharedGroup) (Document
 			grouped.Queries = append(grouped.Queries, q)
 		}
 	}
-	doc, err := planAlone(ctx, grouped)
+	doc, err := planSliced(ctx, grouped, nil)
 	if err != nil {
 		return Document{}, err
 	}

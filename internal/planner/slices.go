@@ -3,6 +3,7 @@ package planner
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"math"
 	"slices"
 )
@@ -65,7 +66,7 @@ func slidingGroups(w Workload) []slidingGroup {
 	byKey := map[slidingKey][]int{}
 	var keys []slidingKey
 	for i, q := range w.Queries {
-		if q.Stream == "" || len(q.Rates) != 1 || q.Carried != 0 {
+		if q.Stream == "" || len(q.Rates) != 1 {
 			continue
 		}
 		k := slidingKeyOf(q)
@@ -121,7 +122,7 @@ type slice struct {
 func (g slidingGroup) cut(w Workload) []slice {
 	var bounds []float64
 	for _, m := range g.members {
-		bounds = append(bounds, w.Queries[m].WindowStart, w.Queries[m].WindowEnd)
+		bounds = append(bounds, readStart(w.Queries[m]), w.Queries[m].WindowEnd)
 	}
 	slices.Sort(bounds)
 	bounds = slices.CompactFunc(bounds, func(a, b float64) bool { return math.Abs(a-b) < grain })
@@ -131,7 +132,7 @@ func (g slidingGroup) cut(w Workload) []slice {
 		owner := -1
 		for _, m := range g.members {
 			q := w.Queries[m]
-			if q.WindowStart < start+grain && q.WindowEnd > end-grain && (owner < 0 || q.WindowEnd < w.Queries[owner].WindowEnd) {
+			if readStart(q) < start+grain && q.WindowEnd > end-grain && (owner < 0 || q.WindowEnd < w.Queries[owner].WindowEnd) {
 				owner = m
 			}
 		}
@@ -145,6 +146,7 @@ func (g slidingGroup) cut(w Workload) []slice {
 			continue
 		}
 		q := w.Queries[out[i].owner]
+		out[i].carried = q.Carried
 		for j, s := range out {
 			if j != i && s.start > q.WindowStart-grain && s.end < q.WindowEnd+grain {
 				out[i].carried++
@@ -163,10 +165,58 @@ type owned struct {
 	carried int
 }
 
-// ownedParts is, by window, the part of it each window of w's sliding
-// groups reads.
+// readStart is where q's own batches start reading: its window's start,
+// or ReadFrom when earlier windows kept the slices before it.
+func readStart(q Query) float64 {
+	if keepsSlices(q) {
+		return q.ReadFrom
+	}
+	return q.WindowStart
+}
+
+// keepsSlices reports whether earlier windows kept slices of q's window:
+// it carries their results.
+func keepsSlices(q Query) bool { return q.Carried > 0 }
+
+// validateKept reports a query whose kept slices do not add up: ReadFrom
+// at or after its window's end, kept slices without results to carry, or
+// results without kept slices.
+func validateKept(w Workload) error {
+	for _, q := range w.Queries {
+		var err error
+		switch {
+		case q.Carried < 0 || q.Carried > MaxCarried:
+			err = fmt.Errorf("the final merge carries %d kept results; between 0 and %d are supported", q.Carried, MaxCarried)
+		case !keepsSlices(q):
+		case !finiteIn(q.ReadFrom, -maxCoordinate, maxCoordinate):
+			err = fmt.Errorf("the kept slices end at %s from the plan origin, out of range", human(q.ReadFrom))
+		case q.ReadFrom >= q.WindowEnd:
+			err = fmt.Errorf("the kept slices end at %s, at or after spec.window.end: nothing is left to read", human(q.ReadFrom))
+		case q.ReadFrom <= q.WindowStart+grain:
+			err = fmt.Errorf("the final merge carries %d kept results, but no slice of the window is kept", q.Carried)
+		}
+		if err != nil {
+			return &InvalidError{Schedule: w.Name, Query: q.Name, Err: err}
+		}
+	}
+	return nil
+}
+
+// ownedParts is, by window, the part of it each window reads that does not
+// read its whole window: a window of a sliding group reads the slices it
+// owns; any other window whose earlier slices were kept, from ReadFrom.
 func ownedParts(w Workload, groups []slidingGroup) map[int]owned {
 	parts := map[int]owned{}
+	for i, q := range w.Queries {
+		if keepsSlices(q) {
+			parts[i] = owned{start: q.ReadFrom, carried: q.Carried}
+		}
+	}
+	for _, g := range groups {
+		for _, m := range g.members {
+			delete(parts, m)
+		}
+	}
 	for _, g := range groups {
 		for _, s := range g.cut(w) {
 			o, seen := parts[s.owner]
@@ -193,14 +243,33 @@ func slicedWorkload(w Workload, groups []slidingGroup) (Workload, map[int]owned)
 	out.Planning.Sharing = false
 	for i, o := range parts {
 		q := &out.Queries[i]
-		q.WindowStart, q.cuts, q.Carried, q.Stream = o.start, o.cuts, o.carried, ""
+		q.Rates = ratesFrom(*q, o.start)
+		q.WindowStart, q.ReadFrom, q.cuts, q.Carried, q.Stream = o.start, 0, o.cuts, o.carried, ""
 	}
 	return out, parts
 }
 
-// planSliced plans w with its sliding groups cut into slices and writes the
-// plan back in the windows' terms.
+// ratesFrom is q's rate profile for a window that starts at at instead:
+// the segment in force at at first, the later ones after it.
+func ratesFrom(q Query, at float64) []RateSegment {
+	shift := at - q.WindowStart
+	var out []RateSegment
+	for i, r := range q.Rates {
+		if i+1 < len(q.Rates) && q.Rates[i+1].Offset <= shift {
+			continue
+		}
+		out = append(out, RateSegment{Offset: max(r.Offset-shift, 0), TuplesPerSecond: r.TuplesPerSecond})
+	}
+	return out
+}
+
+// planSliced plans w with its sliding groups cut into slices, and every
+// window whose earlier slices were kept reading from where they end, and
+// writes the plan back in the windows' terms.
 func planSliced(ctx context.Context, w Workload, groups []slidingGroup) (Document, error) {
+	if len(groups) == 0 && !slices.ContainsFunc(w.Queries, keepsSlices) {
+		return planAlone(ctx, w)
+	}
 	sliced, parts := slicedWorkload(w, groups)
 	doc, err := planAlone(ctx, sliced)
 	if err != nil {

@@ -3,8 +3,10 @@ package planner
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/laxity-dev/laxity/internal/costmodel"
@@ -137,5 +139,108 @@ func TestSlidingWindowSharing(t *testing.T) {
 				t.Errorf("a window in slices bills %.3f× the window alone, more than %.1f×", shared/alone, goal[rate])
 			}
 		})
+	}
+}
+
+// TestKeptSlicesAreNotReadAgain is a re-plan at steady state: the windows
+// before the plan kept the slices of the open windows up to the newest
+// that ended, so each open window reads from there (ReadFrom) and carries
+// the kept results. Every open window reads only what it owns, the stream
+// is read once from the kept end on, and every window's final merge
+// combines six slice results.
+func TestKeptSlicesAreNotReadAgain(t *testing.T) {
+	w := slidingWorkload(t, 12, 600, 3600, 600, 4*9500)
+	w.Queries = w.Queries[5:]
+	kept := w.Queries[0].WindowStart // the window before the first open one ended here + 600 s
+	kept += 3600 - 600
+	for i := range w.Queries {
+		if q := &w.Queries[i]; q.WindowStart < kept {
+			q.ReadFrom = kept
+			q.Carried = int((kept - q.WindowStart) / 600)
+		}
+	}
+	doc, err := Plan(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !doc.Chosen.Feasible {
+		t.Fatalf("a deadline is missed: %+v", doc.Chosen.Failure)
+	}
+	requireSharing(t, w, doc)
+	for _, q := range w.Queries {
+		for _, s := range doc.Steps {
+			if s.Query != q.Name {
+				continue
+			}
+			if s.Kind == StepBatch && s.Index == 0 && timeOfTuple(q, s.FromTuple) < q.WindowEnd-600-0.05 {
+				t.Errorf("window %s reads from %.3f, before its newest slice at %.3f", q.Name, timeOfTuple(q, s.FromTuple), q.WindowEnd-600)
+			}
+			if s.Kind == StepFinal && s.Inputs < 6 {
+				t.Errorf("window %s: final merge of %d inputs, want its batches and 5 slice results", q.Name, s.Inputs)
+			}
+		}
+	}
+	// Planned alone, the open windows still read only what was not kept.
+	w.Planning.Sharing = false
+	alone, err := Plan(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range alone.Steps {
+		if q := w.Queries[slices.IndexFunc(w.Queries, func(q Query) bool { return q.Name == s.Query })]; s.Kind == StepBatch && s.Index == 0 && s.FromTuple != tuplesBefore(q, max(kept, q.WindowStart)) {
+			t.Errorf("alone, window %s reads from tuple %d, want %d, where the kept slices end", q.Name, s.FromTuple, tuplesBefore(q, kept))
+		}
+	}
+}
+
+func timeOfTuple(q Query, tuple int64) float64 { return NewArrivalCurve(q).TimeOf(tuple) }
+
+func TestValidateKept(t *testing.T) {
+	q := Query{Name: "w", WindowStart: 600, WindowEnd: 4200, Deadline: 4800}
+	tests := []struct {
+		name              string
+		readFrom          float64
+		carried           int
+		wantErrSubstrings string
+	}{
+		{"nothing kept", 0, 0, ""},
+		{"a read from the window start keeps nothing", 600, 0, ""},
+		{"kept slices carried", 3600, 5, ""},
+		{"kept to the window's end leaves nothing to read", 4200, 6, "nothing is left to read"},
+		{"a read from later without results reads the whole window", 3600, 0, ""},
+		{"results without kept slices", 0, 2, "no slice of the window is kept"},
+		{"negative results", 3600, -1, "between 0 and"},
+		{"not a number", math.NaN(), 1, "out of range"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := q
+			q.ReadFrom, q.Carried = tt.readFrom, tt.carried
+			err := validateKept(Workload{Name: "s", Queries: []Query{q}})
+			switch {
+			case tt.wantErrSubstrings == "" && err != nil:
+				t.Errorf("error %v, want none", err)
+			case tt.wantErrSubstrings != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErrSubstrings) || !strings.Contains(err.Error(), `"w"`)):
+				t.Errorf("error %v, want one naming the query and saying %q", err, tt.wantErrSubstrings)
+			}
+		})
+	}
+}
+
+func TestRatesFrom(t *testing.T) {
+	q := Query{WindowStart: 100, Rates: []RateSegment{{0, 10}, {50, 20}, {200, 5}}}
+	tests := []struct {
+		at   float64
+		want []RateSegment
+	}{
+		{100, q.Rates},
+		{120, []RateSegment{{0, 10}, {30, 20}, {180, 5}}},
+		{150, []RateSegment{{0, 20}, {150, 5}}},
+		{400, []RateSegment{{0, 5}}},
+	}
+	for _, tt := range tests {
+		if got := ratesFrom(q, tt.at); !slices.Equal(got, tt.want) {
+			t.Errorf("ratesFrom(%g) = %v, want %v", tt.at, got, tt.want)
+		}
 	}
 }
