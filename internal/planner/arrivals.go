@@ -35,6 +35,19 @@ func newArrivals(q Query, scale float64) arrivals {
 	return a
 }
 
+// cumAt is A(t), fractional, for t inside the window.
+func (a arrivals) cumAt(t float64) float64 {
+	i := sort.SearchFloat64s(a.at, t)
+	switch {
+	case i == 0:
+		return 0
+	case i >= len(a.at):
+		return a.cum[len(a.cum)-1]
+	}
+	seg := i - 1
+	return a.cum[seg] + a.rate[seg]*(t-a.at[seg])
+}
+
 // total is N = A(windowEnd), whole tuples. The epsilon keeps a rate that
 // should give an integer total from losing a tuple to rounding.
 func (a arrivals) total() int64 {

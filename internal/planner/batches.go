@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/laxity-dev/laxity/internal/costmodel"
 )
@@ -25,6 +26,14 @@ type layout struct {
 	// partialEvery is c: a partial merge of c batches follows every c-th
 	// batch but the last; 0 disables partial merges.
 	partialEvery int
+	// carried is Query.Carried: inputs of the final merge that no batch
+	// of this layout makes.
+	carried int
+	// cutAfter are the batches, ascending, after which the result of a
+	// slice of a shared stream is kept (see slices.go): a partial merge of
+	// the batches since the previous one. Only a layout without
+	// partialEvery has them.
+	cutAfter []int
 	// onNodes is cost on each pool size, by index: what RemainingSeconds
 	// is called with. perTuple, partialMerge and finalMerge are its terms
 	// that do not change along the layout, so that remaining, which the
@@ -69,11 +78,41 @@ func (l *layout) from(i int) int64 {
 
 // partialAfter reports whether a partial merge follows batch i (0-based).
 func (l *layout) partialAfter(i int) bool {
+	if l.cutAfter != nil {
+		_, found := slices.BinarySearch(l.cutAfter, i)
+		return found
+	}
 	return l.partialEvery > 0 && (i+1)%l.partialEvery == 0 && i+1 < len(l.to)
+}
+
+// partialInputs is m of the partial merge after batch i: the batches since
+// the one before it.
+func (l *layout) partialInputs(i int) int {
+	if l.cutAfter == nil {
+		return l.partialEvery
+	}
+	at, _ := slices.BinarySearch(l.cutAfter, i)
+	if at == 0 {
+		return i + 1
+	}
+	return i - l.cutAfter[at-1]
+}
+
+// partialOrdinal is the index of the partial merge after batch i among the
+// query's partial merges.
+func (l *layout) partialOrdinal(i int) int {
+	if l.cutAfter != nil {
+		at, _ := slices.BinarySearch(l.cutAfter, i)
+		return at
+	}
+	return (i+1)/l.partialEvery - 1
 }
 
 // partials is the number of partial merges of the whole query.
 func (l *layout) partials() int {
+	if l.cutAfter != nil {
+		return len(l.cutAfter)
+	}
 	if l.partialEvery == 0 {
 		return 0
 	}
@@ -81,10 +120,13 @@ func (l *layout) partials() int {
 }
 
 // finalInputs is m of the final merge: the partials plus the batches after
-// the last partial.
+// the last partial, and the results of earlier slices it carries.
 func (l *layout) finalInputs() int {
 	p := l.partials()
-	return p + len(l.to) - p*l.partialEvery
+	if n := len(l.cutAfter); n > 0 {
+		return p + len(l.to) - 1 - l.cutAfter[n-1] + l.carried
+	}
+	return p + len(l.to) - p*l.partialEvery + l.carried
 }
 
 // remaining is the modelled work, in seconds on pool size index size, of
@@ -98,6 +140,11 @@ func (l *layout) remaining(next, size int) float64 {
 	if l.partialEvery > 0 {
 		// Partial merges follow batches j (1-based) with next < j < k.
 		work += float64((k-1)/l.partialEvery-next/l.partialEvery) * l.partialMerge[size]
+	}
+	for _, i := range l.cutAfter {
+		if i >= next {
+			work += l.onNodes[size].MergeSeconds(l.partialInputs(i))
+		}
 	}
 	return work
 }
@@ -195,9 +242,13 @@ func batchSize(unitSize, limit int64, factor int) int64 {
 func newLayout(qi int, q Query, arr arrivals, cost costModel, unitSize, limit int64, factor int) layout {
 	size := batchSize(unitSize, limit, factor)
 	total := arr.total()
-	ends := make([]int64, 0, ceilDiv(total, size))
-	for from := int64(0); from < total; from += size {
-		ends = append(ends, min(from+size, total))
+	ends := make([]int64, 0, ceilDiv(total, size)+int64(len(q.cuts)))
+	from := int64(0)
+	// A slice's batches end at its end: the next slice's start is cut anew.
+	for _, to := range append(cutTuples(q, arr), total) {
+		for ; from < to; from = min(from+size, to) {
+			ends = append(ends, min(from+size, to))
+		}
 	}
 	l := layoutOf(qi, q, arr, cost, ends)
 	// The nominal size, which a window that fits one batch does not fill:
@@ -206,11 +257,24 @@ func newLayout(qi int, q Query, arr arrivals, cost costModel, unitSize, limit in
 	return l
 }
 
+// cutTuples are the tuples at q's cuts: where each slice of its window but
+// the last ends, ascending, inside the window.
+func cutTuples(q Query, arr arrivals) []int64 {
+	var out []int64
+	for _, at := range q.cuts {
+		k := int64(math.Floor(arr.cumAt(at) + 1e-6))
+		if k > 0 && k < arr.total() && (len(out) == 0 || k > out[len(out)-1]) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // layoutOf is query qi cut into batches that end at the given tuples,
 // ascending, the last one the window's total; ends is kept, not copied. Its
 // batch size is the largest batch, in whole units.
 func layoutOf(qi int, q Query, arr arrivals, cost costModel, ends []int64) layout {
-	l := layout{query: qi, name: q.Name, deadline: q.Deadline, cost: cost, total: arr.total(), to: ends}
+	l := layout{query: qi, name: q.Name, deadline: q.Deadline, cost: cost, total: arr.total(), to: ends, carried: q.Carried}
 	unit := max(q.Granularity, 1)
 	l.ready = make([]float64, len(ends))
 	from := int64(0)
@@ -222,6 +286,15 @@ func layoutOf(qi int, q Query, arr arrivals, cost costModel, ends []int64) layou
 	if q.PartialEvery > 0 {
 		l.partialEvery = int(math.Ceil(q.PartialEvery*float64(len(l.to)) - 1e-9))
 		l.partialEvery = max(l.partialEvery, 1)
+	}
+	if len(q.cuts) > 0 {
+		l.cutAfter = []int{}
+		cuts := cutTuples(q, arr)
+		for i, to := range ends[:len(ends)-1] {
+			if _, found := slices.BinarySearch(cuts, to); found {
+				l.cutAfter = append(l.cutAfter, i)
+			}
+		}
 	}
 	return l
 }

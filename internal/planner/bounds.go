@@ -29,6 +29,10 @@ const (
 	// MaxWindow bounds a window's length, the time from a window's end to
 	// its deadline and every rate profile offset: 366 days, in seconds.
 	MaxWindow = 8784 * 3600.0
+	// MaxCarried bounds the results of earlier slices one final merge
+	// combines: a window a million times its period is not a sliding window
+	// anyone runs.
+	MaxCarried = 1000000
 	// maxCoordinate bounds the absolute value of every window start, end and
 	// deadline (seconds from the origin): far beyond any real plan, near
 	// enough that sums of them and of the durations above stay exact to a

@@ -436,8 +436,10 @@ func (im *improver) moves(q int, ends []int64) iter.Seq[[]int64] {
 		return ends[i-1]
 	}
 	// Each move is a new slice, made when it is asked for: a shape's ends
-	// are never written after it is made (sameEnds).
-	return func(yield func([]int64) bool) {
+	// are never written after it is made (sameEnds). A move that takes a
+	// batch end off a slice's end is not one.
+	return func(yieldAny func([]int64) bool) {
+		yield := func(ends []int64) bool { return !p.keepsCuts(q, ends) || yieldAny(ends) }
 		// Merge batch i with batch i+1.
 		for i := 0; i+1 < len(ends); i++ {
 			if ends[i+1]-from(i) <= limit && !yield(slices.Delete(slices.Clone(ends), i, i+1)) {
@@ -474,6 +476,17 @@ func (im *improver) moves(q int, ends []int64) iter.Seq[[]int64] {
 			}
 		}
 	}
+}
+
+// keepsCuts reports whether ends ends a batch at each of query q's slice
+// ends (cutTuples).
+func (p *prepared) keepsCuts(q int, ends []int64) bool {
+	for _, c := range p.cuts[q] {
+		if _, found := slices.BinarySearch(ends, c); !found {
+			return false
+		}
+	}
+	return true
 }
 
 // evenCut cuts total tuples into k batches of whole units as equal as they
@@ -553,7 +566,7 @@ func (im *improver) globalMoves(sh shape) iter.Seq[shape] {
 					if n < 2 {
 						continue
 					}
-					if moved, ok := movedBoundary(ends, n-2, ends[n-2]+sign*d*p.w.Queries[q].Granularity, p.limit[q]); ok {
+					if moved, ok := movedBoundary(ends, n-2, ends[n-2]+sign*d*p.w.Queries[q].Granularity, p.limit[q]); ok && p.keepsCuts(q, moved) {
 						next[q], changed = moved, true
 					}
 				}
@@ -568,7 +581,7 @@ func (im *improver) globalMoves(sh shape) iter.Seq[shape] {
 			for q, ends := range sh {
 				next[q] = ends
 				unit := p.w.Queries[q].Granularity
-				if cut, ok := evenCut(ends[len(ends)-1], unit, p.limit[q], len(ends)+more); ok {
+				if cut, ok := evenCut(ends[len(ends)-1], unit, p.limit[q], len(ends)+more); ok && p.keepsCuts(q, cut) {
 					next[q], changed = cut, true
 				}
 			}

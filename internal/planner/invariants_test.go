@@ -85,7 +85,11 @@ func checkInvariants(w Workload, d Document) []string {
 		return v.result()
 	}
 	horizon := checkSteps(&v, w, d)
-	checkQueries(&v, w, d)
+	if sharesWork(d) {
+		checkSharing(&v, w, d)
+	} else {
+		checkQueries(&v, w, d)
+	}
 	checkNodeTimeline(&v, w, d, horizon)
 	checkRequests(&v, w, d, horizon)
 	checkCosts(&v, w, d, horizon)

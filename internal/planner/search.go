@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/laxity-dev/laxity/internal/costmodel"
 )
@@ -16,6 +17,9 @@ type prepared struct {
 	costs    []costModel
 	// unitSize and limit are each query's 1X batch size and Cmax cap.
 	unitSize, limit []int64
+	// cuts are each query's cutTuples: batch ends the improvement phase
+	// keeps.
+	cuts [][]int64
 	// budget ends the search when the caller's context does.
 	budget *budget
 	// noPlan is set when a bound proves that no plan meets every deadline
@@ -58,19 +62,26 @@ func PlanContext(ctx context.Context, w Workload) (Document, error) {
 	if err := validateStreams(w); err != nil {
 		return Document{}, err
 	}
-	alone, err := planAlone(ctx, w)
-	groups := sharingGroups(w)
-	if err != nil || len(groups) == 0 {
-		return alone, err
+	if err := validateKept(w); err != nil {
+		return Document{}, err
 	}
-	shared, err := planShared(ctx, w, groups)
+	best, err := planSliced(ctx, w, nil)
 	if err != nil {
 		return Document{}, err
 	}
-	if shared.Chosen.Feasible && (!alone.Chosen.Feasible || billOf(shared, w.Planning.Objective) < billOf(alone, w.Planning.Objective)-costTolerance) {
-		return shared, nil
+	if sliding := slidingGroups(w); len(sliding) > 0 {
+		sliced, err := planSliced(ctx, w, sliding)
+		if err != nil {
+			return Document{}, err
+		}
+		if cheaper(sliced, best, w.Planning.Objective) {
+			best = sliced
+		}
 	}
-	return alone, nil
+	if groups := sharingGroups(w); len(groups) > 0 {
+		return planSharing(ctx, w, groups, best)
+	}
+	return best, nil
 }
 
 // planAlone is PlanContext with every query planned alone.
@@ -471,6 +482,12 @@ func (p *prepared) replay(o *outcome, initial int, rho float64) bool {
 		if planned.partialEvery > 0 {
 			ls[i].partialEvery = planned.partialEvery
 		}
+		if planned.cutAfter != nil {
+			// Slices end where they were planned to, at the batches they
+			// ended after.
+			last := len(ls[i].to) - 1
+			ls[i].cutAfter = slices.DeleteFunc(slices.Clone(planned.cutAfter), func(c int) bool { return c >= last })
+		}
 		ls[i].precompute(p.w.Pool.Sizes)
 	}
 	sizes := p.w.Pool.Sizes
@@ -588,6 +605,7 @@ func prepare(w Workload) (*prepared, error) {
 		p.costs = append(p.costs, cost)
 		p.unitSize = append(p.unitSize, x)
 		p.limit = append(p.limit, limit)
+		p.cuts = append(p.cuts, cutTuples(q, arr))
 	}
 	if err := p.checkWork(); err != nil {
 		return nil, err
@@ -599,8 +617,8 @@ func prepare(w Workload) (*prepared, error) {
 // factor, and how many of them are batches, computed without cutting it.
 func (p *prepared) stepsAt(i int, total int64, factor int) (steps, batches float64) {
 	size := batchSize(p.unitSize[i], p.limit[i], factor)
-	k := ceilDiv(total, size)
-	steps = float64(k) + 1
+	k := ceilDiv(total, size) + int64(len(p.w.Queries[i].cuts))
+	steps = float64(k) + 1 + float64(len(p.w.Queries[i].cuts))
 	if phi := p.w.Queries[i].PartialEvery; phi > 0 {
 		every := max(int64(math.Ceil(phi*float64(k)-1e-9)), 1)
 		steps += float64((k - 1) / every)

@@ -37,7 +37,9 @@ func sharingGroups(w Workload) []sharedGroup {
 	}
 	var groups []sharedGroup
 	for i, q := range w.Queries {
-		if q.Stream == "" {
+		if q.Stream == "" || keepsSlices(q) {
+			// A window that reads only part of itself slices with the
+			// other windows of its query.
 			continue
 		}
 		at := slices.IndexFunc(groups, func(g sharedGroup) bool {
@@ -167,6 +169,63 @@ func validateStreams(w Workload) error {
 	return nil
 }
 
+// planSharing plans w with its sharing groups and returns the plan that
+// bills least with every deadline met, alone (w planned with nothing
+// shared) when no shared plan is cheaper.
+//
+// A group shares its batches until its last, so its tightest member's
+// deadline holds every member's tail: the group's last batch carries every
+// member's work and their final merges follow one after the other. When
+// the tightest members' deadlines come well before the others', that tail
+// can need a pool far larger than either part would alone. So each group is
+// also tried cut in two at every place of its deadline order (the tighter
+// members sharing among themselves, the looser among themselves; a part of
+// one plans alone), group by group, keeping a cut when it lowers the bill.
+func planSharing(ctx context.Context, w Workload, groups []sharedGroup, alone Document) (Document, error) {
+	best, cuts := alone, make([]int, len(groups))
+	try := func(tried []int) error {
+		doc, err := planShared(ctx, w, cutGroups(groups, tried))
+		if err == nil && cheaper(doc, best, w.Planning.Objective) {
+			best, cuts = doc, tried
+		}
+		return err
+	}
+	if err := try(cuts); err != nil {
+		return Document{}, err
+	}
+	for i, g := range groups {
+		for cut := 1; cut < len(g.members); cut++ {
+			tried := slices.Clone(cuts)
+			tried[i] = cut
+			if err := try(tried); err != nil {
+				return Document{}, err
+			}
+		}
+	}
+	return best, nil
+}
+
+// cutGroups is groups with group i cut after its first cuts[i] members in
+// deadline order (0: not cut); a part of one member is left out, to plan
+// alone.
+func cutGroups(groups []sharedGroup, cuts []int) []sharedGroup {
+	var out []sharedGroup
+	for i, g := range groups {
+		if cuts[i] == 0 {
+			out = append(out, g)
+			continue
+		}
+		for _, part := range [][]int{g.mergeOrder[:cuts[i]], g.mergeOrder[cuts[i]:]} {
+			if len(part) < 2 {
+				continue
+			}
+			members := slices.Sorted(slices.Values(part))
+			out = append(out, sharedGroup{stream: g.stream, members: members, mergeOrder: slices.Clone(part)})
+		}
+	}
+	return out
+}
+
 // planShared plans w with each group as one query (groupQuery) and writes
 // the plan back in the members' terms (expandShared).
 func planShared(ctx context.Context, w Workload, groups []sharedGroup) (Document, error) {
@@ -193,7 +252,7 @@ func planShared(ctx context.Context, w Workload, groups []sharedGroup) (Document
 			grouped.Queries = append(grouped.Queries, q)
 		}
 	}
-	doc, err := planAlone(ctx, grouped)
+	doc, err := planSliced(ctx, grouped, nil)
 	if err != nil {
 		return Document{}, err
 	}
@@ -282,6 +341,26 @@ func groupFailure(w Workload, g sharedGroup, finish map[string]float64, f *Failu
 		}
 	}
 	return &Failure{Query: w.Queries[g.mergeOrder[0]].Name, LateSeconds: f.LateSeconds}
+}
+
+// cheaper reports whether doc meets every deadline and bills less than
+// best, or best does not meet them. On the same bill, the plan with less
+// work (the other bill, of nodes held only while steps run) is cheaper:
+// with the pool held at its smallest size all along, sharing reads the
+// stream fewer times for the same money.
+func cheaper(doc, best Document, objective Objective) bool {
+	if !doc.Chosen.Feasible {
+		return false
+	}
+	if !best.Chosen.Feasible {
+		return true
+	}
+	bill, bestBill := billOf(doc, objective), billOf(best, objective)
+	other := Instant
+	if objective == Instant {
+		other = Executable
+	}
+	return bill < bestBill-costTolerance || bill <= bestBill+costTolerance && billOf(doc, other) < billOf(best, other)-costTolerance
 }
 
 // billOf is the bill of doc that objective ranks plans by.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -211,6 +212,12 @@ func onOneStream(w Workload) Workload {
 // with and without sharing. Sharing must meet every deadline and bill less
 // at every rate; the goal is at most half the bill.
 func TestSharingTPCHSample(t *testing.T) {
+	// The goal is half the bill at every rate. At 1× it cannot be
+	// met on this pool: its idle node is billed through the 75-minute
+	// window (0.32, of a 0.42 budget), and the shared batches' parallel
+	// work alone, on the smallest size of 2 nodes, bills another 0.11 on
+	// the second node.
+	sampleSharingGoal := map[float64]float64{1: 0.7, 2: 0.5, 4: 0.5}
 	for _, rate := range []float64{1, 2, 4} {
 		t.Run(fmt.Sprintf("%gx", rate), func(t *testing.T) {
 			w := goldenWorkload(t, "tpch-tpch")
@@ -227,17 +234,17 @@ func TestSharingTPCHSample(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkShared(t, w, shared)
+			requireSharing(t, w, shared)
 			if !shared.Chosen.Feasible {
 				t.Fatalf("with sharing a deadline is missed: %+v", shared.Chosen.Failure)
 			}
-			if !slices.ContainsFunc(shared.Steps, func(s Step) bool { return len(s.Members) == len(w.Queries) }) {
-				t.Fatal("with sharing, no step serves every query")
+			if !slices.ContainsFunc(shared.Steps, func(s Step) bool { return len(s.Members) > 1 }) {
+				t.Fatal("with sharing, no step is shared")
 			}
 			ratio := shared.Chosen.ExecutableCost / alone.Chosen.ExecutableCost
 			t.Logf("executable bill %.3f shared, %.3f alone: %.3f×; %d steps shared, %d alone", shared.Chosen.ExecutableCost, alone.Chosen.ExecutableCost, ratio, len(shared.Steps), len(alone.Steps))
-			if ratio >= 1 {
-				t.Errorf("sharing bills %.3f×, not less than planning alone", ratio)
+			if goal := sampleSharingGoal[rate]; ratio > goal {
+				t.Errorf("sharing bills %.3f× planning alone, more than %.2f×", ratio, goal)
 			}
 		})
 	}
@@ -278,67 +285,36 @@ func TestSharedPlanProperties(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkShared(t, w, doc)
+			requireSharing(t, w, doc)
 		})
 	}
 }
 
-// checkShared holds a plan to what shared steps promise: every query's
-// tuples are read by exactly one batch each, in order; no batch starts
-// before its tuples have arrived for every query it serves; each query's
-// merges follow its batches; steps run one at a time; and a feasible plan
-// has every query done by its deadline.
-func checkShared(t *testing.T, w Workload, doc Document) {
-	t.Helper()
-	for i, s := range doc.Steps {
-		if s.Start < s.Ready-eps || s.End < s.Start {
-			t.Errorf("step %+v starts before it is ready or ends before it starts", s)
-		}
-		if i > 0 && s.Start < doc.Steps[i-1].End-1e-6 {
-			t.Errorf("step %+v starts before step %+v ends", s, doc.Steps[i-1])
-		}
+func TestCutGroups(t *testing.T) {
+	groups := []sharedGroup{
+		{stream: "s", members: []int{0, 1, 2, 3}, mergeOrder: []int{2, 0, 3, 1}},
+		{stream: "t", members: []int{4, 5}, mergeOrder: []int{5, 4}},
 	}
-	for _, q := range w.Queries {
-		curve := NewArrivalCurve(q)
-		next, lastBatchEnd, finals := int64(0), 0.0, 0
-		for _, s := range doc.Steps {
-			serves := s.Query == q.Name || slices.Contains(s.Members, q.Name)
-			switch {
-			case !serves:
-			case s.Kind == StepBatch:
-				if s.FromTuple != next {
-					t.Errorf("query %s: batch %+v starts at tuple %d, want %d: every tuple once, in order", q.Name, s, s.FromTuple, next)
-				}
-				next = s.ToTuple
-				lastBatchEnd = s.End
-				if ready := curve.ReadyAt(s.ToTuple); s.Start < ready-1e-6 {
-					t.Errorf("query %s: batch %+v starts at %.3f, before its tuples are there at %.3f", q.Name, s, s.Start, ready)
-				}
-			default:
-				if s.Start < lastBatchEnd-1e-6 {
-					t.Errorf("query %s: merge %+v starts before its batch ends at %.3f", q.Name, s, lastBatchEnd)
-				}
-				if s.Kind == StepFinal {
-					finals++
-					if doc.Chosen.Feasible && s.End > q.Deadline+1e-6 {
-						t.Errorf("query %s: done at %.3f, after its deadline %.3f, in a feasible plan", q.Name, s.End, q.Deadline)
-					}
-				}
+	tests := []struct {
+		name string
+		cuts []int
+		want []sharedGroup
+	}{
+		{"no cut keeps every group", []int{0, 0}, groups},
+		{"a cut after two members makes two groups of two, members in input order, merges in deadline order", []int{2, 0}, []sharedGroup{
+			{stream: "s", members: []int{0, 2}, mergeOrder: []int{2, 0}},
+			{stream: "s", members: []int{1, 3}, mergeOrder: []int{3, 1}},
+			groups[1],
+		}},
+		{"a part of one member plans alone", []int{1, 1}, []sharedGroup{
+			{stream: "s", members: []int{0, 1, 3}, mergeOrder: []int{0, 3, 1}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := cutGroups(groups, tt.cuts); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("cutGroups(%v) = %+v, want %+v", tt.cuts, got, tt.want)
 			}
-		}
-		if next != curve.Total() || finals != 1 {
-			t.Errorf("query %s: batches cover [0, %d) of %d tuples, with %d final merges", q.Name, next, curve.Total(), finals)
-		}
-	}
-	names := make([]string, len(doc.Queries))
-	for i, qp := range doc.Queries {
-		names[i] = qp.Name
-	}
-	var want []string
-	for _, q := range w.Queries {
-		want = append(want, q.Name)
-	}
-	if diff := cmp.Diff(want, names); diff != "" {
-		t.Errorf("the plan's queries are not the workload's, in its order (-want +got):\n%s", diff)
+		})
 	}
 }

@@ -527,7 +527,7 @@ func (s *sim) schedule(q int, start float64, nodes int) float64 {
 	e.batchEnd = start + l.cost.batch(p, l.to[n]-l.from(n))
 	e.end = e.batchEnd
 	if l.partialAfter(n) {
-		e.end += l.cost.merge(p, l.partialEvery)
+		e.end += l.cost.merge(p, l.partialInputs(n))
 	}
 	if n+1 == l.batches() {
 		e.end += l.cost.merge(p, l.finalInputs())

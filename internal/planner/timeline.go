@@ -19,11 +19,12 @@ func (s *sim) steps() []Step {
 		})
 		at := e.batchEnd
 		if l.partialAfter(e.batch) {
-			first := e.batch + 1 - l.partialEvery
-			end := at + l.cost.merge(nodes, l.partialEvery)
+			inputs := l.partialInputs(e.batch)
+			first := e.batch + 1 - inputs
+			end := at + l.cost.merge(nodes, inputs)
 			steps = append(steps, Step{
-				Query: l.name, Kind: StepPartial, Index: (e.batch+1)/l.partialEvery - 1,
-				FromTuple: l.from(first), ToTuple: l.to[e.batch], Inputs: l.partialEvery,
+				Query: l.name, Kind: StepPartial, Index: l.partialOrdinal(e.batch),
+				FromTuple: l.from(first), ToTuple: l.to[e.batch], Inputs: inputs,
 				Ready: at, Start: at, End: end, Nodes: nodes,
 			})
 			at = end

@@ -183,6 +183,18 @@ type Query struct {
 	// Stream names the Workload.Streams entry the query reads; empty when
 	// it shares its input with no other query.
 	Stream string
+	// ReadFrom is where the query's own batches start reading, in seconds
+	// from the origin, when the slices of its window before it were read
+	// and kept by earlier windows of the same query (see slices.go); it
+	// counts only with Carried.
+	ReadFrom float64
+	// Carried is how many kept results of those earlier slices its final
+	// merge combines with its own; 0 when it reads its whole window.
+	Carried int
+	// cuts are instants inside the window, ascending, where a slice of a
+	// shared stream ends (see slices.go): a batch ends at each, and a
+	// partial merge keeps the slice's result.
+	cuts []float64
 }
 
 // Planned is the cost model the planner and the dispatcher price q's steps
