@@ -226,9 +226,19 @@ func cutGroups(groups []sharedGroup, cuts []int) []sharedGroup {
 	return out
 }
 
-// planShared plans w with each group as one query (groupQuery) and writes
-// the plan back in the members' terms (expandShared).
+// planShared plans w with each group as one query (groupedWorkload) and
+// writes the plan back in the members' terms (expandShared).
 func planShared(ctx context.Context, w Workload, groups []sharedGroup) (Document, error) {
+	doc, err := planSliced(ctx, groupedWorkload(w, groups), nil)
+	if err != nil {
+		return Document{}, err
+	}
+	return expandShared(doc, w, groups), nil
+}
+
+// groupedWorkload is w with each group one query, named by its lead, in
+// its lead's place (groupQuery), and every other query as it is.
+func groupedWorkload(w Workload, groups []sharedGroup) Workload {
 	scans := map[string]costmodel.Linear{}
 	for _, s := range w.Streams {
 		scans[s.Name] = s.Scan
@@ -252,11 +262,7 @@ func planShared(ctx context.Context, w Workload, groups []sharedGroup) (Document
 			grouped.Queries = append(grouped.Queries, q)
 		}
 	}
-	doc, err := planSliced(ctx, grouped, nil)
-	if err != nil {
-		return Document{}, err
-	}
-	return expandShared(doc, w, groups), nil
+	return grouped
 }
 
 // expandShared writes doc, planned with each group as its lead's query,
