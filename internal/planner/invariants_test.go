@@ -130,20 +130,38 @@ func checkSteps(v *violations, w Workload, d Document) float64 {
 			}
 		}
 	}
-	// One step at a time: in start order, each step starts once every
-	// earlier one has ended.
+	// One step at a time in each lane: in start order, each step starts
+	// once every earlier one of its lane has ended. (A plan whose steps run
+	// one at a time has one lane.)
 	order := slices.Clone(d.Steps)
 	sort.SliceStable(order, func(i, j int) bool { return order[i].Start < order[j].Start })
-	latestEnd, latest := math.Inf(-1), Step{}
+	latestEnd, latest := map[int]float64{}, map[int]Step{}
 	for _, s := range order {
-		if !leq(latestEnd, s.Start) {
-			v.add("steps overlap: %s runs [%g, %g] while %s runs [%g, %g]", stepName(s), s.Start, s.End, stepName(latest), latest.Start, latest.End)
+		if end, ok := latestEnd[s.Lane]; ok && !leq(end, s.Start) {
+			l := latest[s.Lane]
+			v.add("steps overlap in lane %d: %s runs [%g, %g] while %s runs [%g, %g]", s.Lane, stepName(s), s.Start, s.End, stepName(l), l.Start, l.End)
 		}
-		if s.End > latestEnd {
-			latestEnd, latest = s.End, s
+		if end, ok := latestEnd[s.Lane]; !ok || s.End > end {
+			latestEnd[s.Lane], latest[s.Lane] = s.End, s
+		}
+		if s.Lane < 0 || s.Lane >= max(d.Chosen.Lanes, 1) {
+			v.add("step %s runs in lane %d of %d", stepName(s), s.Lane, max(d.Chosen.Lanes, 1))
 		}
 	}
 	return horizon
+}
+
+// runningNodes is the nodes of d's steps running at t: those that start at
+// or before t and end after it. A step of no time holds its nodes for no
+// time, beside none.
+func runningNodes(d Document, t float64) int {
+	n := 0
+	for _, s := range d.Steps {
+		if s.Start <= t && t < s.End {
+			n += s.Nodes
+		}
+	}
+	return n
 }
 
 func stepName(s Step) string {
@@ -554,12 +572,23 @@ func checkNodeTimeline(v *violations, w Workload, d Document, horizon float64) {
 			v.add("nodes timeline drops to %d during %s [%g, %g] on %d nodes", low, stepName(s), s.Start, s.End, s.Nodes)
 		}
 	}
+	// The nodes of the steps running at any instant fit the timeline (with
+	// one lane, the step's own nodes: the check above); chosen.maxNodes is
+	// the most they ever hold together.
 	maxNodes := 0
 	for _, s := range d.Steps {
-		maxNodes = max(maxNodes, s.Nodes)
+		maxNodes = max(maxNodes, runningNodes(d, s.Start), s.Nodes)
+		if s.End-s.Start <= 2*tol(s.Start, s.End) {
+			continue
+		}
+		// Inside the step, clear of round-off at the edges of the others.
+		at := s.Start + tol(s.Start, s.End)
+		if running, level := runningNodes(d, at), levelAt(d.Nodes, at); level < running {
+			v.add("the steps running at %g hold %d nodes, the nodes timeline %d", at, running, level)
+		}
 	}
 	if d.Chosen.MaxNodes != maxNodes {
-		v.add("chosen.maxNodes %d, steps use up to %d nodes", d.Chosen.MaxNodes, maxNodes)
+		v.add("chosen.maxNodes %d, steps use up to %d nodes at once", d.Chosen.MaxNodes, maxNodes)
 	}
 }
 

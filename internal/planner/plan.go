@@ -110,6 +110,10 @@ type Chosen struct {
 	// Failure names the query that misses its deadline first when no
 	// candidate is feasible; absent for a feasible plan.
 	Failure *Failure `json:"failure,omitempty"`
+	// Lanes is how many parts of the pool a concurrent plan runs steps
+	// side by side on (see concurrency.go); absent when steps run one at
+	// a time.
+	Lanes int `json:"lanes,omitempty"`
 }
 
 // Failure says which query of an infeasible plan is late first, and by how
@@ -149,6 +153,11 @@ type Step struct {
 	// (the group's first) among them; absent for a step of one query. Each
 	// member's tuples [FromTuple, ToTuple) are read once, by this step.
 	Members []string `json:"members,omitempty"`
+	// Lane is the part of the pool a concurrent plan runs the step on
+	// (see concurrency.go): steps of one lane run one at a time, steps of
+	// different lanes side by side, each on its own nodes. 0, and absent,
+	// in a plan whose steps run one at a time.
+	Lane int `json:"lane,omitempty"`
 }
 
 // NodeLevel is a point of a node timeline: from At on, the pool holds Nodes

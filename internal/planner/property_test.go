@@ -85,6 +85,7 @@ var workloadGen = rapid.Custom(func(t *rapid.T) Workload {
 			BacktrackStep:    rapid.IntRange(1, 5).Draw(t, "backtrackStep"),
 			MaxBatchDuration: cmax,
 			Policy:           rapid.SampledFrom([]Policy{LeastLaxity, EarliestDeadline}).Draw(t, "policy"),
+			Concurrent:       rapid.Bool().Draw(t, "concurrent"),
 		},
 	}
 	nq := rapid.IntRange(1, 6).Draw(t, "queries")

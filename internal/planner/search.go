@@ -84,8 +84,9 @@ func PlanContext(ctx context.Context, w Workload) (Document, error) {
 	return best, nil
 }
 
-// planAlone is PlanContext with every query planned alone.
-func planAlone(ctx context.Context, w Workload) (doc Document, err error) {
+// planSequential is PlanContext with every query planned alone and every
+// step on the whole pool, one at a time.
+func planSequential(ctx context.Context, w Workload) (doc Document, err error) {
 	p, err := prepare(w)
 	if err != nil {
 		return Document{}, err

@@ -58,13 +58,33 @@ func (s *sim) timeline(idle int, billingMinimum float64) []NodeLevel {
 }
 
 // NodeTimeline is the instantaneous node timeline of a plan's steps (in
-// start order) on pool: the timeline a plan document's Nodes holds.
+// start order) on pool: the timeline a plan document's Nodes holds. The
+// steps of a concurrent plan's lanes hold their nodes together, and the
+// pool never holds fewer than its idle nodes, which any lane's step may
+// use.
 func NodeTimeline(steps []Step, pool Pool) []NodeLevel {
-	spans := make([]span, len(steps))
-	for i, st := range steps {
-		spans[i] = span{start: st.Start, end: st.End, nodes: st.Nodes}
+	lanes := 1
+	for _, st := range steps {
+		lanes = max(lanes, st.Lane+1)
 	}
-	return instantTimeline(spans, pool.IdleNodes, pool.BillingMinimum)
+	if lanes == 1 {
+		spans := make([]span, len(steps))
+		for i, st := range steps {
+			spans[i] = span{start: st.Start, end: st.End, nodes: st.Nodes}
+		}
+		return instantTimeline(spans, pool.IdleNodes, pool.BillingMinimum)
+	}
+	timelines := make([][]NodeLevel, lanes)
+	for lane := range lanes {
+		var spans []span
+		for _, st := range steps {
+			if st.Lane == lane {
+				spans = append(spans, span{start: st.Start, end: st.End, nodes: st.Nodes})
+			}
+		}
+		timelines[lane] = instantTimeline(spans, 0, pool.BillingMinimum)
+	}
+	return sumTimelines(timelines, pool.IdleNodes)
 }
 
 // RequestTimeline is the executable timeline the operator asks pool for to

@@ -157,6 +157,10 @@ type Planning struct {
 	// steps, and takes that plan when it bills less (see PlanContext). Off,
 	// every query is planned alone.
 	Sharing bool
+	// Concurrent also plans the queries in lanes: parts of the pool that
+	// run their steps side by side (see concurrency.go), and takes that plan
+	// when it bills less. Off, steps run one at a time on the whole pool.
+	Concurrent bool
 }
 
 // Query is one recurring query over one window of its stream.
