@@ -139,6 +139,11 @@ func validate(fig Figure) error {
 		if s.End < s.Start {
 			return fmt.Errorf("%s.end: %g is before start %g", field, s.End, s.Start)
 		}
+		for j, m := range s.Members {
+			if !rows[m] {
+				return fmt.Errorf("%s.members[%d]: %q is not in queries", field, j, m)
+			}
+		}
 	}
 	// Sorted so that the first bad window reported is the same every time.
 	names := make([]string, 0, len(fig.Windows))

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/laxity-dev/laxity/internal/planner"
@@ -353,5 +354,43 @@ func TestRenderRejectsBadInputNamingTheField(t *testing.T) {
 				t.Errorf("bad input wrote %d bytes", b.Len())
 			}
 		})
+	}
+}
+
+// TestRenderDrawsASharedBatchOnce: a batch shared by three queries is one
+// filled bar, in its first member's row; each other member's row outlines
+// where it is served, joined to the bar by a line; the legend says so.
+func TestRenderDrawsASharedBatchOnce(t *testing.T) {
+	fig := sample()
+	fig.Plan.Queries = append(fig.Plan.Queries, planner.QueryPlan{Name: "orders", Batches: 1, Finish: 240, Deadline: 800})
+	fig.Plan.Steps = append(fig.Plan.Steps,
+		planner.Step{Query: "revenue", Kind: planner.StepBatch, Index: 2, Start: 200, End: 230, Nodes: 2, Members: []string{"revenue", "orders", "sessions"}},
+		planner.Step{Query: "orders", Kind: planner.StepFinal, Start: 230, End: 240, Nodes: 2})
+	shape := parseSVG(t, render(t, fig))
+	batch, _ := styleOf(planner.StepBatch)
+	batches := 0
+	for _, s := range fig.Plan.Steps {
+		if s.Kind == planner.StepBatch {
+			batches++
+		}
+	}
+	if got := shape.paths[fill(batch.fill)]; got != batches+1 {
+		t.Errorf("%d filled batch bars, want %d: a shared batch is drawn once, plus the legend swatch", got, batches+1)
+	}
+	served := draw.LineStyle{Color: batch.edge, Width: 1, Dashes: []vg.Length{2, 2}}
+	if got := shape.paths[stroke(served)]; got != 2+1 {
+		t.Errorf("%d outlines where the shared batch serves, want one per other member and the legend's: 3", got)
+	}
+	if got := shape.paths[stroke(sharedStyle)]; got != 2 {
+		t.Errorf("%d lines joining the shared batch to its members, want 2", got)
+	}
+	if n := count(shape.texts, "shared batch, where it serves"); n != 1 {
+		t.Errorf("the legend names the shared batch %d times, want once", n)
+	}
+
+	fig.Plan.Steps[len(fig.Plan.Steps)-2].Members = []string{"revenue", "nobody"}
+	err := Render(io.Discard, fig)
+	if err == nil || !strings.Contains(err.Error(), `steps[8].members[1]: "nobody" is not in queries`) {
+		t.Errorf("a member the plan does not have: error %v, want it named", err)
 	}
 }

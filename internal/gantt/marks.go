@@ -79,7 +79,36 @@ func (b *stepBars) Plot(c draw.Canvas, p *plot.Plot) {
 			Min: vg.Point{X: x(s.Start), Y: y(row - barHalfHeight)},
 			Max: vg.Point{X: x(s.End), Y: y(row + barHalfHeight)},
 		})
+		// A shared batch runs once, in its first member's row; every other
+		// member's row shows where it is served, joined to it by a line.
+		for _, m := range s.Members {
+			other, ok := b.rowOf[m]
+			if m == s.Query || !ok {
+				continue
+			}
+			servedBar(&c, style, vg.Rectangle{
+				Min: vg.Point{X: x(s.Start), Y: y(other - barHalfHeight)},
+				Max: vg.Point{X: x(s.End), Y: y(other + barHalfHeight)},
+			})
+			mid := (x(s.Start) + max(x(s.End), x(s.Start)+minBarWidth)) / 2
+			from, to := y(row-barHalfHeight), y(other+barHalfHeight)
+			if other > row {
+				from, to = y(row+barHalfHeight), y(other-barHalfHeight)
+			}
+			c.StrokeLine2(sharedStyle, mid, from, mid, to)
+		}
 	}
+}
+
+// sharedStyle joins a shared batch to the rows of the members it serves.
+var sharedStyle = draw.LineStyle{Color: color.RGBA{R: 0x22, G: 0x3b, B: 0x55, A: 0xff}, Width: 0.75, Dashes: []vg.Length{2, 2}}
+
+// servedBar outlines where a shared batch serves a member: the bar's edge,
+// no fill, since the work is drawn once, where it runs.
+func servedBar(c *draw.Canvas, style kindStyle, r vg.Rectangle) {
+	r.Max.X = max(r.Max.X, r.Min.X+minBarWidth)
+	corners := []vg.Point{r.Min, {X: r.Max.X, Y: r.Min.Y}, r.Max, {X: r.Min.X, Y: r.Max.Y}, r.Min}
+	c.StrokeLines(draw.LineStyle{Color: style.edge, Width: 1, Dashes: []vg.Length{2, 2}}, corners)
 }
 
 func fillBar(c *draw.Canvas, style kindStyle, r vg.Rectangle) {
@@ -163,6 +192,12 @@ func newLegend(fig Figure) legend {
 			fillBar(c, k, shrinkY(r, 0.6))
 		}})
 	}
+	if hasShared(fig.Plan.Steps) {
+		batch, _ := styleOf(planner.StepBatch)
+		l.entries = append(l.entries, legendEntry{"shared batch, where it serves", func(c *draw.Canvas, r vg.Rectangle) {
+			servedBar(c, batch, shrinkY(r, 0.6))
+		}})
+	}
 	if len(fig.Windows) > 0 {
 		l.entries = append(l.entries, legendEntry{"window", func(c *draw.Canvas, r vg.Rectangle) {
 			drawWindow(c, shrinkY(r, 0.8))
@@ -184,6 +219,15 @@ func newLegend(fig Figure) legend {
 func hasPartials(steps []planner.Step) bool {
 	for _, s := range steps {
 		if s.Kind == planner.StepPartial {
+			return true
+		}
+	}
+	return false
+}
+
+func hasShared(steps []planner.Step) bool {
+	for _, s := range steps {
+		if len(s.Members) > 1 {
 			return true
 		}
 	}
