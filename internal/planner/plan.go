@@ -158,6 +158,10 @@ type Step struct {
 	// different lanes side by side, each on its own nodes. 0, and absent,
 	// in a plan whose steps run one at a time.
 	Lane int `json:"lane,omitempty"`
+	// Ranges are, for a step of a query over several inputs, its tuples on
+	// each input: every range covers the same interval of time; absent for
+	// a query of one input.
+	Ranges []InputRange `json:"ranges,omitempty"`
 }
 
 // NodeLevel is a point of a node timeline: from At on, the pool holds Nodes

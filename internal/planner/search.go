@@ -58,13 +58,22 @@ func Plan(w Workload) (Document, error) { return PlanContext(context.Background(
 // (sharingGroups) are also planned as groups of shared steps, and that plan
 // is taken when it meets every deadline and bills less than planning every
 // query alone. Without a group to share, the plan is planning them alone.
+//
+// A query over several inputs is planned as one query of their arrivals
+// together, and each of its steps names its range on every input
+// (planInputs).
 func PlanContext(ctx context.Context, w Workload) (Document, error) {
-	if err := validateStreams(w); err != nil {
-		return Document{}, err
+	for _, validate := range []func(Workload) error{validateStreams, validateKept, validateInputs} {
+		if err := validate(w); err != nil {
+			return Document{}, err
+		}
 	}
-	if err := validateKept(w); err != nil {
-		return Document{}, err
-	}
+	return planInputs(ctx, w, planShapes)
+}
+
+// planShapes is PlanContext for queries of one input each: planned alone,
+// in slices and in shared groups, the cheapest that meets every deadline.
+func planShapes(ctx context.Context, w Workload) (Document, error) {
 	best, err := planSliced(ctx, w, nil)
 	if err != nil {
 		return Document{}, err

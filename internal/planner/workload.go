@@ -195,6 +195,10 @@ type Query struct {
 	// Carried is how many kept results of those earlier slices its final
 	// merge combines with its own; 0 when it reads its whole window.
 	Carried int
+	// Inputs are the streams of a query over several (a join), each with
+	// its own rates; then Rates is empty, and every batch covers the same
+	// interval of time on each (see inputs.go). None for a query of one.
+	Inputs []Input
 	// cuts are instants inside the window, ascending, where a slice of a
 	// shared stream ends (see slices.go): a batch ends at each, and a
 	// partial merge keeps the slice's result.
