@@ -77,7 +77,7 @@ func Write(out io.Writer) (map[string][]byte, error) {
 	}
 	var b strings.Builder
 	b.WriteString(header)
-	for _, table := range []func(*strings.Builder, planner.Workload) error{table3, table5, table7, section95, table9, table13, beyond, sharing} {
+	for _, table := range []func(*strings.Builder, planner.Workload) error{table3, table5, table7, section95, table9, table13, beyond, sharing, concurrency, joins} {
 		if err := table(&b, base); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,148 @@
+package experiments
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/laxity-dev/laxity/internal/learn"
+	"github.com/laxity-dev/laxity/internal/planner"
+)
+
+// concurrentRates are the sample's rates the concurrency study plans at.
+var concurrentRates = []float64{1, 2, 4}
+
+// sideBySide is the sample at one rate and margin, planned one step at a
+// time and with steps side by side.
+type sideBySide struct {
+	rate, margin     float64
+	sequential, lane planner.Document
+}
+
+func (s sideBySide) ratio() float64 {
+	return s.lane.Chosen.ExecutableCost / s.sequential.Chosen.ExecutableCost
+}
+
+func planSideBySide(base planner.Workload, rate, margin float64) (sideBySide, error) {
+	s := sideBySide{rate: rate, margin: margin}
+	w := base
+	w.Queries = slices.Clone(base.Queries)
+	for i := range w.Queries {
+		q := &w.Queries[i]
+		q.Rates = []planner.RateSegment{{TuplesPerSecond: rate * q.Rates[0].TuplesPerSecond}}
+		q.Margin = margin
+	}
+	var err error
+	if s.sequential, err = planner.Plan(w); err != nil {
+		return s, err
+	}
+	w.Planning.Concurrent = true
+	s.lane, err = planner.Plan(w)
+	return s, err
+}
+
+// concurrency writes the study of steps side by side: the sample at 1x,
+// 2x and 4x, one step at a time and in lanes, with the margin of a first
+// window and with none.
+func concurrency(b *strings.Builder, base planner.Workload) error {
+	b.WriteString(`## Steps side by side
+
+A step on p nodes bills p times its start-up and serial work, so a step
+uses a large pool less well than a small one. With steps side by side (see
+[the design](design.md#steps-side-by-side); planner only, not yet run by the
+operator), the planner also splits the queries into 2 to 4 lanes balanced
+by their work, plans each lane one step at a time on its share of the
+pool, and takes the cheapest plan that meets every deadline, so it is never
+dearer. Executable bills of the sample, with the margin a query plans its
+first window with and with none:
+
+| rate | margin | one at a time | side by side | side by side / one at a time | lanes | most nodes one at a time | most nodes side by side | every deadline met |
+|---|---|---|---|---|---|---|---|---|
+`)
+	for _, margin := range []float64{learn.DefaultMargin, 0} {
+		for _, rate := range concurrentRates {
+			s, err := planSideBySide(base, rate, margin)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(b, "| %gx | %.0f%% | %.3f | %.3f | %.3f | %d | %d | %d | %s |\n", rate, 100*margin,
+				s.sequential.Chosen.ExecutableCost, s.lane.Chosen.ExecutableCost, s.ratio(), max(s.lane.Chosen.Lanes, 1),
+				s.sequential.Chosen.MaxNodes, s.lane.Chosen.MaxNodes, yesNo(s.lane.Chosen.Feasible))
+		}
+	}
+	b.WriteString(`
+At 1x both plans are the same: the work fits the pool's smallest size one
+step at a time, and a second lane would only hold more nodes. At 4x, one
+step at a time needs a large pool after the window closes to run every
+query's last batch and merge in time; side by side, the lanes run them on
+a few nodes each. At 2x with no margin the plan one step at a time grows
+only to 4 nodes, and lanes save little.
+
+`)
+	return nil
+}
+
+// lateShares are the shares of lineitem's tuples arriving late that the
+// join study plans.
+var lateShares = []float64{0, 0.02, 0.05, 0.10}
+
+// joinSample is the sample with its q3 reading two inputs: orders at a
+// quarter of the sample's rate and lineitem at its rate, late by the
+// given share.
+func joinSample(base planner.Workload, late float64) planner.Workload {
+	w := base
+	w.Queries = slices.Clone(base.Queries)
+	i := slices.IndexFunc(w.Queries, func(q planner.Query) bool { return q.Name == "tpch-q3" })
+	q := &w.Queries[i]
+	rate := q.Rates[0].TuplesPerSecond
+	q.Inputs = []planner.Input{
+		{Name: "orders", Rates: []planner.RateSegment{{TuplesPerSecond: rate / 4}}},
+		{Name: "lineitem", Rates: []planner.RateSegment{{TuplesPerSecond: rate}}, LateFraction: late},
+	}
+	q.Rates = nil
+	return w
+}
+
+// joins writes the join study: the cost of aligned batches and of late
+// tuples joined against earlier batches, as a function of the late share.
+func joins(b *strings.Builder, base planner.Workload) error {
+	alone, err := planner.Plan(base)
+	if err != nil {
+		return err
+	}
+	b.WriteString(`## A query over two inputs
+
+The sample's q3 as a join of two inputs (see
+[the design](design.md#queries-over-several-inputs); planner only): orders
+at a quarter of the sample's rate and lineitem at its rate, every batch
+covering the same interval of time on both. A share of lineitem's tuples
+arrives after the batch of its time was cut; each is joined in the next
+batch against the earlier batches of orders, priced as one more read. The
+bill of the whole sample, and q3's batches:
+
+| lineitem late | executable bill | against q3 over lineitem alone | q3's batches | every deadline met |
+|---|---|---|---|---|
+`)
+	for _, late := range lateShares {
+		doc, err := planner.Plan(joinSample(base, late))
+		if err != nil {
+			return err
+		}
+		batches := 0
+		for _, s := range doc.Steps {
+			if s.Query == "tpch-q3" && s.Kind == planner.StepBatch {
+				batches++
+			}
+		}
+		fmt.Fprintf(b, "| %.0f%% | %.3f | %.3f | %d | %s |\n", 100*late, doc.Chosen.ExecutableCost,
+			doc.Chosen.ExecutableCost/alone.Chosen.ExecutableCost, batches, yesNo(doc.Chosen.Feasible))
+	}
+	b.WriteString(`
+Aligning costs nothing by itself: the join's batches are cut where the
+tuples of both inputs together reach a batch's size, as one input's would
+be. Its price is the extra quarter of tuples the join reads, and the late
+share read again: the bill grows with the late share.
+
+`)
+	return nil
+}
