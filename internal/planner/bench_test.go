@@ -136,3 +136,47 @@ func BenchmarkSearchTPCHLong(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSearchTPCH4xFineShapes is BenchmarkSearchTPCH4xFine's workload
+// (units of 950 tuples) with each of the planner's other shapes on: the
+// queries on one stream with sharing (planned alone, whole and cut
+// groups), steps side by side in lanes, and sliding windows ("the last
+// hour, every 10 minutes", 24 windows) in slices. bill/plain is the
+// shape's executable bill over the same workload planned without it.
+func BenchmarkSearchTPCH4xFineShapes(b *testing.B) {
+	fine := tpch4xFineWorkload(b, 950)
+	shared := onOneStream(fine)
+	shared.Planning.Sharing = true
+	lanes := fine
+	lanes.Planning.Concurrent = true
+	sliding := slidingWorkload(b, 24, 600, 3600, 600, 8*9500)
+	for _, c := range []struct {
+		name string
+		w    Workload
+		off  func(*Workload)
+	}{
+		{"sharing", shared, func(w *Workload) { w.Planning.Sharing = false }},
+		{"lanes", lanes, func(w *Workload) { w.Planning.Concurrent = false }},
+		{"slices", sliding, func(w *Workload) { w.Planning.Sharing = false }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			plain := c.w
+			c.off(&plain)
+			with, err := Plan(c.w)
+			if err != nil {
+				b.Fatal(err)
+			}
+			without, err := Plan(plain)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Plan(c.w); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(with.Chosen.ExecutableCost/without.Chosen.ExecutableCost, "bill/plain")
+		})
+	}
+}
