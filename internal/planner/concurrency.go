@@ -35,6 +35,9 @@ func planAlone(ctx context.Context, w Workload) (Document, error) {
 	grid := best.Candidates
 	for lanes := 2; lanes <= min(maxLanes, len(w.Queries)); lanes++ {
 		doc, ok, err := planLanes(ctx, w, lanes, grid)
+		if shapeRefused(err) {
+			continue
+		}
 		if err != nil {
 			return Document{}, err
 		}

@@ -116,10 +116,12 @@ func checkSharing(v *violations, w Workload, d Document) {
 				windows = append(windows, timeSpan{q.WindowStart, q.WindowEnd})
 			}
 		}
+		// A tuple's arrival time, counted from different windows' starts,
+		// is exact to a tuple's time at the rate.
+		tuple := 1/k.rate + 1e-6
 		for i := 1; i < len(rs); i++ {
-			// A tuple's arrival time is exact to a tuple's time at the rate.
 			gap := rs[i].from - rs[i-1].to
-			if gap < -0.05 || gap > 0.05 && coveredBy(windows, rs[i-1].to, rs[i].from) {
+			if gap < -tuple || gap > tuple && coveredBy(windows, rs[i-1].to, rs[i].from) {
 				v.add("stream %s: read over [%.3f, %.3f) and again from %.3f: every instant once", k.stream, rs[i-1].from, rs[i-1].to, rs[i].from)
 			}
 		}

@@ -94,6 +94,35 @@ var workloadGen = rapid.Custom(func(t *rapid.T) Workload {
 		tameQuery(&q, sizes[0], cmax)
 		w.Queries = append(w.Queries, q)
 	}
+	if nq > 1 && rapid.Bool().Draw(t, "sharing") {
+		// Queries that read one stream: with the first query's window and
+		// arrivals, so they share batches, or sliding after it by a
+		// random step, so they share slices.
+		w.Planning.Sharing = true
+		w.Streams = []Stream{{Name: "s", Scan: costmodel.Linear{
+			Overhead: rapid.Float64Range(0, 10).Draw(t, "scanOverhead"),
+			Parallel: rapid.Float64Range(0, 1).Draw(t, "scanShare") * w.Queries[0].Cost.Batch.Parallel,
+		}}}
+		slide := rapid.Float64Range(0, 1).Draw(t, "slide") * (w.Queries[0].WindowEnd - w.Queries[0].WindowStart)
+		sliding := rapid.Bool().Draw(t, "sliding")
+		first := w.Queries[0]
+		first.Rates = first.Rates[:1]
+		for i := range w.Queries {
+			// The first query tamed, its copies cost at most as much, so
+			// they stay within the ranges tameQuery keeps.
+			q := &w.Queries[i]
+			name := q.Name
+			*q = first
+			q.Name, q.Stream = name, "s"
+			if sliding {
+				q.WindowStart += float64(i) * slide
+				q.WindowEnd += float64(i) * slide
+			} else if i > 0 {
+				q.Cost = q.Cost.Scaled(rapid.Float64Range(0.5, 1).Draw(t, "costShare"))
+			}
+			q.Deadline = q.WindowEnd + deadlineGap.Draw(t, "sharedDeadlineAfter")
+		}
+	}
 	return w
 })
 

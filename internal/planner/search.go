@@ -80,10 +80,10 @@ func planShapes(ctx context.Context, w Workload) (Document, error) {
 	}
 	if sliding := slidingGroups(w); len(sliding) > 0 {
 		sliced, err := planSliced(ctx, w, sliding)
-		if err != nil {
+		if err != nil && !shapeRefused(err) {
 			return Document{}, err
 		}
-		if cheaper(sliced, best, w.Planning.Objective) {
+		if err == nil && cheaper(sliced, best, w.Planning.Objective) {
 			best = sliced
 		}
 	}
@@ -91,6 +91,15 @@ func planShapes(ctx context.Context, w Workload) (Document, error) {
 		return planSharing(ctx, w, groups, best)
 	}
 	return best, nil
+}
+
+// shapeRefused reports whether err is the planner refusing a workload it
+// made (slices, shared groups): a part too short to hold a tuple, or cut
+// into more steps than the work bound allows. The workload as given was
+// planned already; that shape is not an option, and the others stand.
+func shapeRefused(err error) bool {
+	var invalid *InvalidError
+	return errors.As(err, &invalid)
 }
 
 // planSequential is PlanContext with every query planned alone and every

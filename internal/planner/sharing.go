@@ -200,6 +200,9 @@ func planSharing(ctx context.Context, w Workload, groups []sharedGroup, alone Do
 		if err == nil && doc.Chosen.Feasible {
 			options = append(options, ranked{cuts, doc})
 		}
+		if shapeRefused(err) {
+			return nil
+		}
 		return err
 	}
 	whole := make([]int, len(groups))
@@ -222,6 +225,9 @@ func planSharing(ctx context.Context, w Workload, groups []sharedGroup, alone Do
 	best := alone
 	for _, cuts := range finalists {
 		doc, err := planShared(ctx, w, cutGroups(groups, cuts))
+		if shapeRefused(err) {
+			continue
+		}
 		if err != nil {
 			return Document{}, err
 		}

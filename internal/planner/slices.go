@@ -81,8 +81,8 @@ func slidingGroups(w Workload) []slidingGroup {
 		slices.SortStableFunc(members, func(a, b int) int { return cmp.Compare(w.Queries[a].WindowStart, w.Queries[b].WindowStart) })
 		var chain []int
 		flush := func() {
-			if len(chain) > 1 {
-				groups = append(groups, slidingGroup{members: chain})
+			if g := (slidingGroup{members: chain}); len(chain) > 1 && g.slicesHoldTuples(w) {
+				groups = append(groups, g)
 			}
 			chain = nil
 		}
@@ -103,6 +103,19 @@ func slidingGroups(w Workload) []slidingGroup {
 		flush()
 	}
 	return groups
+}
+
+// slicesHoldTuples reports whether every slice of g holds a tuple: windows
+// that start less than a tuple's time apart have nothing to share a slice
+// of, and are planned alone.
+func (g slidingGroup) slicesHoldTuples(w Workload) bool {
+	for _, s := range g.cut(w) {
+		q := w.Queries[s.owner]
+		if tuplesBefore(q, s.end)-tuplesBefore(q, s.start) < 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // slice is one piece of a sliding group's stream: [start, end), read by
@@ -190,8 +203,8 @@ func validateKept(w Workload) error {
 		case !keepsSlices(q):
 		case !finiteIn(q.ReadFrom, -maxCoordinate, maxCoordinate):
 			err = fmt.Errorf("the kept slices end at %s from the plan origin, out of range", human(q.ReadFrom))
-		case q.ReadFrom >= q.WindowEnd:
-			err = fmt.Errorf("the kept slices end at %s, at or after spec.window.end: nothing is left to read", human(q.ReadFrom))
+		case q.ReadFrom >= q.WindowEnd || len(q.Rates) > 0 && tuplesBefore(q, q.WindowEnd)-tuplesBefore(q, q.ReadFrom) < 1:
+			err = fmt.Errorf("the kept slices end at %s, where less than a tuple of the window is left to read", human(q.ReadFrom))
 		case q.ReadFrom <= q.WindowStart+grain:
 			err = fmt.Errorf("the final merge carries %d kept results, but no slice of the window is kept", q.Carried)
 		}
