@@ -62,8 +62,8 @@ func SharingKey(q *laxityv1alpha1.IntermittentQuery) string {
 		return ""
 	}
 	must := struct {
-		Template json.RawMessage                 `json:"template,omitempty"`
-		Location string                          `json:"location,omitempty"`
+		Template json.RawMessage                  `json:"template,omitempty"`
+		Location string                           `json:"location,omitempty"`
 		Kafka    *laxityv1alpha1.KafkaInput       `json:"kafka,omitempty"`
 		Object   *laxityv1alpha1.ObjectStoreInput `json:"objectStore,omitempty"`
 	}{Template: canonicalJSON(q.Spec.SparkApplication), Location: in.Location, Kafka: in.Kafka, Object: in.ObjectStore}
