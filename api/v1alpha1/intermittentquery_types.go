@@ -601,6 +601,16 @@ type BatchStatus struct {
 	// resultLocation is where the batch wrote its partial result.
 	// +optional
 	ResultLocation string `json:"resultLocation,omitempty"`
+
+	// sharedWith lists the queries the batch was run for in one shared
+	// step (sparkApplication), this query among them, when it read the
+	// stream once for several queries; absent for a batch of this query
+	// alone.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=253
+	SharedWith []string `json:"sharedWith,omitempty"`
 	// message says why the step failed: the SparkApplication's
 	// status.applicationState.errorMessage, or the EMR on EKS job run's
 	// failure reason and state details (AWS's message when AWS refused to
