@@ -85,3 +85,49 @@ func TestPlanSharingNoneIsThePlanAlone(t *testing.T) {
 		t.Errorf("sharing None against no stream (-plain +none):\n%s", diff)
 	}
 }
+
+// TestPlanRefusesBadStreams holds the API's checks of streams, by the
+// CRDs' own rules or by the translation, to errors that name the object
+// and the field.
+func TestPlanRefusesBadStreams(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "shared-stream.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, from, to string
+		want           []string
+	}{
+		{"a scan out of bounds", `overheadSeconds: "20"`, `overheadSeconds: "2e7"`,
+			[]string{"ElasticSchedule analytics/tpch", "spec.streams[0].scan.overheadSeconds"}},
+		{"a scan that is no number", `serialSecondsPerTuple: "1e-8"`, `serialSecondsPerTuple: "fast"`,
+			[]string{"spec.streams[0].scan.serialSecondsPerTuple"}},
+		{"a stream name that is no DNS label", "- name: lineitem", "- name: Line_Item",
+			[]string{"spec.streams[0].name"}},
+		{"a query of a stream not declared", "stream: lineitem}\n  costModel", "stream: orders}\n  costModel",
+			[]string{"IntermittentQuery analytics/a", "spec.input.stream", `"orders"`}},
+		{"a sharing that is neither Auto nor None", "  sharing: None", "  sharing: Sometimes",
+			[]string{"IntermittentQuery analytics/c", "spec.sharing"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			manifest := strings.Replace(string(raw), tc.from, tc.to, 1)
+			if manifest == string(raw) {
+				t.Fatalf("%q is not in the manifest", tc.from)
+			}
+			path := filepath.Join(t.TempDir(), "m.yaml")
+			if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, _, errOut := run(t, "plan", "-f", path)
+			if code != exitInvalid {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitInvalid, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr does not name %s:\n%s", w, errOut)
+				}
+			}
+		})
+	}
+}
