@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -213,7 +214,8 @@ func stuckHandling(launched map[string]launchedSteps, maxAttempts int, retried *
 		}
 	}
 	sort.Strings(out)
-	return strings.Join(out, "; ")
+	// A shared batch is every member's: said once.
+	return strings.Join(slices.Compact(out), "; ")
 }
 
 // reportForeign reports each foreign object once (by UID) with a Warning
