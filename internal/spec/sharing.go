@@ -125,6 +125,9 @@ func streams(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.Interm
 	}
 	keys := map[string]costmodel.Linear{}
 	unscanned := map[string]bool{}
+	// byKey are the queries of each key, by stream, to say when one
+	// stream's queries are kept apart.
+	byKey := map[string]map[string][]string{}
 	for i := range queries {
 		q := &queries[i]
 		name := q.Spec.Input.Stream
@@ -146,6 +149,10 @@ func streams(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.Interm
 			continue
 		}
 		keys[key] = scan
+		if byKey[name] == nil {
+			byKey[name] = map[string][]string{}
+		}
+		byKey[name][key] = append(byKey[name][key], q.Name)
 		at := slices.IndexFunc(w.Queries, func(pq planner.Query) bool { return pq.Name == q.Name })
 		if at >= 0 {
 			w.Queries[at].Stream = key
@@ -153,6 +160,18 @@ func streams(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.Interm
 	}
 	for _, key := range slices.Sorted(maps.Keys(keys)) {
 		w.Streams = append(w.Streams, planner.Stream{Name: key, Scan: keys[key]})
+	}
+	for _, name := range slices.Sorted(maps.Keys(byKey)) {
+		if len(byKey[name]) < 2 {
+			continue
+		}
+		var apart []string
+		for _, key := range slices.Sorted(maps.Keys(byKey[name])) {
+			apart = append(apart, strings.Join(byKey[name][key], ", "))
+		}
+		slices.Sort(apart)
+		notes = append(notes, fmt.Sprintf("stream %s: queries with different Spark templates or inputs never share a batch, so %s are planned apart",
+			name, strings.Join(apart, " | ")))
 	}
 	w.Planning.Sharing = len(w.Streams) > 0
 	return notes, errs

@@ -117,6 +117,11 @@ func TestWorkloadStreams(t *testing.T) {
 			[]string{"", ""}, false, nil, 1},
 		{"streams declared, none read", lineitemSchedule("", halfScan), queries(nil),
 			[]string{""}, false, nil, 0},
+		{"queries of one stream and two inputs are kept apart, and said so", lineitemSchedule("", halfScan),
+			queries(onStream("lineitem"), onStream("lineitem"), func(s *laxityv1alpha1.IntermittentQuerySpec) {
+				s.Input.Stream, s.Input.Location = "lineitem", "s3a://elsewhere/"
+			}),
+			[]string{"analytics/lineitem/", "analytics/lineitem/", "analytics/lineitem/"}, true, []costmodel.Linear{scan, scan}, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
