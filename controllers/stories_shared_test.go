@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
 	"github.com/laxity-dev/laxity/internal/spec"
+	"github.com/laxity-dev/laxity/internal/steprun"
 	"github.com/laxity-dev/laxity/internal/steprun/jobrun"
 	"github.com/laxity-dev/laxity/test/builder"
 	"github.com/laxity-dev/laxity/test/builder/emrbuilder"
@@ -41,9 +43,13 @@ const shTotal = 30000
 
 // shWorld is a world whose schedule declares stream orders and whose
 // queries alpha, bravo and charlie read it, due 3, 4 and 5 minutes after
-// their window; its Spark stand-in runs a shared batch as long as the
-// shared model says (shDuration).
-func shWorld(ctx context.Context, name string) *world {
+// their window, and later by extra (at most one); its Spark stand-in runs
+// a shared batch as long as the shared model says (shDuration).
+func shWorld(ctx context.Context, name string, extra ...time.Duration) *world {
+	later := time.Duration(0)
+	for _, e := range extra {
+		later += e
+	}
 	const lead = 2 * time.Minute
 	w := newWorld(ctx, name, lead)
 	es := builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).SmallBatches().Obj()
@@ -51,7 +57,7 @@ func shWorld(ctx context.Context, name string) *world {
 	w.schedule = es
 	w.spark.Duration = shDuration(w)
 	w.create(ctx, es)
-	w.create(ctx, shQuery(w.ns, "alpha", 3*time.Minute), shQuery(w.ns, "bravo", 4*time.Minute), shQuery(w.ns, "charlie", 5*time.Minute))
+	w.create(ctx, shQuery(w.ns, "alpha", 3*time.Minute+later), shQuery(w.ns, "bravo", 4*time.Minute+later), shQuery(w.ns, "charlie", 5*time.Minute+later))
 	return w
 }
 
@@ -434,5 +440,45 @@ var _ = Describe("Shared batches as EMR on EKS job runs", Ordered, func() {
 			Expect(q.Finalizers).To(ContainElement(jobrun.Finalizer), name)
 			shExpectTiled(ctx, w, name)
 		}
+	})
+})
+
+var _ = Describe("A shared batch stuck in SUBMITTED", Ordered, func() {
+	var (
+		w   *world
+		evs []string
+	)
+	BeforeAll(func(ctx SpecContext) {
+		// Deadlines that leave room for a batch held past its bound.
+		w = shWorld(ctx, "shared-stuck", 5*time.Minute)
+		w.spark.Client = &ssHoldingClient{Client: k8sClient, held: map[string]bool{"alpha-b2": true}}
+		_, evs = ssRun(ctx, w, 30*time.Minute, func(context.Context, time.Time) {})
+		w.report(ctx)
+	})
+
+	It("judges it by its members' work together, cancels it once and retries it as one shared step", func(ctx SpecContext) {
+		stuck, retry := fsLaunch(w, "alpha-b2"), fsLaunch(w, "alpha-b2-r1")
+		// Three members' batches alone, without the plan's margin: less
+		// than the bound the shared batch is given, and more than three
+		// times one member's, which would cancel it too soon.
+		alone := 10 + 0.012*float64(stuck.step.ToTuple-stuck.step.FromTuple)/float64(stuck.step.Nodes)
+		modelled := time.Duration(3 * alone * float64(time.Second))
+		bound := max(time.Duration(DefaultStuckFactor*float64(modelled)), modelled+DefaultStuckMinExtra)
+		fmt.Fprintf(GinkgoWriter, "alpha-b2 launched at %s, bound at least %s, retried at %s\n", stuck.at, bound, retry.at)
+		Expect(retry.at.Sub(stuck.at)).To(BeNumerically(">", bound), "not cancelled before its members' bound")
+		Expect(retry.step.Members).To(Equal([]string{"alpha", "bravo", "charlie"}))
+		Expect(fsCount(evs, laxityv1alpha1.StepStuckReason, "alpha-b2", "cancelled")).To(Equal(1), "%v", evs)
+		var record corev1.ConfigMap
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: "alpha-b2"}, &record)).To(Succeed())
+		Expect(record.Data[steprun.RecordStuck]).To(ContainSubstring("alpha-b2"))
+		Expect(record.Annotations).To(HaveKeyWithValue(sparkapp.AnnotationMembers, "alpha,bravo,charlie"))
+		Expect(record.OwnerReferences).To(HaveLen(3), "the record stands for the shared batch, owned as it was")
+		for _, name := range []string{"alpha", "bravo", "charlie"} {
+			q := w.finishedInTime(ctx, name)
+			Expect(q.Status.Batches[2].SparkApplication).To(Equal("alpha-b2-r1"), name)
+			Expect(q.Status.Batches[2].Outcome).To(Equal(laxityv1alpha1.StepSucceeded), name)
+			shExpectTiled(ctx, w, name)
+		}
+		shExpectOneObjectPerAttempt(ctx, w)
 	})
 })
