@@ -119,3 +119,39 @@ func TestStepOfRefusesMalformedMembers(t *testing.T) {
 		})
 	}
 }
+
+// FuzzStepOfMembers holds the reading of a shared batch's members back to
+// an error or to members that make the object's own contract: never a
+// panic, never a member list Render would refuse, every member with a
+// result location.
+func FuzzStepOfMembers(f *testing.F) {
+	f.Add("q1,q2", "q1=s3a://r/q1/q1-b0,q2=s3a://r/q2/q2-b0")
+	f.Add("q1,q1", "q1=a,q1=b")
+	f.Add("q2,q1", "q2=a,q1=b")
+	f.Add("q1,", "q1=a,=b")
+	f.Add("q1,q2,q3", "q1=a=b,q2=c,q3=d")
+	f.Fuzz(func(t *testing.T, members, results string) {
+		app, err := Render(query(minimalTemplate), schedule(), shared(batch(0, 0, 10), "q1", "q2"), locations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := app.GetAnnotations()
+		a[AnnotationMembers], a[AnnotationMemberResults] = members, results
+		app.SetAnnotations(a)
+		_, s, err := StepOf(app)
+		if err != nil {
+			return
+		}
+		if err := checkMembers("q1", s.Members); err != nil {
+			t.Fatalf("read members %q that Render refuses: %v", s.Members, err)
+		}
+		for _, m := range s.Members {
+			if s.MemberResults[m] == "" {
+				t.Fatalf("member %s has no result location in %q", m, results)
+			}
+		}
+		if len(s.MemberResults) != len(s.Members) {
+			t.Fatalf("results %v for members %v", s.MemberResults, s.Members)
+		}
+	})
+}
