@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
@@ -16,6 +17,7 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/source"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/internal/steprun"
 )
 
 // dispatch decides the next step on the pool as it stands and launches it,
@@ -58,13 +60,23 @@ func (r *ElasticScheduleReconciler) dispatchOnce(ctx context.Context, v *view, d
 		return decision, nil, nil
 	}
 	l := decision.Decision.Launch
-	logger.V(1).Info("dispatch decision", "why", decision.Decision.Why, "query", l.Query, "kind", l.Kind, "index", l.Index, "attempt", l.Attempt, "nodes", l.Nodes, "slack", l.Slack)
+	logger.V(1).Info("dispatch decision", "why", decision.Decision.Why, "query", l.Query, "kind", l.Kind, "index", l.Index, "attempt", l.Attempt, "nodes", l.Nodes, "slack", l.Slack, "members", l.Members)
+	// A shared batch is one step of its first member, owned by every
+	// member; its input is resolved once, from that member's source.
 	q := queryNamed(v.queries, l.Query)
+	var members []*laxityv1alpha1.IntermittentQuery
+	for _, m := range l.Members {
+		members = append(members, queryNamed(v.queries, m))
+	}
+	if len(members) > 0 {
+		q = members[0]
+	}
 	launched := v.launched[q.Name]
 	step := sparkapp.Step{
 		Kind: l.Kind, Index: l.Index, Attempt: l.Attempt, NamesTaken: l.NamesTaken,
 		FromTuple: l.FromTuple, ToTuple: l.ToTuple, Inputs: l.Inputs,
 		Nodes: int32(l.Nodes), ReadyNodes: int32(current.Ready), LaunchedAt: now,
+		Members: l.Members,
 	}
 	step.InputLocations = inputLocations(launched, step)
 	if slicer, ok := v.inputs[q.Name].src.(source.Slicer); ok && l.Kind == planner.StepBatch {
@@ -90,10 +102,16 @@ func (r *ElasticScheduleReconciler) dispatchOnce(ctx context.Context, v *view, d
 		if err != nil {
 			return decision, nil, err
 		}
+		if len(members) > 0 {
+			steprun.OwnMembers(app, members)
+		}
 		if _, gone := r.cancelled.Load(es.Namespace + "/" + app.GetName()); gone {
 			// Deleted as stuck; the cache has not shown its record yet.
 			logger.Info("holding a launch: the step was cancelled as stuck and its record is not seen yet", "step", app.GetName())
 			return decision, nil, nil
+		}
+		if err := r.holdMembers(ctx, es, members); err != nil {
+			return decision, nil, err
 		}
 		if !handedOver {
 			// Failing to, the executors preempt the pods holding the
@@ -125,8 +143,12 @@ func (r *ElasticScheduleReconciler) dispatchOnce(ctx context.Context, v *view, d
 			return decision, nil, err
 		}
 		recordLaunch(es, l.Kind)
+		served := l.Query
+		if len(l.Members) > 0 {
+			served = "shared by " + strings.Join(l.Members, ", ")
+		}
 		message := fmt.Sprintf("Launched %s on %d nodes (%s %d of %s, tuples [%d, %d), slack %s)",
-			app.GetName(), l.Nodes, l.Kind, l.Index, l.Query, step.FromTuple, step.ToTuple, l.Slack.Round(time.Second))
+			app.GetName(), l.Nodes, l.Kind, l.Index, served, step.FromTuple, step.ToTuple, l.Slack.Round(time.Second))
 		kind := "Launched"
 		if step.Attempt > step.NamesTaken {
 			kind = "Retried"
@@ -136,6 +158,25 @@ func (r *ElasticScheduleReconciler) dispatchOnce(ctx context.Context, v *view, d
 		p.note(corev1.EventTypeNormal, kind, "Launch", message)
 		return decision, l, err
 	}
+}
+
+// holdMembers gives every member of a shared batch but its first (which
+// the runner's Launch gives it) the runner's finalizer, when the runner
+// has one: the step outlives the cluster's objects (a job run), and
+// whichever member is deleted last must cancel it.
+func (r *ElasticScheduleReconciler) holdMembers(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, members []*laxityv1alpha1.IntermittentQuery) error {
+	finalizer := r.Runner(es).Finalizer()
+	if finalizer == "" || len(members) < 2 {
+		return nil
+	}
+	for _, m := range members[1:] {
+		if controllerutil.AddFinalizer(m, finalizer) {
+			if err := r.Update(ctx, m); err != nil {
+				return fmt.Errorf("adding finalizer %s to %s, a member of a shared batch: %w", finalizer, m.Name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // maxNamesTaken bounds the attempt names passed over in one pass: names

@@ -125,10 +125,13 @@ func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1
 	}
 	q.Status.ArrivedTuples = &arrived
 
-	steps, foreign, err := listAllSteps(ctx, r.Client, r.Options, q.Namespace, client.MatchingLabels{LabelQuery: q.Name})
+	// By schedule, not by query: a shared batch carries the label of its
+	// first member only, and is every member's.
+	steps, foreign, err := listAllSteps(ctx, r.Client, r.Options, q.Namespace, client.MatchingLabels{LabelSchedule: q.Spec.ScheduleName})
 	if err != nil {
 		return 0, err
 	}
+	foreign = slices.DeleteFunc(foreign, func(s steprun.Step) bool { return s.Object.GetLabels()[LabelQuery] != q.Name })
 	launched := observeSteps(steps)[q.Name]
 	writeSteps(q, launched.batches, launched.partials, launched.final)
 	setForeignCondition(q, foreign, launched)

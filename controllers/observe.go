@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -67,14 +68,22 @@ func observeSteps(objects []steprun.Step) map[string]launchedSteps {
 		if err != nil {
 			continue
 		}
-		k := key{query, step.Kind, step.Index}
-		// The same attempt twice is a SparkApplication cancelled as stuck
-		// and the record that stands for it (cancelStuck): the record, which
-		// says it failed, wins.
-		if seen, ok := latest[k]; ok && (seen.step.Attempt > step.Attempt || (seen.step.Attempt == step.Attempt && o.Stuck == "")) {
-			continue
+		// A shared batch is each member's batch of its index, with the
+		// member's own result location, which its merges read.
+		queries, results := []string{query}, map[string]string{query: o.Object.GetAnnotations()[sparkapp.AnnotationResult]}
+		if len(step.Members) > 0 {
+			queries, results = step.Members, step.MemberResults
 		}
-		latest[k] = observedStep{step: step, obs: o.Obs, name: o.Object.GetName(), result: o.Object.GetAnnotations()[sparkapp.AnnotationResult], object: o.Object, stuck: o.Stuck}
+		for _, query := range queries {
+			k := key{query, step.Kind, step.Index}
+			// The same attempt twice is a SparkApplication cancelled as
+			// stuck and the record that stands for it (cancelStuck): the
+			// record, which says it failed, wins.
+			if seen, ok := latest[k]; ok && (seen.step.Attempt > step.Attempt || (seen.step.Attempt == step.Attempt && o.Stuck == "")) {
+				continue
+			}
+			latest[k] = observedStep{step: step, obs: o.Obs, name: o.Object.GetName(), result: results[query], object: o.Object, stuck: o.Stuck}
+		}
 	}
 	out := map[string]launchedSteps{}
 	for k, s := range latest {
@@ -113,7 +122,8 @@ func contiguous(steps []observedStep) []observedStep {
 }
 
 func attemptOf(s observedStep, now time.Time) dispatch.Attempt {
-	a := dispatch.Attempt{Number: s.step.Attempt, Nodes: int(s.step.Nodes), Inputs: s.step.Inputs, NamesTaken: s.step.NamesTaken, Launched: s.step.LaunchedAt}
+	a := dispatch.Attempt{Number: s.step.Attempt, Nodes: int(s.step.Nodes), Inputs: s.step.Inputs, NamesTaken: s.step.NamesTaken, Launched: s.step.LaunchedAt,
+		Members: s.step.Members}
 	if s.obs.Started != nil {
 		a.Started = *s.obs.Started
 	}
@@ -204,7 +214,8 @@ func stuckHandling(launched map[string]launchedSteps, maxAttempts int, retried *
 		}
 	}
 	sort.Strings(out)
-	return strings.Join(out, "; ")
+	// A shared batch is every member's: said once.
+	return strings.Join(slices.Compact(out), "; ")
 }
 
 // reportForeign reports each foreign object once (by UID) with a Warning

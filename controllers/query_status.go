@@ -28,7 +28,7 @@ func writeSteps(q *laxityv1alpha1.IntermittentQuery, batches, partials []observe
 			Index: int32(b.step.Index), FromTuple: b.step.FromTuple, ToTuple: b.step.ToTuple, Nodes: b.step.Nodes,
 			SparkApplication: b.name, Attempt: int32(b.step.Attempt),
 			Start: metaTime(b.obs.Started), End: metaTime(b.obs.Ended), Outcome: b.obs.Phase, ResultLocation: b.result,
-			Message: failure(b.obs),
+			Message: failure(b.obs), SharedWith: b.step.Members,
 		})
 		if b.obs.Phase == laxityv1alpha1.StepSucceeded {
 			processed = b.step.ToTuple

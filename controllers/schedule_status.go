@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -97,6 +98,29 @@ type scheduleState struct {
 	// of their time budget and doc is the plan in force kept meanwhile;
 	// "" when they do not.
 	overBudget string
+	// sharing says what the plan shares and what it leaves unshared and
+	// why (sharingMessage); "" when the schedule declares no stream.
+	sharing string
+}
+
+// sharingMessage is what the plan in force shares: how many of its
+// batches are shared steps, and the notes of spec.SharingNotes (a stream
+// without a scan model is not shared).
+func sharingMessage(doc *planner.Document, notes []string) string {
+	shared, members := 0, map[string]bool{}
+	for _, s := range doc.Steps {
+		if len(s.Members) > 0 {
+			shared++
+			for _, m := range s.Members {
+				members[m] = true
+			}
+		}
+	}
+	var parts []string
+	if shared > 0 {
+		parts = append(parts, fmt.Sprintf("%d shared batches serve %d queries", shared, len(members)))
+	}
+	return strings.Join(append(parts, notes...), "; ")
 }
 
 // overdueGrace is how much longer than the lead time the plan assumes
@@ -167,6 +191,9 @@ func setScheduleConditions(es *laxityv1alpha1.ElasticSchedule, s scheduleState) 
 	planned := fmt.Sprintf("%d initial nodes, %dX batches, cost %.2f", c.InitialNodes, c.BatchSizeFactor, c.Cost)
 	if s.capped != "" {
 		planned += "; " + s.capped
+	}
+	if s.sharing != "" {
+		planned += "; " + s.sharing
 	}
 	if s.overBudget != "" {
 		set(laxityv1alpha1.ElasticSchedulePlannedCondition, metav1.ConditionFalse, laxityv1alpha1.SearchBudgetExceededReason, s.overBudget)

@@ -33,3 +33,28 @@ func TestInfeasibleCandidatesCarryNoCost(t *testing.T) {
 		t.Errorf("infeasible candidate %+v, want neither cost nor nodes", got[1])
 	}
 }
+
+func TestSharingMessage(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []planner.Step
+		notes []string
+		want  string
+	}{
+		{"nothing shared, nothing to say", []planner.Step{{Query: "a", Kind: planner.StepBatch}}, nil, ""},
+		{"shared batches", []planner.Step{
+			{Query: "a", Kind: planner.StepBatch, Members: []string{"a", "b"}},
+			{Query: "a", Kind: planner.StepBatch, Index: 1, Members: []string{"a", "b"}},
+			{Query: "a", Kind: planner.StepFinal}, {Query: "b", Kind: planner.StepFinal},
+		}, nil, "2 shared batches serve 2 queries"},
+		{"a stream left unshared", nil, []string{"stream s declares no scan in spec.streams: its queries are planned alone"},
+			"stream s declares no scan in spec.streams: its queries are planned alone"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := sharingMessage(&planner.Document{Steps: tc.steps}, tc.notes); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

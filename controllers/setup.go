@@ -213,9 +213,11 @@ func (r *IntermittentQueryReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// SparkApplications, its job-run records and the poll interval do.
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&laxityv1alpha1.IntermittentQuery{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Owns(&corev1.ConfigMap{})
+		Owns(&corev1.ConfigMap{}, builder.MatchEveryOwner)
+	// Every owner: a shared batch is owned by each of its members, none of
+	// them its controller.
 	if !r.Options.NoSparkApplications {
-		b = b.Owns(sparkApplication())
+		b = b.Owns(sparkApplication(), builder.MatchEveryOwner)
 	}
 	if r.Woken != nil {
 		b = b.WatchesRawSource(source.Channel(r.Woken, &handler.TypedEnqueueRequestForObject[*laxityv1alpha1.IntermittentQuery]{}))

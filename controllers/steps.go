@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,6 +61,10 @@ func (r *ElasticScheduleReconciler) releaseDeleted(ctx context.Context, es *laxi
 		cancelErr []error
 	)
 	runner := r.Runner(es)
+	staying := map[string]bool{}
+	for i := range queries {
+		staying[queries[i].Name] = queries[i].DeletionTimestamp.IsZero()
+	}
 	for i := range queries {
 		q := &queries[i]
 		if q.DeletionTimestamp.IsZero() {
@@ -70,7 +75,7 @@ func (r *ElasticScheduleReconciler) releaseDeleted(ctx context.Context, es *laxi
 		if len(held) == 0 {
 			continue
 		}
-		if err := runner.CancelUnfinished(ctx, steps, q.Name); err != nil {
+		if err := runner.CancelUnfinished(ctx, leftToOthers(steps, staying), q.Name); err != nil {
 			cancelErr = append(cancelErr, fmt.Errorf("IntermittentQuery %s: cancelling its job runs: %w", q.Name, err))
 			continue
 		}
@@ -79,6 +84,15 @@ func (r *ElasticScheduleReconciler) releaseDeleted(ctx context.Context, es *laxi
 		}
 	}
 	return live, joinBackendErrors(cancelErr)
+}
+
+// leftToOthers is steps without the shared batches a query that stays
+// still has among its members: deleting one member cancels nothing that
+// serves another.
+func leftToOthers(steps []steprun.Step, staying map[string]bool) []steprun.Step {
+	return slices.DeleteFunc(slices.Clone(steps), func(s steprun.Step) bool {
+		return slices.ContainsFunc(steprun.Members(s.Object), func(m string) bool { return staying[m] })
+	})
 }
 
 // ReasonNothingToRelease is the reason of the event a deleted schedule gets

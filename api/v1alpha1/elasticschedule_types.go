@@ -37,6 +37,62 @@ type ElasticScheduleSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	Planning Planning `json:"planning,omitzero"`
+
+	// streams are the inputs the schedule's queries may share, each with
+	// what one read of it costs. A query names the stream it reads in
+	// spec.input.stream; queries of one stream, one namespace and the same
+	// Spark template and input credentials may then run their batches as
+	// one shared step that reads the tuples once (spec.planning.sharing).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Streams []Stream `json:"streams,omitempty"`
+}
+
+// Stream is an input several queries of a schedule may read.
+type Stream struct {
+	// name is what queries' spec.input.stream refers to: a DNS-1123 label
+	// such as "lineitem".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// scan is how long a step that only reads a batch of the stream takes
+	// (its start-up and a read of its tuples, measured for example with a
+	// job that counts a batch): what a shared step pays once for all its
+	// members. Without a scan nothing is known to be saved, and the
+	// stream's queries are planned alone (the Planned condition says so).
+	// +optional
+	Scan *ScanCostModel `json:"scan,omitempty"`
+}
+
+// ScanCostModel is what one read of a stream costs, in the form of a batch
+// cost model: overheadSeconds + tuples × (serialSecondsPerTuple +
+// parallelSecondsPerTuple / nodes).
+type ScanCostModel struct {
+	// overheadSeconds is the fixed time of one read in seconds, a
+	// non-negative decimal string such as "20".
+	// +required
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && !self.matches('[eE][+]?[0-9]{3,}') && double(self) <= 1e6",message="spec.streams[].scan.overheadSeconds must be a non-negative decimal number of at most 1e6 such as 20"
+	OverheadSeconds string `json:"overheadSeconds"`
+
+	// serialSecondsPerTuple is the read's time per tuple that does not
+	// parallelise, in seconds, a non-negative decimal string such as "1e-8".
+	// +required
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && !self.matches('[eE][+]?[0-9]{3,}') && double(self) <= 1e6",message="spec.streams[].scan.serialSecondsPerTuple must be a non-negative decimal number of at most 1e6 such as 1e-8"
+	SerialSecondsPerTuple string `json:"serialSecondsPerTuple"`
+
+	// parallelSecondsPerTuple is the read's time per tuple spread over the
+	// nodes, in node-seconds, a non-negative decimal string such as "1e-5".
+	// +required
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && !self.matches('[eE][+]?[0-9]{3,}') && double(self) <= 1e6",message="spec.streams[].scan.parallelSecondsPerTuple must be a non-negative decimal number of at most 1e6 such as 1e-5"
+	ParallelSecondsPerTuple string `json:"parallelSecondsPerTuple"`
 }
 
 // NodePool describes the elastic executor pool of an ElasticSchedule.
@@ -320,6 +376,18 @@ const (
 	RateModelOptimistic RateModel = "Optimistic"
 )
 
+// Sharing says whether queries of one stream may share their batches.
+// +kubebuilder:validation:Enum=Auto;None
+type Sharing string
+
+const (
+	// SharingAuto shares a stream's batches among its queries wherever that
+	// lowers the bill with every deadline met.
+	SharingAuto Sharing = "Auto"
+	// SharingNone plans and runs every query alone.
+	SharingNone Sharing = "None"
+)
+
 // Planning holds the parameters of the plan search. Every field has a default.
 type Planning struct {
 	// batchSizeFactors are the multiples of each query's base batch size
@@ -431,6 +499,14 @@ type Planning struct {
 	// +optional
 	// +kubebuilder:default=Apply
 	Learning Learning `json:"learning,omitempty"`
+
+	// sharing says whether the queries of one stream (spec.streams) may run
+	// their batches as shared steps that read the tuples once: Auto (the
+	// default) shares wherever that lowers the bill with every deadline
+	// met; None plans and runs every query alone.
+	// +optional
+	// +kubebuilder:default=Auto
+	Sharing Sharing `json:"sharing,omitempty"`
 }
 
 // ElasticScheduleStatus is the observed state of an ElasticSchedule: the

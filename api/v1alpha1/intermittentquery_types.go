@@ -74,6 +74,13 @@ type IntermittentQuerySpec struct {
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	SparkApplication *runtime.RawExtension `json:"sparkApplication,omitempty"`
+
+	// sharing is None to keep the query out of shared steps: it then runs
+	// every batch alone even when its schedule shares its stream. Defaults
+	// to Auto.
+	// +optional
+	// +kubebuilder:default=Auto
+	Sharing Sharing `json:"sharing,omitempty"`
 }
 
 // Window is the period of the stream a query covers.
@@ -164,6 +171,16 @@ type Input struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	Location string `json:"location,omitempty"`
+
+	// stream names the entry of the schedule's spec.streams this input is,
+	// so that the query may share its batches with the other queries of
+	// that stream. Only queries of the same namespace, the same Spark
+	// template and the same input (the same Kafka brokers, topic and
+	// Secret; the same endpoint, bucket, prefix and Secret) share.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Stream string `json:"stream,omitempty"`
 
 	// granularity is the number of tuples in one arrival unit, for example
 	// 9500 tuples per file; batch sizes are whole units. Defaults to 1.
@@ -584,6 +601,16 @@ type BatchStatus struct {
 	// resultLocation is where the batch wrote its partial result.
 	// +optional
 	ResultLocation string `json:"resultLocation,omitempty"`
+
+	// sharedWith lists the queries the batch was run for in one shared
+	// step (sparkApplication), this query among them, when it read the
+	// stream once for several queries; absent for a batch of this query
+	// alone.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=253
+	SharedWith []string `json:"sharedWith,omitempty"`
 	// message says why the step failed: the SparkApplication's
 	// status.applicationState.errorMessage, or the EMR on EKS job run's
 	// failure reason and state details (AWS's message when AWS refused to

@@ -167,6 +167,11 @@ type RecurringQueryTemplate struct {
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	SparkApplication *runtime.RawExtension `json:"sparkApplication,omitempty"`
+
+	// sharing is as an IntermittentQuery's spec.sharing.
+	// +optional
+	// +kubebuilder:default=Auto
+	Sharing Sharing `json:"sharing,omitempty"`
 }
 
 // TemplateMetadata is the labels and annotations of a templated object.

@@ -428,7 +428,7 @@ func BenchmarkCompareTPCH(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w, _, err := planSchedule(context.Background(), set, set.Schedules[0], nil, nil)
+	w, _, _, err := planSchedule(context.Background(), set, set.Schedules[0], nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -70,6 +70,9 @@ type planItem struct {
 	Requests               []planner.NodeLevel `json:"requests"`
 	MaxSupportedRateFactor float64             `json:"maxSupportedRateFactor"`
 	SearchSeconds          float64             `json:"searchSeconds"`
+	// Sharing is what a schedule that declares streams shares and its bill
+	// planned alone; absent when it declares none.
+	Sharing *sharing `json:"sharing,omitempty"`
 }
 
 // candidate is a cell of the grid. The search prices only the candidates
@@ -85,7 +88,7 @@ type candidate struct {
 	Feasible        bool     `json:"feasible"`
 }
 
-func newPlanItem(es *laxityv1alpha1.ElasticSchedule, d planner.Document) planItem {
+func newPlanItem(es *laxityv1alpha1.ElasticSchedule, d planner.Document, shared *sharing) planItem {
 	candidates := make([]candidate, len(d.Candidates))
 	for i, c := range d.Candidates {
 		candidates[i] = candidate{InitialNodes: c.InitialNodes, BatchSizeFactor: c.BatchSizeFactor, Feasible: c.Feasible}
@@ -97,15 +100,20 @@ func newPlanItem(es *laxityv1alpha1.ElasticSchedule, d planner.Document) planIte
 		APIVersion: laxityv1alpha1.GroupVersion.String(), Kind: planKind, Metadata: metaOf(es),
 		Origin: d.Origin, Chosen: d.Chosen, Candidates: candidates, Queries: d.Queries, Steps: d.Steps,
 		Nodes: d.Nodes, Requests: d.Requests, MaxSupportedRateFactor: d.MaxSupportedRateFactor, SearchSeconds: d.SearchSeconds,
+		Sharing: shared,
 	}
 }
 
 // planList is `laxity plan -o json|yaml`: one item per schedule planned,
 // in the order planned.
-func planList(schedules []manifest.ElasticSchedule, docs []planner.Document) objectList[planItem] {
+func planList(schedules []manifest.ElasticSchedule, docs []planner.Document, sharings []*sharing) objectList[planItem] {
 	items := make([]planItem, len(docs))
 	for i, d := range docs {
-		items[i] = newPlanItem(schedules[i].Object, d)
+		var shared *sharing
+		if i < len(sharings) {
+			shared = sharings[i]
+		}
+		items[i] = newPlanItem(schedules[i].Object, d, shared)
 	}
 	return newObjectList(planListKind, items)
 }

@@ -60,6 +60,9 @@ type Attempt struct {
 	// Launched is when the attempt was created, on the controller's clock;
 	// zero when unknown. Stuck judges a step from it (or from Started).
 	Launched time.Time
+	// Members are the queries a shared batch serves, in name order; nil
+	// for a step of one query. Every member sees the attempt as its own.
+	Members []string
 }
 
 // failures is how many attempts of the step ran and failed before this one.
@@ -109,6 +112,10 @@ type Query struct {
 	Batches  []Batch
 	Partials []Attempt
 	Final    *Attempt
+	// Shared are the plan's shared batches of the query, by batch index:
+	// the queries each serves (planner.Step.Members). SharedMembers
+	// launches such a batch once for them all.
+	Shared map[int][]string
 	// Held is set while the query's input cannot be read: nothing of it
 	// starts, since a batch would read tuples nobody counted and a final
 	// merge could leave the last ones out. A step of it that is already
@@ -135,6 +142,9 @@ type Step struct {
 	// NamesTaken is carried over from the attempt a retry follows (see
 	// Attempt.NamesTaken).
 	NamesTaken int
+	// Members are the queries a shared batch serves (SharedMembers), in
+	// name order; nil for a step of one query.
+	Members []string
 }
 
 // Settings are the schedule-wide parameters of the decision.
@@ -494,7 +504,7 @@ func FreeAt(queries []Query, now time.Time) time.Time {
 			if start.IsZero() || start.After(now) {
 				start = now
 			}
-			if end := start.Add(seconds(q.stepSeconds(step, max(a.Nodes, 1)))); end.After(free) {
+			if end := start.Add(seconds(q.attemptSeconds(a, step, queries))); end.After(free) {
 				free = end
 			}
 		}
@@ -522,13 +532,13 @@ func Busy(queries []Query) int {
 // eachHolding calls f with every launched attempt that holds the pool:
 // Pending or Running.
 func eachHolding(queries []Query, f func(Attempt)) {
-	hold := func(a Attempt) {
-		if a.State == Pending || a.State == Running {
-			f(a)
-		}
-	}
 	for i := range queries {
 		q := &queries[i]
+		hold := func(a Attempt) {
+			if (a.State == Pending || a.State == Running) && q.accounts(a, queries) {
+				f(a)
+			}
+		}
 		for _, b := range q.Batches {
 			hold(b.Attempt)
 		}
@@ -929,7 +939,7 @@ func Stuck(now time.Time, rule StuckRule, queries []Query) []StuckStep {
 	for i := range queries {
 		q := &queries[i]
 		judge := func(a Attempt, step Step) {
-			if a.State != Pending && a.State != Running {
+			if a.State != Pending && a.State != Running || !q.accounts(a, queries) {
 				return
 			}
 			since := a.Launched
@@ -939,7 +949,7 @@ func Stuck(now time.Time, rule StuckRule, queries []Query) []StuckStep {
 			if since.IsZero() {
 				return
 			}
-			modelled := seconds(q.stepSeconds(step, max(a.Nodes, 1)))
+			modelled := seconds(q.attemptSeconds(a, step, queries))
 			bound := rule.Bound(modelled)
 			if bound <= 0 || now.Sub(since) <= bound {
 				return
@@ -966,14 +976,14 @@ func StuckRecheck(now time.Time, rule StuckRule, queries []Query) time.Time {
 	for i := range queries {
 		q := &queries[i]
 		hold := func(a Attempt, step Step) {
-			if a.State != Pending && a.State != Running {
+			if a.State != Pending && a.State != Running || !q.accounts(a, queries) {
 				return
 			}
 			since := a.Launched
 			if since.IsZero() || (!a.Started.IsZero() && a.Started.Before(since)) {
 				since = a.Started
 			}
-			bound := rule.Bound(seconds(q.stepSeconds(step, max(a.Nodes, 1))))
+			bound := rule.Bound(seconds(q.attemptSeconds(a, step, queries)))
 			if since.IsZero() || bound <= 0 {
 				return
 			}

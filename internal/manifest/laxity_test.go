@@ -222,6 +222,7 @@ func TestReadTyped(t *testing.T) {
 		RateWindow:           metav1.Duration{Duration: 3 * time.Minute},
 		RateTolerancePercent: ptr(int32(2)),
 		Learning:             v1alpha1.LearningApply,
+		Sharing:              v1alpha1.SharingAuto,
 	}
 	if diff := cmp.Diff(wantPlanning, es.Object.Spec.Planning); diff != "" {
 		t.Errorf("schedule planning defaults mismatch (-want +got):\n%s", diff)

@@ -275,6 +275,7 @@ func RunTime(s *Snapshot) ([]dispatch.Query, error) {
 			BatchSize: plan.BatchSize, BatchEnds: doc.BatchEnds(q.Name), ExpectedTotal: doc.PlannedTotal(q.Name),
 			Arrived: q.Arrived, ArrivalOf: q.ArrivalOf, Held: q.Held,
 			Batches: slices.Clone(q.Batches), Partials: slices.Clone(q.Partials),
+			Shared: sharedBatches(doc, q.Name),
 		}
 		if q.Final != nil {
 			f := *q.Final
@@ -644,6 +645,9 @@ func Act(s *Snapshot, dqs []dispatch.Query) Actions {
 	}
 	a.Pool.Coming, a.Pool.ComingBy = dispatch.Coming(doc.Origin, doc.Requests, doc.Nodes, s.Lead, s.Now)
 	a.Decision = dispatch.Decide(s.Now, s.Settings(), dqs, a.Pool)
+	if l := a.Decision.Launch; l != nil {
+		l.Members = dispatch.SharedMembers(s.Now, s.Settings(), dqs, *l)
+	}
 	next := dispatch.Earliest(a.Decision.Recheck, dispatch.StuckRecheck(s.Now, s.Rules.Stuck, dqs))
 	if t := dispatch.NextRequestChange(doc.Origin, doc.Requests, s.Now); !t.IsZero() {
 		// NextRequestChange rounds down; the change is seen from the next
@@ -661,6 +665,22 @@ func Act(s *Snapshot, dqs []dispatch.Query) Actions {
 	}
 	a.Next = next
 	return a
+}
+
+// sharedBatches are the plan's shared batches of query by batch index,
+// with the queries each serves; nil when none.
+func sharedBatches(doc *planner.Document, query string) map[int][]string {
+	var out map[int][]string
+	for _, st := range doc.Steps {
+		if st.Kind != planner.StepBatch || st.Index < 0 || !slices.Contains(st.Members, query) {
+			continue
+		}
+		if out == nil {
+			out = map[int][]string{}
+		}
+		out[st.Index] = st.Members
+	}
+	return out
 }
 
 // polled reports whether a query whose source cannot tell its arrivals may

@@ -61,6 +61,17 @@ type Step struct {
 	// unknown (a step created before laxity recorded it). It is the
 	// laxity.dev/launched-at annotation.
 	LaunchedAt time.Time
+	// Members are the queries a shared batch serves, two or more, the
+	// query the step is named by first; nil for a step of one query. The
+	// step reads its tuple range once and writes each member's result to
+	// MemberResults[member]. It is the laxity.dev/members annotation.
+	Members []string
+	// MemberResults is where a shared batch writes each member's result:
+	// the member's own result location for the batch, as if it had run
+	// alone (ResultLocation), so that each member's merges find it as
+	// they find their own batches. Render sets it; nil for a step of one
+	// query. It is the laxity.dev/member-results annotation.
+	MemberResults map[string]string
 }
 
 // Name is the deterministic name of the SparkApplication that runs step s

@@ -85,6 +85,14 @@ const (
 	// AnnotationLaunchedAt is when laxity created the step (RFC 3339, on
 	// laxity's clock): what a step that never starts is judged stuck from.
 	AnnotationLaunchedAt = "laxity.dev/launched-at"
+	// AnnotationMembers lists the queries a shared batch serves, separated
+	// by commas, the query the step is named by (its laxity.dev/query
+	// label) first; absent on a step of one query.
+	AnnotationMembers = "laxity.dev/members"
+	// AnnotationMemberResults is where a shared batch writes each member's
+	// result, as member=location pairs separated by commas, in the order
+	// of AnnotationMembers; absent on a step of one query.
+	AnnotationMemberResults = "laxity.dev/member-results"
 )
 
 // KeyPrefix starts every label and annotation laxity sets; the annotations
@@ -94,13 +102,13 @@ const KeyPrefix = "laxity.dev/"
 var contractAnnotations = map[string]bool{
 	AnnotationBatchIndex: true, AnnotationFromTuple: true, AnnotationToTuple: true, AnnotationInputs: true,
 	AnnotationNodes: true, AnnotationAttempt: true, AnnotationResult: true,
-	AnnotationNamesTaken: true, AnnotationLaunchedAt: true,
+	AnnotationNamesTaken: true, AnnotationLaunchedAt: true, AnnotationMembers: true, AnnotationMemberResults: true,
 }
 
 // reservedSliceKeys are the names laxity's own arguments use.
 var reservedSliceKeys = map[string]bool{
 	"query": true, "step": true, "index": true, "attempt": true, "from-tuple": true, "to-tuple": true,
-	"input": true, "inputs": true, "output": true,
+	"input": true, "inputs": true, "output": true, "members": true, "member-results": true,
 }
 
 // sliceKey is what a slice key may look like: it is an annotation name, an
@@ -217,6 +225,14 @@ func Render(q *v1alpha1.IntermittentQuery, es *v1alpha1.ElasticSchedule, s Step,
 	if err != nil {
 		return nil, fmt.Errorf("IntermittentQuery %s/%s: %w", q.Namespace, q.Name, err)
 	}
+	if len(s.Members) > 0 {
+		s.MemberResults = make(map[string]string, len(s.Members))
+		for _, m := range s.Members {
+			if s.MemberResults[m], err = ResultLocation(loc.ResultRoot, q.Namespace, m, s); err != nil {
+				return nil, fmt.Errorf("IntermittentQuery %s/%s: member %s: %w", q.Namespace, q.Name, m, err)
+			}
+		}
+	}
 	executors := int64(s.ReadyNodes) * int64(executorsPerNode(es))
 	if executors > math.MaxInt32 {
 		return nil, fmt.Errorf("IntermittentQuery %s/%s: %d ready nodes × %d executors per node is more executors than a SparkApplication holds",
@@ -303,6 +319,9 @@ func checkStep(q *v1alpha1.IntermittentQuery, es *v1alpha1.ElasticSchedule, s St
 		if s.Inputs != 0 || len(s.InputLocations) != 0 {
 			return fail("a batch has no merge inputs, got %d and %d locations", s.Inputs, len(s.InputLocations))
 		}
+		if err := checkMembers(q.Name, s.Members); err != nil {
+			return fail("%v", err)
+		}
 		for key := range s.Slice {
 			if !sliceKey.MatchString(key) || len(key) > 63 || reservedSliceKeys[key] || contractAnnotations[KeyPrefix+key] {
 				return fail("batch input key %q must be a lower-case name of at most 63 characters that laxity's contract does not use", key)
@@ -314,6 +333,9 @@ func checkStep(q *v1alpha1.IntermittentQuery, es *v1alpha1.ElasticSchedule, s St
 		}
 		if len(s.Slice) > 0 {
 			return fail("a merge reads results, not a slice of the input")
+		}
+		if len(s.Members) > 0 {
+			return fail("a merge is one query's; only a batch is shared")
 		}
 		if len(s.InputLocations) != s.Inputs {
 			return fail("a merge of %d inputs needs %d input locations, got %d", s.Inputs, s.Inputs, len(s.InputLocations))
@@ -347,10 +369,44 @@ func annotations(s Step, result string) map[string]string {
 		for k, v := range s.Slice {
 			a[KeyPrefix+k] = v
 		}
+		if len(s.Members) > 0 {
+			a[AnnotationMembers] = strings.Join(s.Members, ",")
+			a[AnnotationMemberResults] = memberResults(s)
+		}
 	} else {
 		a[AnnotationInputs] = strconv.Itoa(s.Inputs)
 	}
 	return a
+}
+
+// memberResults is a shared batch's AnnotationMemberResults.
+func memberResults(s Step) string {
+	pairs := make([]string, len(s.Members))
+	for i, m := range s.Members {
+		pairs[i] = m + "=" + s.MemberResults[m]
+	}
+	return strings.Join(pairs, ",")
+}
+
+// checkMembers reports members that cannot be a shared batch's: fewer
+// than two, not led by query (the query the step is named by), a name
+// twice, or a name that is no query's.
+func checkMembers(query string, members []string) error {
+	if len(members) == 0 {
+		return nil
+	}
+	if len(members) < 2 || members[0] != query {
+		return fmt.Errorf("a shared batch's members are two queries or more, %s first, got %q", query, members)
+	}
+	for i, m := range members {
+		if errs := validation.IsDNS1035Label(m); len(errs) > 0 {
+			return fmt.Errorf("member %q is not a query name: %s", m, strings.Join(errs, "; "))
+		}
+		if slices.Contains(members[:i], m) {
+			return fmt.Errorf("member %s is listed twice", m)
+		}
+	}
+	return nil
 }
 
 // arguments are the step's parameters as the arguments appended to the
@@ -372,6 +428,12 @@ func arguments(query string, s Step, loc Locations, result string) []string {
 		}
 		for _, k := range slices.Sorted(maps.Keys(s.Slice)) {
 			args = append(args, arg(k, s.Slice[k]))
+		}
+		if len(s.Members) > 0 {
+			args = append(args, arg("members", strings.Join(s.Members, ",")))
+			for _, m := range s.Members {
+				args = append(args, arg("output-"+m, s.MemberResults[m]))
+			}
 		}
 	} else {
 		args = append(args, arg("inputs", strconv.Itoa(s.Inputs)))
@@ -399,6 +461,12 @@ func sparkConf(query string, s Step, loc Locations, result string) map[string]st
 		}
 		for k, v := range s.Slice {
 			c[SparkConfPrefix+k] = v
+		}
+		if len(s.Members) > 0 {
+			c[SparkConfPrefix+"members"] = strings.Join(s.Members, ",")
+			for _, m := range s.Members {
+				c[SparkConfPrefix+"output."+m] = s.MemberResults[m]
+			}
 		}
 	} else {
 		c[SparkConfPrefix+"inputs"] = strconv.Itoa(s.Inputs)

@@ -109,6 +109,11 @@ func StepOf(app metav1.Object) (string, Step, error) {
 	if s.Kind == planner.StepBatch {
 		s.Slice = SliceOf(app)
 	}
+	members, results, err := membersOf(query, s.Kind, annotations)
+	if err != nil {
+		return fail("%v", err)
+	}
+	s.Members, s.MemberResults = members, results
 
 	name, err := Name(query, s)
 	if err != nil {
@@ -118,4 +123,35 @@ func StepOf(app metav1.Object) (string, Step, error) {
 		return fail("its labels and annotations describe step %s, not this object", name)
 	}
 	return query, s, nil
+}
+
+// membersOf reads a shared batch's members and their result locations
+// back; nil for a step of one query.
+func membersOf(query string, kind planner.StepKind, annotations map[string]string) ([]string, map[string]string, error) {
+	listed, shared := annotations[AnnotationMembers]
+	pairs, hasResults := annotations[AnnotationMemberResults]
+	switch {
+	case !shared && !hasResults:
+		return nil, nil, nil
+	case kind != planner.StepBatch:
+		return nil, nil, fmt.Errorf("annotation %s is on a %s; only a batch is shared", AnnotationMembers, kind)
+	case !shared || !hasResults:
+		return nil, nil, fmt.Errorf("annotations %s and %s go together", AnnotationMembers, AnnotationMemberResults)
+	}
+	members := strings.Split(listed, ",")
+	if err := checkMembers(query, members); err != nil {
+		return nil, nil, fmt.Errorf("annotation %s: %w", AnnotationMembers, err)
+	}
+	results := make(map[string]string, len(members))
+	for i, pair := range strings.Split(pairs, ",") {
+		m, location, ok := strings.Cut(pair, "=")
+		if !ok || i >= len(members) || m != members[i] || location == "" {
+			return nil, nil, fmt.Errorf("annotation %s is %q, want member=location for each of %s in its order", AnnotationMemberResults, pairs, listed)
+		}
+		results[m] = location
+	}
+	if len(results) != len(members) {
+		return nil, nil, fmt.Errorf("annotation %s is %q, want member=location for each of %s in its order", AnnotationMemberResults, pairs, listed)
+	}
+	return members, results, nil
 }

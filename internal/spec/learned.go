@@ -115,7 +115,7 @@ func leadTimeStatus(m learn.LeadTimes, declared time.Duration) *laxityv1alpha1.L
 // Observations are the query's finished steps in this window, as learning
 // sees them: every batch and merge whose latest attempt succeeded, with its
 // work, its nodes and its measured duration. Steps without a recorded start,
-// end or node count are left out.
+// end or node count are left out, and so are shared batches.
 func Observations(q *laxityv1alpha1.IntermittentQuery) []laxityv1alpha1.StepObservation {
 	var out []laxityv1alpha1.StepObservation
 	add := func(kind laxityv1alpha1.StepKind, index int32, work int64, nodes int32, start, end *metav1.Time, outcome laxityv1alpha1.StepOutcome) {
@@ -128,6 +128,13 @@ func Observations(q *laxityv1alpha1.IntermittentQuery) []laxityv1alpha1.StepObse
 		})
 	}
 	for _, b := range q.Status.Batches {
+		if len(b.SharedWith) > 0 {
+			// A shared batch's seconds are the stream's scan and every
+			// member's work together, not what this query costs alone:
+			// learning the shared model is not built, so it teaches
+			// nothing rather than something wrong.
+			continue
+		}
 		add(laxityv1alpha1.StepKindBatch, b.Index, b.ToTuple-b.FromTuple, b.Nodes, b.Start, b.End, b.Outcome)
 	}
 	for _, p := range q.Status.Partials {

@@ -41,7 +41,7 @@ func RecurringWindow(rq *laxityv1alpha1.RecurringQuery, w recurrence.Window) *la
 			Window:       laxityv1alpha1.Window{Start: metav1.NewTime(w.Start), End: metav1.NewTime(w.End)},
 			Deadline:     metav1.NewTime(w.End.Add(rq.Spec.DeadlineAfterWindowEnd.Duration)),
 			Input:        t.Input, CostModel: t.CostModel, PartialAggregation: t.PartialAggregation,
-			SparkApplication: t.SparkApplication,
+			SparkApplication: t.SparkApplication, Sharing: t.Sharing,
 		},
 	}
 }

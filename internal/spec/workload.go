@@ -61,6 +61,10 @@ func Workload(schedule *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1
 		WithLearned(schedule, &sorted[i], &q)
 		w.Queries = append(w.Queries, q)
 	}
+	if len(schedule.Spec.Streams) > 0 {
+		_, streamErrs := streams(schedule, sorted, &w)
+		errs = append(errs, streamErrs...)
+	}
 	return w, errors.Join(errs...)
 }
 

@@ -3,6 +3,8 @@ package steprun
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/emr"
@@ -104,12 +105,22 @@ func UnfinishedRecords(steps []Step, query string) []*corev1.ConfigMap {
 	var out []*corev1.ConfigMap
 	for _, s := range steps {
 		record, ok := s.Object.(*corev1.ConfigMap)
-		if !ok || RecordFinished(record) || (query != "" && record.Labels[LabelQuery] != query) {
+		if !ok || RecordFinished(record) || (query != "" && record.Labels[LabelQuery] != query && !slices.Contains(Members(record), query)) {
 			continue
 		}
 		out = append(out, record)
 	}
 	return out
+}
+
+// Members are the queries shared batch obj serves (its laxity.dev/members
+// annotation); nil for a step of one query.
+func Members(obj metav1.Object) []string {
+	listed := obj.GetAnnotations()[sparkapp.AnnotationMembers]
+	if listed == "" {
+		return nil
+	}
+	return strings.Split(listed, ",")
 }
 
 // NewRecord is a record of the step obj, with data: obj's name, namespace,
@@ -139,7 +150,7 @@ func ReplaceWithRecord(ctx context.Context, c client.Client, q *laxityv1alpha1.I
 		RecordState: emr.StateCancelled, RecordMessage: why, RecordStuck: why,
 		RecordCreatedAt: Stamp(since), RecordFinishedAt: Stamp(now),
 	})
-	if err := controllerutil.SetControllerReference(q, record, c.Scheme()); err != nil {
+	if err := Own(q, record, obj, c.Scheme()); err != nil {
 		return false, err
 	}
 	if err := c.Create(ctx, record); err != nil {

@@ -38,9 +38,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
@@ -152,7 +154,7 @@ func List(ctx context.Context, c client.Reader, kinds []Lister, namespace string
 		uids[queries.Items[i].Name] = queries.Items[i].UID
 	}
 	keep := func(s Step) {
-		if OwnedByQuery(s.Object, s.Object.GetLabels()[LabelQuery], uids) {
+		if Owned(s.Object, uids) {
 			owned = append(owned, s)
 		} else {
 			foreign = append(foreign, s)
@@ -190,6 +192,65 @@ func OwnedByQuery(obj metav1.Object, query string, uids map[string]types.UID) bo
 		ref.Name == query && known && ref.UID == uid
 }
 
+// Owned reports whether obj is laxity's step: its controller is the
+// IntermittentQuery its labels name (OwnedByQuery), or it is a shared batch
+// owned by one of its members at least (SharedOwners). uids are the UIDs
+// of the namespace's queries by name.
+func Owned(obj metav1.Object, uids map[string]types.UID) bool {
+	return OwnedByQuery(obj, obj.GetLabels()[LabelQuery], uids) || len(SharedOwners(obj, uids)) > 0
+}
+
+// SharedOwners are the members of shared batch obj that own it: listed in
+// its laxity.dev/members annotation and named, with their UID in uids, by
+// one of its owner references. A shared batch has no controller: each
+// member owns it alike, so that deleting one leaves it to the others.
+// None for a step of one query.
+func SharedOwners(obj metav1.Object, uids map[string]types.UID) []string {
+	listed := obj.GetAnnotations()[sparkapp.AnnotationMembers]
+	if listed == "" || metav1.GetControllerOf(obj) != nil {
+		return nil
+	}
+	var out []string
+	for _, m := range strings.Split(listed, ",") {
+		uid, known := uids[m]
+		if !known {
+			continue
+		}
+		for _, ref := range obj.GetOwnerReferences() {
+			gv, err := schema.ParseGroupVersion(ref.APIVersion)
+			if err == nil && gv.Group == laxityv1alpha1.GroupVersion.Group && ref.Kind == "IntermittentQuery" && ref.Name == m && ref.UID == uid {
+				out = append(out, m)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// OwnMembers makes app, a shared batch, owned by each of its members, none
+// of them its controller: the garbage collector deletes it with the last
+// member, and deleting any other leaves it running for the rest.
+func OwnMembers(app metav1.Object, members []*laxityv1alpha1.IntermittentQuery) {
+	refs := make([]metav1.OwnerReference, 0, len(members))
+	for _, m := range members {
+		refs = append(refs, metav1.OwnerReference{
+			APIVersion: laxityv1alpha1.GroupVersion.String(), Kind: "IntermittentQuery", Name: m.Name, UID: m.UID,
+		})
+	}
+	app.SetOwnerReferences(refs)
+}
+
+// Own makes obj, the object that stands for step app (app itself, or its
+// record), owned as app is meant to be: by q as its controller, or, for a
+// shared batch whose members own it (OwnMembers), by each member alike.
+func Own(q *laxityv1alpha1.IntermittentQuery, obj, app metav1.Object, scheme *runtime.Scheme) error {
+	if app.GetAnnotations()[sparkapp.AnnotationMembers] != "" && len(app.GetOwnerReferences()) > 0 && metav1.GetControllerOf(app) == nil {
+		obj.SetOwnerReferences(app.GetOwnerReferences())
+		return nil
+	}
+	return controllerutil.SetControllerReference(q, obj, scheme)
+}
+
 // TakenBy reads the object named name that a create found already there
 // into existing and says who has it: "" when it is q's own step (a launch
 // made before), else the object's kind, namespace and name.
@@ -197,7 +258,8 @@ func TakenBy(ctx context.Context, c client.Reader, q *laxityv1alpha1.Intermitten
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, existing); err != nil {
 		return "", fmt.Errorf("reading %s, which is already there: %w", name, err)
 	}
-	if OwnedByQuery(existing, q.Name, map[string]types.UID{q.Name: q.UID}) {
+	own := map[string]types.UID{q.Name: q.UID}
+	if OwnedByQuery(existing, q.Name, own) || len(SharedOwners(existing, own)) > 0 {
 		return "", nil
 	}
 	return fmt.Sprintf("%s %s/%s", kindOf(existing), namespace, name), nil

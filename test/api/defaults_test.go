@@ -78,6 +78,7 @@ var _ = Describe("Defaults", func() {
 			RateWindow:           duration(3 * time.Minute),
 			RateTolerancePercent: ptr.To[int32](2),
 			Learning:             laxityv1alpha1.LearningApply,
+			Sharing:              laxityv1alpha1.SharingAuto,
 		}
 		// idleNodes and releaseAfterIdle default to values derived from other
 		// fields, so the API server leaves them unset.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Dict, List, Sequence
+from typing import Callable, Dict, List, Sequence
 
 from . import options as job_options
 from . import params, slices
@@ -28,9 +28,11 @@ def main(argv: Sequence[str]) -> int:
         laxity_args, own_args = params.split_arguments(argv)
         step = params.parse(laxity_args, conf)
         opts = job_options.parse(own_args)
-        with open(opts.query) as f:
-            d = decompose(f.read())
-        run(spark, step, opts, d)
+        queries = {}
+        for query, _ in step.results():
+            with open(opts.query_of(query)) as f:
+                queries[query] = decompose(f.read())
+        run(spark, step, opts, queries)
     except (params.ParameterError, QueryError, OSError) as e:
         print("laxity step: %s" % e, file=sys.stderr)
         return 2
@@ -39,32 +41,56 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
-def run(spark, step: params.Step, opts: job_options.Options, d: Decomposition) -> None:
-    """Computes the step's result and publishes it at step.output."""
+def run(spark, step: params.Step, opts: job_options.Options, queries: Dict[str, Decomposition]) -> None:
+    """Computes the step's result of each query it serves (queries, by
+    name) and publishes each at its output: a shared batch reads its input
+    once and writes every member's partial."""
     fs = HadoopFileSystem(spark)
     if step.kind == params.BATCH:
-        for name, uri in sorted(opts.tables.items()):
-            spark.read.parquet(uri).createOrReplaceTempView(name)
-        for name, frame in batch_views(spark, step, opts).items():
-            frame.createOrReplaceTempView(name)
-        result = spark.sql(d.partial_sql)
-    else:
-        for location in step.inputs:
-            if not fs.exists(location):
-                raise params.ParameterError(
-                    "%s: the result %s does not exist: has its step completed?" % (params.describe("input"), location)
-                )
-        spark.read.parquet(*step.inputs).createOrReplaceTempView(PARTIALS_VIEW)
-        result = spark.sql(d.merge_sql)
-        if step.kind == params.FINAL:
-            result.createOrReplaceTempView(MERGED_VIEW)
-            # One file, in the query's ORDER BY.
-            result = spark.sql(d.final_sql).coalesce(1)
+
+        def load() -> None:
+            for name, uri in sorted(opts.tables.items()):
+                spark.read.parquet(uri).createOrReplaceTempView(name)
+            for name, frame in batch_views(spark, step, opts).items():
+                # Read once, whatever the number of members.
+                (frame.cache() if step.members else frame).createOrReplaceTempView(name)
+
+        def write(query: str, output: str, result) -> None:
+            publish(fs, output, step.attempt, lambda location: result.write.mode("overwrite").parquet(location))
+            print(
+                "laxity step: %s batch %d attempt %d wrote %s" % (query, step.index, step.attempt, output),
+                file=sys.stderr,
+            )
+
+        run_batch(step, load, lambda query: spark.sql(queries[query].partial_sql), write)
+        return
+    d = queries[step.query]
+    for location in step.inputs:
+        if not fs.exists(location):
+            raise params.ParameterError(
+                "%s: the result %s does not exist: has its step completed?" % (params.describe("input"), location)
+            )
+    spark.read.parquet(*step.inputs).createOrReplaceTempView(PARTIALS_VIEW)
+    result = spark.sql(d.merge_sql)
+    if step.kind == params.FINAL:
+        result.createOrReplaceTempView(MERGED_VIEW)
+        # One file, in the query's ORDER BY.
+        result = spark.sql(d.final_sql).coalesce(1)
     publish(fs, step.output, step.attempt, lambda location: result.write.mode("overwrite").parquet(location))
     print(
         "laxity step: %s %s %d attempt %d wrote %s" % (step.query, step.kind, step.index, step.attempt, step.output),
         file=sys.stderr,
     )
+
+
+def run_batch(step: params.Step, load: Callable[[], None], partial: Callable[[str], object], write: Callable[[str, str, object], None]) -> None:
+    """A batch: load its input once, then for each query it serves (every
+    member of a shared batch, else its own query) compute that query's
+    partial and write it to the query's own output. Each write is the
+    idempotent publish of one result, so a retry replaces every member's."""
+    load()
+    for query, output in step.results():
+        write(query, output, partial(query))
 
 
 def batch_views(spark, step: params.Step, opts: job_options.Options) -> Dict[str, object]:

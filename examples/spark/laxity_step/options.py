@@ -4,6 +4,11 @@ follow. They say what laxity does not: which query to run and how the
 input's bytes become tables.
 
   --query=<path>              the query's SQL file (local:// or a path in the image)
+  --member-query=<query>=<path>  the SQL file of query <query>, repeatable: a
+                              template shared by the queries of one stream (a
+                              shared batch computes every member's partial, and
+                              only queries of one template share) names each
+                              one's; a step of <query> runs it instead of --query
   --view=<name>[=<glob>]      a table the batch's input becomes; with a glob,
                               only the objects whose key, the Kafka records
                               whose key, or the files under the input location
@@ -52,7 +57,7 @@ class View:
 
 @dataclass(frozen=True)
 class Options:
-    query: str
+    query: Optional[str]
     views: Tuple[View, ...] = ()
     format: str = "json"
     read_options: Dict[str, str] = field(default_factory=dict)
@@ -60,6 +65,15 @@ class Options:
     kafka_bootstrap_servers: Optional[str] = None
     kafka_options: Dict[str, str] = field(default_factory=dict)
     tuple_column: Optional[str] = None
+    # The SQL file of each query named by --member-query.
+    member_queries: Dict[str, str] = field(default_factory=dict)
+
+    def query_of(self, name: str) -> str:
+        """The SQL file query name runs: its --member-query, else --query."""
+        path = self.member_queries.get(name, self.query)
+        if path is None:
+            raise ParameterError("--member-query=%s=<path>: missing, and no --query" % name)
+        return path
 
 
 class _Parser(argparse.ArgumentParser):
@@ -86,7 +100,8 @@ def _pairs(values: Sequence[str], option: str) -> List[Tuple[str, str]]:
 def parse(arguments: Sequence[str]) -> Options:
     """The job's options; ParameterError names the option that is wrong."""
     p = _Parser(prog="laxity_step", add_help=False, allow_abbrev=False, fromfile_prefix_chars="@")
-    p.add_argument("--query", required=True)
+    p.add_argument("--query")
+    p.add_argument("--member-query", action="append", default=[])
     p.add_argument("--view", action="append", default=[])
     p.add_argument("--schema", action="append", default=[])
     p.add_argument("--format", default="json", choices=FORMATS)
@@ -97,9 +112,21 @@ def parse(arguments: Sequence[str]) -> Options:
     p.add_argument("--tuple-column")
     ns = p.parse_args(list(arguments))
 
-    query = ns.query[len("local://") :] if ns.query.startswith("local://") else ns.query
-    if not query:
-        raise ParameterError("--query: empty")
+    local = lambda path: path[len("local://") :] if path.startswith("local://") else path
+    query = None
+    if ns.query is not None:
+        query = local(ns.query)
+        if not query:
+            raise ParameterError("--query: empty")
+    member_queries: Dict[str, str] = {}
+    for name, path in _pairs(ns.member_query, "member-query"):
+        if not name or not local(path):
+            raise ParameterError("--member-query=%s=%s: want --member-query=<query>=<path>" % (name, path))
+        if name in member_queries:
+            raise ParameterError("--member-query=%s=...: given twice" % name)
+        member_queries[name] = local(path)
+    if query is None and not member_queries:
+        raise ParameterError("--query: required (or --member-query=<query>=<path> for each query of a shared template)")
 
     schemas: Dict[str, str] = {}
     for name, ddl in _pairs(ns.schema, "schema"):
@@ -135,6 +162,7 @@ def parse(arguments: Sequence[str]) -> Options:
         kafka_options[key] = value
     return Options(
         query=query,
+        member_queries=member_queries,
         views=tuple(views),
         format=ns.format,
         read_options=dict(_pairs(ns.read_option, "read-option")),

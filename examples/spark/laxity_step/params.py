@@ -13,6 +13,11 @@ a step becomes"; internal/sparkapp/render.go):
   toTuple, and a merge's input locations joined by commas in one
   spark.laxity.input.
 
+A shared batch, which reads its tuples once for several queries, also has
+members (the queries it serves, its own query first, joined by commas) and
+one output-<member> argument (spark.laxity.output.<member>) per member:
+where that member's partial goes. Its own query's is output.
+
 parse() takes both (either may be absent) and insists they agree, so a job
 that reads one form cannot silently differ from one that reads the other.
 """
@@ -57,6 +62,17 @@ class Step:
     inputs: Tuple[str, ...] = ()
     # A batch's slice: its exact input from its source, by key.
     slice: Dict[str, str] = field(default_factory=dict)
+    # A shared batch's members, its own query first, and where each one's
+    # partial goes; empty for a step of one query.
+    members: Tuple[str, ...] = ()
+    outputs: Dict[str, str] = field(default_factory=dict)
+
+    def results(self) -> List[Tuple[str, str]]:
+        """(query, output) of every query the step computes a result for:
+        each member of a shared batch, else the step's own query."""
+        if self.members:
+            return [(m, self.outputs[m]) for m in self.members]
+        return [(self.query, self.output)]
 
     @property
     def is_merge(self) -> bool:
@@ -65,7 +81,10 @@ class Step:
 
 def describe(name: str) -> str:
     """How a parameter is named in errors: both of its spellings."""
-    return "%s%s (%s%s)" % (ARGUMENT_PREFIX, name, CONF_PREFIX, _CONF_NAMES.get(name, name))
+    conf = _CONF_NAMES.get(name, name)
+    if name.startswith(_MEMBER_OUTPUT):
+        conf = _MEMBER_OUTPUT_CONF + name[len(_MEMBER_OUTPUT) :]
+    return "%s%s (%s%s)" % (ARGUMENT_PREFIX, name, CONF_PREFIX, conf)
 
 
 def split_arguments(argv: Sequence[str]) -> Tuple[List[str], List[str]]:
@@ -93,8 +112,44 @@ def _from_conf(conf: Mapping[str, str]) -> Dict[str, str]:
     for key, value in conf.items():
         if key.startswith(CONF_PREFIX):
             name = key[len(CONF_PREFIX) :]
+            if name.startswith(_MEMBER_OUTPUT_CONF):
+                name = _MEMBER_OUTPUT + name[len(_MEMBER_OUTPUT_CONF) :]
             out[to_argument.get(name, name)] = value
     return out
+
+
+# A shared batch's member outputs: --laxity-output-<member>,
+# spark.laxity.output.<member>.
+_MEMBER_OUTPUT, _MEMBER_OUTPUT_CONF = "output-", "output."
+
+
+def _members(args: Dict[str, List[str]], settings: Dict[str, str], query: str, output: str) -> Tuple[Tuple[str, ...], Dict[str, str]]:
+    """A batch's members and their outputs; empty for a step of one query."""
+    listed = _single(args, settings, "members")
+    named = sorted(n for n in set(args) | set(settings) if n.startswith(_MEMBER_OUTPUT))
+    if listed is None:
+        if named:
+            raise ParameterError("%s: an output of a member, but %s names none" % (describe(named[0]), describe("members")))
+        return (), {}
+    members = tuple(listed.split(","))
+    if len(members) < 2 or members[0] != query:
+        raise ParameterError("%s: want two queries or more, %s first, got %r" % (describe("members"), query, listed))
+    if any(not m for m in members) or len(set(members)) != len(members):
+        raise ParameterError("%s: a member is empty or given twice in %r" % (describe("members"), listed))
+    outputs = {}
+    for m in members:
+        location = _single(args, settings, _MEMBER_OUTPUT + m)
+        if not location:
+            raise ParameterError("%s: missing for member %s" % (describe(_MEMBER_OUTPUT + m), m))
+        outputs[m] = location
+    strays = [n for n in named if n[len(_MEMBER_OUTPUT) :] not in members]
+    if strays:
+        raise ParameterError("%s: not a member of %s" % (describe(strays[0]), listed))
+    if outputs[query] != output:
+        raise ParameterError("%s: %r, but %s is %r" % (describe(_MEMBER_OUTPUT + query), outputs[query], describe("output"), output))
+    if len(set(outputs.values())) != len(outputs):
+        raise ParameterError("%s: two members write to one location" % describe("members"))
+    return members, outputs
 
 
 def parse(arguments: Sequence[str], conf: Mapping[str, str]) -> Step:
@@ -144,9 +199,10 @@ def parse(arguments: Sequence[str], conf: Mapping[str, str]) -> Step:
         location = _agree("input", locations[0] if locations else None, settings.get("input"))
         if location == "":
             raise ParameterError("%s: empty" % describe("input"))
-        names = (set(args) | set(settings)) - set(_CONTRACT)
+        members, outputs = _members(args, settings, query, output)
+        names = {n for n in (set(args) | set(settings)) - set(_CONTRACT) if n != "members" and not n.startswith(_MEMBER_OUTPUT)}
         slice_ = {name: _single(args, settings, name) for name in sorted(names)}
-        return Step(query, kind, index, attempt, output, from_tuple, to_tuple, location, (), slice_)
+        return Step(query, kind, index, attempt, output, from_tuple, to_tuple, location, (), slice_, members, outputs)
 
     for name in ("from-tuple", "to-tuple"):
         if _single(args, settings, name) is not None:

@@ -136,7 +136,7 @@ class JobOptions(unittest.TestCase):
         self.assertEqual(o.tables, {"customer": "s3a://tpch/customer/"})
 
     BAD = [
-        ([], "the following arguments are required: --query"),
+        ([], "--query: required"),
         (["--query=q.sql", "--view=events"], "--view=events: no --schema=events=<DDL> gives its columns"),
         (["--query=q.sql", "--schema=events=a INT"], "--schema=events=...: no --view=events"),
         (["--query=q.sql", "--view=1x", "--schema=1x=a INT"], "'1x' is not a table name"),

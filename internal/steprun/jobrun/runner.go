@@ -115,7 +115,7 @@ func (r *Runner) Launch(ctx context.Context, q *laxityv1alpha1.IntermittentQuery
 	if err != nil {
 		return false, "", err
 	}
-	if err := controllerutil.SetControllerReference(q, record, r.client.Scheme()); err != nil {
+	if err := steprun.Own(q, record, app, r.client.Scheme()); err != nil {
 		return false, "", fmt.Errorf("owning %s: %w", record.Name, err)
 	}
 	if err := r.client.Create(ctx, record); err != nil {

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
@@ -62,7 +61,7 @@ func (r *Runner) Finalizer() string { return "" }
 // Launch creates app, owned by q. An object of its name already there is
 // the step launched before when q owns it, else a squatter.
 func (r *Runner) Launch(ctx context.Context, q *laxityv1alpha1.IntermittentQuery, app *unstructured.Unstructured, _ time.Time) (bool, string, error) {
-	if err := controllerutil.SetControllerReference(q, app, r.client.Scheme()); err != nil {
+	if err := steprun.Own(q, app, app, r.client.Scheme()); err != nil {
 		return false, "", fmt.Errorf("owning %s: %w", app.GetName(), err)
 	}
 	if err := r.client.Create(ctx, app); err != nil {
