@@ -85,7 +85,7 @@ func slidingWindows(base planner.Workload, n int, rate float64, sharing bool) pl
 		w.Queries = append(w.Queries, q)
 	}
 	w.Streams = []planner.Stream{{Name: "clicks"}}
-	w.Planning.Sharing = sharing
+	w.Planning.Sharing, w.Planning.Slices = sharing, sharing
 	return w
 }
 

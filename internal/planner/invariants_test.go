@@ -903,8 +903,15 @@ func workloadLiteral(w Workload) string {
 	fmt.Fprintf(&b, "\tPool: Pool{Sizes: %s, IdleNodes: %d, PricePerNodeHour: %s, BillingMinimum: %s, ProvisioningLeadTime: %s, ReleaseAfterIdle: %s},\n",
 		ints(p.Sizes), p.IdleNodes, f(p.PricePerNodeHour), f(p.BillingMinimum), f(p.ProvisioningLeadTime), f(p.ReleaseAfterIdle))
 	pl := w.Planning
-	fmt.Fprintf(&b, "\tPlanning: Planning{BatchSizeFactors: %s, BacktrackStep: %d, MaxBatchDuration: %s, Policy: %s},\n",
-		ints(pl.BatchSizeFactors), pl.BacktrackStep, f(pl.MaxBatchDuration), policy)
+	fmt.Fprintf(&b, "\tPlanning: Planning{BatchSizeFactors: %s, BacktrackStep: %d, MaxBatchDuration: %s, Policy: %s, Sharing: %t, Slices: %t, Concurrent: %t},\n",
+		ints(pl.BatchSizeFactors), pl.BacktrackStep, f(pl.MaxBatchDuration), policy, pl.Sharing, pl.Slices, pl.Concurrent)
+	if len(w.Streams) > 0 {
+		b.WriteString("\tStreams: []Stream{\n")
+		for _, st := range w.Streams {
+			fmt.Fprintf(&b, "\t\t{Name: %q, Scan: %s},\n", st.Name, linear(st.Scan))
+		}
+		b.WriteString("\t},\n")
+	}
 	b.WriteString("\tQueries: []Query{\n")
 	for _, q := range w.Queries {
 		var rates []string
@@ -913,7 +920,8 @@ func workloadLiteral(w Workload) string {
 		}
 		fmt.Fprintf(&b, "\t\t{Name: %q, WindowStart: %s, WindowEnd: %s, Deadline: %s,\n", q.Name, f(q.WindowStart), f(q.WindowEnd), f(q.Deadline))
 		fmt.Fprintf(&b, "\t\t\tRates:       []RateSegment{%s},\n", strings.Join(rates, ", "))
-		fmt.Fprintf(&b, "\t\t\tGranularity: %d, AllowedLateness: %s, PartialEvery: %s,\n", q.Granularity, f(q.AllowedLateness), f(q.PartialEvery))
+		fmt.Fprintf(&b, "\t\t\tGranularity: %d, AllowedLateness: %s, PartialEvery: %s, Margin: %s, Stream: %q, ReadFrom: %s, Carried: %d,\n",
+			q.Granularity, f(q.AllowedLateness), f(q.PartialEvery), f(q.Margin), q.Stream, f(q.ReadFrom), q.Carried)
 		fmt.Fprintf(&b, "\t\t\tCost: costmodel.Model{\n\t\t\t\tBatch: %s,\n\t\t\t\tMerge: %s}},\n", linear(q.Cost.Batch), linear(q.Cost.Merge))
 	}
 	b.WriteString("\t},\n}")

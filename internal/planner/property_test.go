@@ -98,7 +98,7 @@ var workloadGen = rapid.Custom(func(t *rapid.T) Workload {
 		// Queries that read one stream: with the first query's window and
 		// arrivals, so they share batches, or sliding after it by a
 		// random step, so they share slices.
-		w.Planning.Sharing = true
+		w.Planning.Sharing, w.Planning.Slices = true, true
 		w.Streams = []Stream{{Name: "s", Scan: costmodel.Linear{
 			Overhead: rapid.Float64Range(0, 10).Draw(t, "scanOverhead"),
 			Parallel: rapid.Float64Range(0, 1).Draw(t, "scanShare") * w.Queries[0].Cost.Batch.Parallel,

@@ -196,7 +196,12 @@ func planSharing(ctx context.Context, w Workload, groups []sharedGroup, alone Do
 	}
 	var options []ranked
 	rank := func(cuts []int) error {
-		doc, err := planShared(ctx, grid, cutGroups(groups, cuts))
+		cut := cutGroups(groups, cuts)
+		if len(cut) == 0 {
+			// Every part is one query: that is the plan alone.
+			return nil
+		}
+		doc, err := planShared(ctx, grid, cut)
 		if err == nil && doc.Chosen.Feasible {
 			options = append(options, ranked{cuts, doc})
 		}

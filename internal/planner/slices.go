@@ -56,11 +56,11 @@ const grain = 1e-3
 func onTheGrain(seconds float64) float64 { return math.Round(seconds/grain) * grain }
 
 // slidingGroups are the groups of overlapping windows that Planning.Sharing
-// plans in slices; none when sharing is off. A window slices only when its
+// with Planning.Slices plans in slices; none otherwise. A window slices only when its
 // arrival rate is one constant rate, so that a slice's tuples arrive the
 // same way whichever window it belongs to, and when it carries nothing yet.
 func slidingGroups(w Workload) []slidingGroup {
-	if !w.Planning.Sharing {
+	if !w.Planning.Sharing || !w.Planning.Slices {
 		return nil
 	}
 	byKey := map[slidingKey][]int{}

@@ -30,7 +30,7 @@ func slidingWorkload(tb testing.TB, n int, period, length, after, rate float64) 
 		w.Queries = append(w.Queries, q)
 	}
 	w.Streams = []Stream{{Name: "clicks"}}
-	w.Planning.Sharing = true
+	w.Planning.Sharing, w.Planning.Slices = true, true
 	return w
 }
 
@@ -59,7 +59,11 @@ func TestSlidingGroupsAndSlices(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("slices\n got %+v\nwant %+v", got, want)
 	}
-	w.Planning.Sharing = false
+	w.Planning.Slices = false
+	if groups := slidingGroups(w); groups != nil {
+		t.Errorf("with slices off (as the operator plans), groups %+v", groups)
+	}
+	w.Planning.Sharing, w.Planning.Slices = false, true
 	if groups := slidingGroups(w); groups != nil {
 		t.Errorf("with sharing off, groups %+v", groups)
 	}

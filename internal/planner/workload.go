@@ -157,6 +157,11 @@ type Planning struct {
 	// steps, and takes that plan when it bills less (see PlanContext). Off,
 	// every query is planned alone.
 	Sharing bool
+	// Slices, with Sharing, plans overlapping windows of one query over one
+	// stream in slices (see slices.go). The operator does not run slices
+	// yet, so it leaves this off; windows whose earlier slices were kept
+	// (Query.ReadFrom) read from there regardless.
+	Slices bool
 	// Concurrent also plans the queries in lanes: parts of the pool that
 	// run their steps side by side (see concurrency.go), and takes that plan
 	// when it bills less. Off, steps run one at a time on the whole pool.
