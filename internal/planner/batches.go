@@ -242,7 +242,7 @@ func batchSize(unitSize, limit int64, factor int) int64 {
 func newLayout(qi int, q Query, arr arrivals, cost costModel, unitSize, limit int64, factor int) layout {
 	size := batchSize(unitSize, limit, factor)
 	total := arr.total()
-	ends := make([]int64, 0, ceilDiv(total, size)+int64(len(q.cuts)))
+	ends := make([]int64, 0, ceilDiv(total, size)+int64(len(q.Cuts)))
 	from := int64(0)
 	// A slice's batches end at its end: the next slice's start is cut anew.
 	for _, to := range append(cutTuples(q, arr), total) {
@@ -261,7 +261,7 @@ func newLayout(qi int, q Query, arr arrivals, cost costModel, unitSize, limit in
 // the last ends, ascending, inside the window.
 func cutTuples(q Query, arr arrivals) []int64 {
 	var out []int64
-	for _, at := range q.cuts {
+	for _, at := range q.Cuts {
 		k := int64(math.Floor(arr.cumAt(at) + 1e-6))
 		if k > 0 && k < arr.total() && (len(out) == 0 || k > out[len(out)-1]) {
 			out = append(out, k)
@@ -287,7 +287,7 @@ func layoutOf(qi int, q Query, arr arrivals, cost costModel, ends []int64) layou
 		l.partialEvery = int(math.Ceil(q.PartialEvery*float64(len(l.to)) - 1e-9))
 		l.partialEvery = max(l.partialEvery, 1)
 	}
-	if len(q.cuts) > 0 {
+	if len(q.Cuts) > 0 {
 		l.cutAfter = []int{}
 		cuts := cutTuples(q, arr)
 		for i, to := range ends[:len(ends)-1] {

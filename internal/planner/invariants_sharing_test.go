@@ -136,16 +136,23 @@ func checkSharing(v *violations, w Workload, d Document) {
 			if s.Query == q.Name || o.Stream == "" || len(s.Members) > 0 {
 				continue
 			}
+			// Instants are exact to a tuple's time at the rate.
+			tuple := 0.0
+			if len(o.Rates) > 0 && o.Rates[0].TuplesPerSecond > 0 {
+				tuple = 1/o.Rates[0].TuplesPerSecond + 1e-6
+			}
 			var inside bool
 			switch s.Kind {
 			case StepBatch:
 				from, to := timeOf(o, s.FromTuple), timeOf(o, s.ToTuple)
-				inside = from >= q.WindowStart-0.05 && to <= q.WindowEnd+0.05 && !(o.WindowStart == q.WindowStart && o.WindowEnd == q.WindowEnd)
+				// A batch that starts where the window ends reads what
+				// comes after it.
+				inside = from >= q.WindowStart-tuple && from < q.WindowEnd-tuple && to <= q.WindowEnd+tuple && !(o.WindowStart == q.WindowStart && o.WindowEnd == q.WindowEnd)
 			case StepPartial:
 				// Another window's partial merge keeps the slice that ends
 				// at its last tuple.
 				end := timeOf(o, s.ToTuple)
-				inside = end > q.WindowStart+0.05 && end <= q.WindowEnd+0.05 && o.WindowEnd < q.WindowEnd
+				inside = end > q.WindowStart+tuple && end <= q.WindowEnd+tuple && o.WindowEnd < q.WindowEnd
 			case StepFinal:
 				// Its final merge keeps the slice that ends its window.
 				inside = o.WindowEnd > q.WindowStart && o.WindowEnd < q.WindowEnd

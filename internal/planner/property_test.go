@@ -99,6 +99,10 @@ var workloadGen = rapid.Custom(func(t *rapid.T) Workload {
 		// arrivals, so they share batches, or sliding after it by a
 		// random step, so they share slices.
 		w.Planning.Sharing, w.Planning.Slices = true, true
+		// Each shape plans the workload again, lanes each of them again:
+		// both at once take the guard's time on the largest workloads, and
+		// no API sets lanes yet.
+		w.Planning.Concurrent = false
 		w.Streams = []Stream{{Name: "s", Scan: costmodel.Linear{
 			Overhead: rapid.Float64Range(0, 10).Draw(t, "scanOverhead"),
 			Parallel: rapid.Float64Range(0, 1).Draw(t, "scanShare") * w.Queries[0].Cost.Batch.Parallel,

@@ -636,8 +636,8 @@ func prepare(w Workload) (*prepared, error) {
 // factor, and how many of them are batches, computed without cutting it.
 func (p *prepared) stepsAt(i int, total int64, factor int) (steps, batches float64) {
 	size := batchSize(p.unitSize[i], p.limit[i], factor)
-	k := ceilDiv(total, size) + int64(len(p.w.Queries[i].cuts))
-	steps = float64(k) + 1 + float64(len(p.w.Queries[i].cuts))
+	k := ceilDiv(total, size) + int64(len(p.w.Queries[i].Cuts))
+	steps = float64(k) + 1 + float64(len(p.w.Queries[i].Cuts))
 	if phi := p.w.Queries[i].PartialEvery; phi > 0 {
 		every := max(int64(math.Ceil(phi*float64(k)-1e-9)), 1)
 		steps += float64((k - 1) / every)

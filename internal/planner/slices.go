@@ -3,6 +3,7 @@ package planner
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -198,6 +199,8 @@ func validateKept(w Workload) error {
 	for _, q := range w.Queries {
 		var err error
 		switch {
+		case len(q.Cuts) > 0:
+			err = errors.New("slice ends are the planner's to set: a query as given has none")
 		case q.Carried < 0 || q.Carried > MaxCarried:
 			err = fmt.Errorf("the final merge carries %d kept results; between 0 and %d are supported", q.Carried, MaxCarried)
 		case !keepsSlices(q):
@@ -257,7 +260,7 @@ func slicedWorkload(w Workload, groups []slidingGroup) (Workload, map[int]owned)
 	for i, o := range parts {
 		q := &out.Queries[i]
 		q.Rates = ratesFrom(*q, o.start)
-		q.WindowStart, q.ReadFrom, q.cuts, q.Carried, q.Stream = o.start, 0, o.cuts, o.carried, ""
+		q.WindowStart, q.ReadFrom, q.Cuts, q.Carried, q.Stream = o.start, 0, o.cuts, o.carried, ""
 	}
 	return out, parts
 }

@@ -204,10 +204,11 @@ type Query struct {
 	// its own rates; then Rates is empty, and every batch covers the same
 	// interval of time on each (see inputs.go). None for a query of one.
 	Inputs []Input
-	// cuts are instants inside the window, ascending, where a slice of a
+	// Cuts are instants inside the window, ascending, where a slice of a
 	// shared stream ends (see slices.go): a batch ends at each, and a
-	// partial merge keeps the slice's result.
-	cuts []float64
+	// partial merge keeps the slice's result. The planner sets them on the
+	// windows it plans in slices; a query as given has none.
+	Cuts []float64
 }
 
 // Planned is the cost model the planner and the dispatcher price q's steps
