@@ -388,13 +388,18 @@ func groupFailure(w Workload, g sharedGroup, finish map[string]float64, f *Failu
 }
 
 // cheaper reports whether doc meets every deadline and bills less than
-// best, or best does not meet them. On the same bill, the plan with less
+// best, or best does not meet them; or, when neither does, whether doc is
+// late by less. On the same bill, the plan with less
 // work (the other bill, of nodes held only while steps run) is cheaper:
 // with the pool held at its smallest size all along, sharing reads the
 // stream fewer times for the same money.
 func cheaper(doc, best Document, objective Objective) bool {
 	if !doc.Chosen.Feasible {
-		return false
+		// Of two plans that miss a deadline, the one late by less: a
+		// re-plan that cannot meet every deadline still runs the best it
+		// can.
+		return !best.Chosen.Feasible && doc.Chosen.Failure != nil && best.Chosen.Failure != nil &&
+			doc.Chosen.Failure.LateSeconds < best.Chosen.Failure.LateSeconds-eps
 	}
 	if !best.Chosen.Feasible {
 		return true
