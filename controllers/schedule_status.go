@@ -10,6 +10,7 @@ import (
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/costmodel"
 	"github.com/laxity-dev/laxity/internal/dispatch"
+	"github.com/laxity-dev/laxity/internal/pass"
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
@@ -102,8 +103,9 @@ type scheduleState struct {
 // overdueGrace is how much longer than the lead time the plan assumes
 // nodes may take before the schedule calls them overdue: a node's arrival
 // is seen on the next pass, and a pool a few seconds slower than declared
-// is not a problem anyone should be paged for.
-const overdueGrace = 30 * time.Second
+// is not a problem anyone should be paged for. It is the grace after which
+// overdue nodes re-plan (pass.NodesOverdue).
+const overdueGrace = pass.OverdueGrace
 
 // nodesDue is how many nodes the plan asked for at least a lead time plus
 // overdueGrace before now: the plan's request level at that instant, and 0

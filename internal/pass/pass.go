@@ -48,7 +48,19 @@ const (
 	// size; the rest is re-planned at once, so that more nodes are asked
 	// for a lead time earlier rather than after the deadline is lost.
 	RunningSlow = "RunningSlow"
+	// NodesOverdue: nodes the plan in force asked for are not ready a
+	// lead time and OverdueGrace after it expected them (dispatch.Coming).
+	// The new plan expects them as late again as they are overdue
+	// (Search), instead of waiting with a plan that counts on them until
+	// the next window; it is made once per request: a plan made for
+	// overdue nodes is not re-made for the same nodes (Overdue).
+	NodesOverdue = "NodesOverdue"
 )
+
+// OverdueGrace is how much later than the plan expects them nodes may come
+// before they are overdue: a node's arrival is seen on the next pass, and a
+// pool a few seconds slower than declared asks for no new plan.
+const OverdueGrace = 30 * time.Second
 
 // MaterialChange is the move of a query's prices (learn.Change) that
 // re-plans whether or not the plan could absorb it. Steps that run as a
@@ -299,6 +311,8 @@ type Verdict struct {
 	Exhausted []string
 	// Lost says how the ready nodes fell, for NodesLost.
 	Lost *Lost
+	// Overdue says which nodes are overdue, for NodesOverdue.
+	Overdue *Overdue
 }
 
 // LearnedChange is what moved the plan's prices: the pool's lead time
@@ -320,12 +334,71 @@ type Lost struct {
 	From, To, Need, Expected int
 }
 
+// Overdue is nodes the plan in force asked for that are not ready: Ready
+// of the Requested were, by Due (when the plan expected them), and Late is
+// how long ago that was.
+type Overdue struct {
+	Requested, Ready int
+	Due              time.Time
+	Late             time.Duration
+}
+
+// OverdueNodes is the nodes of the plan in force that are overdue at the
+// snapshot's instant: a raise of the pool it asked for a lead time and
+// OverdueGrace ago or earlier, not all ready; nil when none is. Only the
+// plan's own raises count: the nodes it starts from were asked for before
+// it, or are asked for a lead time before its first step, and what the
+// plan before it asked for was judged by that plan. A plan made for
+// overdue nodes starts from them, so it is not re-made for them however
+// long they stay away: re-planning for each pass they stay away would move
+// the pool for nothing new.
+func OverdueNodes(s *Snapshot) *Overdue {
+	if s.Plan == nil {
+		return nil
+	}
+	doc := &s.Plan.Doc
+	asked := s.Now.Add(-s.Lead - OverdueGrace)
+	level, due := 0, time.Time{}
+	for i, r := range doc.Requests {
+		if t := at(doc.Origin, r.At); t.After(asked) {
+			break
+		} else if i > 0 && r.Nodes > level && r.Nodes > s.Ready && due.IsZero() {
+			due = t.Add(s.Lead)
+		}
+		level = r.Nodes
+	}
+	// A drop since is not waited for.
+	level = min(level, dispatch.RequestAt(doc.Origin, doc.Requests, s.Now))
+	if due.IsZero() || s.Ready >= level {
+		return nil
+	}
+	return &Overdue{Requested: level, Ready: s.Ready, Due: due, Late: s.Now.Sub(due)}
+}
+
+// overdueAt is when a raise the plan in force asked for by now becomes
+// overdue (OverdueNodes), if its nodes are not ready by then: a lead time
+// and OverdueGrace after it; zero when none will.
+func overdueAt(s *Snapshot) time.Time {
+	doc := &s.Plan.Doc
+	offset := s.Now.Sub(doc.Origin).Seconds()
+	for i, r := range doc.Requests {
+		if r.At > offset {
+			break
+		}
+		if t := at(doc.Origin, r.At).Add(s.Lead + OverdueGrace + time.Nanosecond); i > 0 && r.Nodes > s.Ready && t.After(s.Now) {
+			return t
+		}
+	}
+	return time.Time{}
+}
+
 // Judge says whether the plan in force still holds: there is one, it was
 // made from the same specs, the measured rates are within what it
 // supports, what was learned since does not move its prices materially nor
 // make a query late, no step has used up its attempts since it was made,
-// and the ready nodes did not fall below what the work in progress needs.
-// The reasons are judged in that order. A plan whose queries have all
+// the ready nodes did not fall below what the work in progress needs, and
+// the nodes it asked for are not overdue. The reasons are judged in that
+// order. A plan whose queries have all
 // finished holds: a plan of finished queries would plan work that is done,
 // for deadlines that may have passed.
 func Judge(s *Snapshot) (Verdict, error) {
@@ -350,6 +423,9 @@ func Judge(s *Snapshot) (Verdict, error) {
 	expected := dispatch.ExpectedReady(doc.Origin, doc.Requests, s.Lead, s.Now)
 	if dispatch.NodesLost(s.PreviousReady, s.Ready, need, expected) {
 		return Verdict{Reason: NodesLost, Lost: &Lost{From: s.PreviousReady, To: s.Ready, Need: need, Expected: expected}}, nil
+	}
+	if o := OverdueNodes(s); o != nil {
+		return Verdict{Reason: NodesOverdue, Overdue: o}, nil
 	}
 	return Verdict{}, nil
 }
@@ -589,12 +665,18 @@ func Search(s *Snapshot) SearchInput {
 }
 
 // nodesNow is the pool as it is now, for a plan made now: the ready nodes,
-// and those the plan in force has asked for and expects.
+// and those the plan in force has asked for and expects. Overdue nodes
+// (OverdueNodes) are expected as late again as they are already: what is
+// seen of them is all there is to go by, and a plan that expects them now
+// would start steps on nodes that are not there.
 func (s *Snapshot) nodesNow() planner.PoolNow {
 	requested, by := s.Ready, 0.0
 	if s.Plan != nil {
 		coming, comingBy := dispatch.Coming(s.Plan.Doc.Origin, s.Plan.Doc.Requests, s.Plan.Doc.Nodes, s.Lead, s.Now)
 		requested, by = max(coming, requested), comingBy.Sub(s.Now).Seconds()
+		if o := OverdueNodes(s); o != nil {
+			requested, by = max(o.Requested, requested), o.Late.Seconds()
+		}
 	}
 	return replan.NodesNow(s.Workload, s.Ready, requested, by)
 }
@@ -650,6 +732,9 @@ func Act(s *Snapshot, dqs []dispatch.Query) Actions {
 		// nanosecond on.
 		next = dispatch.Earliest(next, t.Add(time.Nanosecond))
 	}
+	// Nodes on their way are looked for again when they would be
+	// overdue (OverdueNodes).
+	next = dispatch.Earliest(next, overdueAt(s))
 	for _, st := range doc.Steps {
 		if t := at(doc.Origin, st.Start); t.After(s.Now) {
 			next = dispatch.Earliest(next, t)
