@@ -331,7 +331,8 @@ func blockedBy(now time.Time, sizes []int, pool Pool, queries []Query, q *Query,
 // remaining tuples as one batch at the window's end; waiting for that cut
 // with ready nodes and arrived tuples only moves the work into the
 // query's tail, after the window closes. Running what arrived costs one
-// more batch's start-up on nodes that are paid for anyway.
+// more batch's start-up on nodes that are paid for anyway, and is done
+// only when it ends the query sooner for that.
 func catchUp(now time.Time, sizes []int, pool Pool, queries []Query, nodes int) []Step {
 	var out []Step
 	for i := range queries {
@@ -346,10 +347,24 @@ func catchUp(now time.Time, sizes []int, pool Pool, queries []Query, nodes int) 
 		if !ok || !ready.After(now) {
 			continue
 		}
-		if future := q.whole(); future.Slack(ready, next, nodesBy(sizes, pool, nodes, ready)) >= 0 {
+		future := q.whole()
+		if future.Slack(ready, next, nodesBy(sizes, pool, nodes, ready)) >= 0 {
 			continue
 		}
 		step := Step{Query: q.Name, Kind: planner.StepBatch, Index: len(q.Batches), FromTuple: q.processed(), ToTuple: q.Arrived, Nodes: nodes}
+		// It must also end the query sooner than waiting would: what
+		// arrives after it is one more batch, which cannot start before
+		// the window closes (at the latest), and a batch caught up a moment
+		// before the close leaves that one a start-up for a sliver.
+		waited := ready.Add(future.Remaining(ready, next, nodesBy(sizes, pool, nodes, ready)))
+		restAt := now.Add(seconds(q.stepSeconds(step, nodes)))
+		if restAt.Before(q.Closed) {
+			restAt = q.Closed
+		}
+		rest := Step{Kind: planner.StepBatch, Index: step.Index + 1, FromTuple: step.ToTuple, ToTuple: step.ToTuple}
+		if caught := restAt.Add(future.Remaining(restAt, rest, nodesBy(sizes, pool, nodes, restAt))); !caught.Before(waited) {
+			continue
+		}
 		step.Slack = q.Slack(now, step, nodes)
 		out = append(out, step)
 	}

@@ -560,6 +560,26 @@ func TestBehindItRunsWhatArrived(t *testing.T) {
 	}
 }
 
+// Running what arrived a moment before the window closes would leave the
+// last tuples a batch of their own, one more start-up after the close: the
+// query waits for the close, which ends it sooner, late or not.
+func TestBehindItWaitsWhenCatchingUpEndsLater(t *testing.T) {
+	// 999 of 1,000 tuples in at 99.9 s: caught up, [100, 999) ends at
+	// 110.9 s, [999, 1000) at 111.9 s and the merge at 112.9 s; waiting,
+	// [100, 1000) ends at 110 s and the merge at 111 s.
+	q := query("a", 105, 999, done(0, 100))
+	q.BatchEnds, q.BatchSize = []int64{100, 1000}, 900
+	q.ArrivalOf = func(tuples int64) (time.Time, bool) { return at(float64(tuples) / 10), tuples <= 1000 }
+	if got := Decide(at(99.9), settings, []Query{q}, Pool{Ready: 2}); got.Launch != nil {
+		t.Errorf("launched %+v a moment before the close", got.Launch)
+	}
+	// Earlier, with 900 tuples in, catching up ends it sooner.
+	q.Arrived = 900
+	if got := Decide(at(90), settings, []Query{q}, Pool{Ready: 2}); got.Launch == nil || got.Launch.ToTuple != 900 {
+		t.Errorf("launched %+v at 90 s, want what arrived caught up", got.Launch)
+	}
+}
+
 // Of the two tightest ready steps after their windows have closed, the one
 // whose running first leaves the worse slack of the two the larger goes
 // first: least slack first is kept unless the other order saves more.
