@@ -179,6 +179,12 @@ type Learned struct {
 	// Margin is the fraction to plan with on top of Model:
 	// Model.Scaled(1+Margin).
 	Margin float64
+	// Spread is how far one step's duration strays from Model, as a
+	// fraction: a robust standard deviation of the ratios observed/learned,
+	// shrunk towards Settings.PriorSpread as the margin's is; 0 with
+	// nothing observed. A deadline met by few steps is given headroom
+	// from it (planner.Query.Spread).
+	Spread float64
 	// Batches and Merges count the observations used of each kind.
 	Batches, Merges int
 }
@@ -250,7 +256,7 @@ func Fit(declared costmodel.Model, obs []Observation, s Settings) Learned {
 	}
 	// Every path above keeps within the bound; this is the guarantee.
 	out.Model = Clamp(declared, out.Model, s.Bound)
-	out.Margin = s.margin(out.Model, all)
+	out.Margin, out.Spread = s.margin(out.Model, all)
 	return out
 }
 
@@ -449,8 +455,9 @@ func misfit(l costmodel.Linear, xs []sample) float64 {
 	return sum / total
 }
 
-// margin sizes the headroom from the spread of the ratios observed/learned.
-func (s Settings) margin(m costmodel.Model, xs []sample) float64 {
+// margin sizes the headroom from the spread of the ratios observed/learned,
+// and returns that spread.
+func (s Settings) margin(m costmodel.Model, xs []sample) (margin, spread float64) {
 	vs := make([]weighted, 0, len(xs))
 	for _, x := range xs {
 		modelled := seconds(m, x.Observation)
@@ -460,18 +467,21 @@ func (s Settings) margin(m costmodel.Model, xs []sample) float64 {
 		vs = append(vs, weighted{x.Seconds / modelled, x.weight})
 	}
 	if len(vs) == 0 {
-		return 0
+		return 0, 0
 	}
 	n := effectiveOf(vs)
 	// A robust standard deviation (median absolute deviation), shrunk
 	// towards the prior spread: two samples that agree prove little.
-	spread := 1.4826 * quantile(deviations(vs), 0.5)
+	spread = 1.4826 * quantile(deviations(vs), 0.5)
 	spread = math.Sqrt((n*spread*spread + s.PriorWeight*s.PriorSpread*s.PriorSpread) / (n + s.PriorWeight))
-	margin := max(quantile(vs, s.Quantile)-1, 0) + s.Allowance*spread/math.Sqrt(n)
-	if !(margin >= 0) {
-		return 0
+	if !(spread >= 0) {
+		spread = 0
 	}
-	return min(margin, s.MaxMargin)
+	margin = max(quantile(vs, s.Quantile)-1, 0) + s.Allowance*spread/math.Sqrt(n)
+	if !(margin >= 0) {
+		return 0, spread
+	}
+	return min(margin, s.MaxMargin), spread
 }
 
 func scale(l costmodel.Linear, f float64) costmodel.Linear {

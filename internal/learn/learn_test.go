@@ -419,3 +419,21 @@ func TestWindowApplies(t *testing.T) {
 		})
 	}
 }
+
+// The spread is the steps' noise around the learned model, relative to
+// it: nothing observed has none, steps that agree have about the prior's
+// over the square root of their (recency-weighted) number, and N(15%, 10%)
+// per step is about 10%/1.15 around a model 1.15 times the declared one.
+func TestFitLearnsTheSpread(t *testing.T) {
+	if got := Fit(declared, nil, Defaults).Spread; got != 0 {
+		t.Errorf("nothing observed: spread %v", got)
+	}
+	steady := run(declared, Batch, 63, 4, 1e6, constant(1.2))
+	if got, want := Fit(declared, steady, Defaults).Spread, Defaults.PriorSpread/8; math.Abs(got-want) > 1e-3 {
+		t.Errorf("63 steps that agree: spread %v, want about the prior's over √64, %v", got, want)
+	}
+	noise := run(declared, Batch, 200, 4, 1e6, noisy(3, 0.15, 0.10))
+	if got, want := Fit(declared, noise, Defaults).Spread, 0.10/1.15; math.Abs(got-want) > 0.02 {
+		t.Errorf("N(15%%, 10%%): spread %v, want about %v", got, want)
+	}
+}

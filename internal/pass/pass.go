@@ -212,6 +212,10 @@ type Rules struct {
 	// Poll is how often a source that cannot tell when its tuples arrive is
 	// looked at.
 	Poll time.Duration
+	// KeepPlanForOverdueNodes keeps the plan in force while nodes are
+	// overdue, as the operator did before NodesOverdue: the studies set it
+	// to measure what re-planning for them buys; the operator never does.
+	KeepPlanForOverdueNodes bool
 }
 
 // Settings are dispatch's settings under the plan in force: its order is
@@ -257,8 +261,9 @@ func (e *NotPlannable) Error() string {
 
 // RunTime is the run-time view of every query the plan in force covers:
 // its plan, its arrivals and its launched steps, priced with the plan's
-// margins (planner.Query.Planned), so that dispatch judges slack as the
-// plan did. A query the plan does not cover yet is left out (it is
+// margins (planner.Query.Planned) and due the headroom the plan gave its
+// tail before its deadline (planner.TailHeadroom), so that dispatch judges
+// slack as the plan did. A query the plan does not cover yet is left out (it is
 // re-planned first).
 func RunTime(s *Snapshot) ([]dispatch.Query, error) {
 	if s.Plan == nil {
@@ -282,7 +287,7 @@ func RunTime(s *Snapshot) ([]dispatch.Query, error) {
 			continue
 		}
 		dq := dispatch.Query{
-			Name: q.Name, Deadline: q.Deadline, Closed: q.Closed,
+			Name: q.Name, Deadline: q.Deadline.Add(-costmodel.Duration(plan.Headroom)), Closed: q.Closed,
 			Cost:      pq.Planned(s.Workload.Planning),
 			BatchSize: plan.BatchSize, BatchEnds: doc.BatchEnds(q.Name), ExpectedTotal: doc.PlannedTotal(q.Name),
 			Arrived: q.Arrived, ArrivalOf: q.ArrivalOf, Held: q.Held,
@@ -412,7 +417,7 @@ func Judge(s *Snapshot) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
-	if v := learned(s, dqs); v.Reason != "" {
+	if v := learned(s, asGiven(s, dqs)); v.Reason != "" {
 		return v, nil
 	}
 	doc := &s.Plan.Doc
@@ -424,10 +429,24 @@ func Judge(s *Snapshot) (Verdict, error) {
 	if dispatch.NodesLost(s.PreviousReady, s.Ready, need, expected) {
 		return Verdict{Reason: NodesLost, Lost: &Lost{From: s.PreviousReady, To: s.Ready, Need: need, Expected: expected}}, nil
 	}
-	if o := OverdueNodes(s); o != nil {
+	if o := OverdueNodes(s); o != nil && !s.Rules.KeepPlanForOverdueNodes {
 		return Verdict{Reason: NodesOverdue, Overdue: o}, nil
 	}
 	return Verdict{}, nil
+}
+
+// asGiven is dqs due at their deadlines as given, without the headroom
+// the plan in force gave a tail: what was learned re-plans for a deadline
+// it would make late, not for the headroom, which is there to absorb the
+// noise it learns from.
+func asGiven(s *Snapshot, dqs []dispatch.Query) []dispatch.Query {
+	out := slices.Clone(dqs)
+	for i := range out {
+		if j := slices.IndexFunc(s.Queries, func(q Query) bool { return q.Name == out[i].Name }); j >= 0 {
+			out[i].Deadline = s.Queries[j].Deadline
+		}
+	}
+	return out
 }
 
 // specsOrRates says why the plan in force no longer holds by its inputs
@@ -561,17 +580,23 @@ func learned(s *Snapshot, dqs []dispatch.Query) Verdict {
 	if len(late) == 0 {
 		return Verdict{}
 	}
-	if change > learn.DefaultTolerance {
+	// It re-plans only for a query more nodes can still save: one late
+	// even on the largest size, or due before more nodes could come (a
+	// lead time from now), would only have the rest of the window
+	// reshuffled around it, for no deadline more, on a plan that cannot
+	// meet it and asks for the most nodes to come closest.
+	lost := lateBy(s.Now, dqs, asPlanned, largest)
+	savable := slices.DeleteFunc(slices.Clone(late), func(q string) bool {
+		i := slices.IndexFunc(dqs, func(dq dispatch.Query) bool { return dq.Name == q })
+		return slices.Contains(lost, q) || i >= 0 && !s.Now.Add(s.Lead).Before(dqs[i].Deadline)
+	})
+	switch {
+	case len(savable) == 0:
+		return Verdict{}
+	case change > learn.DefaultTolerance:
 		return Verdict{Reason: ModelLearned, Learned: &LearnedChange{Query: moved, Change: change, Unsafe: late, Nodes: nodes}}
 	}
-	// A smaller move re-plans only for a query more nodes can still save:
-	// one late even on the largest size would only have the rest of the
-	// window reshuffled around it, for no deadline more.
-	lost := lateBy(s.Now, dqs, asPlanned, largest)
-	if savable := slices.DeleteFunc(late, func(q string) bool { return slices.Contains(lost, q) }); len(savable) > 0 {
-		return Verdict{Reason: RunningSlow, Learned: &LearnedChange{Query: moved, Change: change, Unsafe: savable, Nodes: nodes}}
-	}
-	return Verdict{}
+	return Verdict{Reason: RunningSlow, Learned: &LearnedChange{Query: moved, Change: change, Unsafe: savable, Nodes: nodes}}
 }
 
 // lateBy is the queries the work left makes late on nodes nodes at the
@@ -674,7 +699,7 @@ func (s *Snapshot) nodesNow() planner.PoolNow {
 	if s.Plan != nil {
 		coming, comingBy := dispatch.Coming(s.Plan.Doc.Origin, s.Plan.Doc.Requests, s.Plan.Doc.Nodes, s.Lead, s.Now)
 		requested, by = max(coming, requested), comingBy.Sub(s.Now).Seconds()
-		if o := OverdueNodes(s); o != nil {
+		if o := OverdueNodes(s); o != nil && !s.Rules.KeepPlanForOverdueNodes {
 			requested, by = max(o.Requested, requested), o.Late.Seconds()
 		}
 	}

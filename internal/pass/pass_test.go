@@ -351,3 +351,24 @@ func TestJudgeNodesOverdue(t *testing.T) {
 		}
 	}
 }
+
+// Dispatch is due the headroom the plan in force gave a tail before the
+// query's deadline; what was learned is judged against the deadline as
+// given.
+func TestRunTimeKeepsThePlansHeadroom(t *testing.T) {
+	s := midWindow(t, twoQueries(240, 1200), 5*time.Minute)
+	s.Plan.Doc.Queries[0].Headroom = 7.5
+	dqs, err := RunTime(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := dqs[0].Deadline, s.Queries[0].Deadline.Add(-7500*time.Millisecond); !got.Equal(want) {
+		t.Errorf("dispatch is due %s at %v, want %v: 7.5 s before its deadline", dqs[0].Name, got, want)
+	}
+	if got := dqs[1].Deadline; !got.Equal(s.Queries[1].Deadline) {
+		t.Errorf("dispatch is due %s at %v, want its deadline %v", dqs[1].Name, got, s.Queries[1].Deadline)
+	}
+	if got := asGiven(s, dqs)[0].Deadline; !got.Equal(s.Queries[0].Deadline) {
+		t.Errorf("judged against %v, want the deadline as given", got)
+	}
+}
