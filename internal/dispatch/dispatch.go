@@ -82,8 +82,12 @@ type Batch struct {
 
 // Query is one query's plan and observed progress.
 type Query struct {
-	Name     string
+	Name string
+	// Deadline is when the query is due to end: its deadline less
+	// Headroom, the time the plan keeps before it for the noise of a
+	// tail of few steps (planner.TailHeadroom).
 	Deadline time.Time
+	Headroom time.Duration
 	// Closed is when the last batch may run: the window end plus the
 	// allowed lateness.
 	Closed time.Time
@@ -295,7 +299,8 @@ func (q *Query) holds(now time.Time, step Step) time.Duration {
 
 // blockedBy reports a query that launching step now would make late: its
 // next batch becomes ready before step ends, it could still meet its
-// deadline starting then, and it could not starting after step. Steps run
+// deadline (with its headroom spent, if need be) starting then, and it
+// could not starting after step. Steps run
 // one at a time and are not pre-empted, so least slack first among the
 // batches ready now can start a long batch of a loose query seconds before
 // the last batch of a tight one is ready at its window end. The plan, which
@@ -314,9 +319,10 @@ func blockedBy(now time.Time, sizes []int, pool Pool, queries []Query, q *Query,
 		}
 		// The other query's batch runs on the nodes there by then; after
 		// step, on the nodes there now: nodes on their way that are late
-		// must not leave it late too.
+		// must not leave it late too. One that has eaten into its
+		// headroom can still meet its deadline, and is held for too.
 		future := other.whole()
-		if future.Slack(ready, next, nodesBy(sizes, pool, step.Nodes, ready)) >= 0 && future.Slack(ends, next, step.Nodes) < 0 {
+		if future.Slack(ready, next, nodesBy(sizes, pool, step.Nodes, ready)) >= -other.Headroom && future.Slack(ends, next, step.Nodes) < 0 {
 			return other.Name, ready, true
 		}
 	}

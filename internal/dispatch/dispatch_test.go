@@ -433,6 +433,13 @@ func TestHoldsThePoolForABatchAboutToBeReady(t *testing.T) {
 	if got := Decide(at(99), settings, []Query{loose, tight(101)}, Pool{Ready: 2}); got.Launch == nil || got.Launch.Query != "a" {
 		t.Errorf("decision %+v, want a's batch launched", got)
 	}
+	// Due at 101 s with 3 s of its plan's headroom before its deadline at
+	// 104 s, b can still meet the deadline, and is held for.
+	withHeadroom := tight(101)
+	withHeadroom.Headroom = 3 * time.Second
+	if got := Decide(at(99), settings, []Query{loose, withHeadroom}, Pool{Ready: 2}); got.Launch != nil {
+		t.Errorf("decision %+v, want the pool held for b", got)
+	}
 }
 
 func TestFreeAt(t *testing.T) {

@@ -287,7 +287,7 @@ func RunTime(s *Snapshot) ([]dispatch.Query, error) {
 			continue
 		}
 		dq := dispatch.Query{
-			Name: q.Name, Deadline: q.Deadline.Add(-costmodel.Duration(plan.Headroom)), Closed: q.Closed,
+			Name: q.Name, Deadline: q.Deadline.Add(-costmodel.Duration(plan.Headroom)), Headroom: costmodel.Duration(plan.Headroom), Closed: q.Closed,
 			Cost:      pq.Planned(s.Workload.Planning),
 			BatchSize: plan.BatchSize, BatchEnds: doc.BatchEnds(q.Name), ExpectedTotal: doc.PlannedTotal(q.Name),
 			Arrived: q.Arrived, ArrivalOf: q.ArrivalOf, Held: q.Held,
@@ -417,7 +417,7 @@ func Judge(s *Snapshot) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
-	if v := learned(s, asGiven(s, dqs)); v.Reason != "" {
+	if v := learned(s, asGiven(dqs)); v.Reason != "" {
 		return v, nil
 	}
 	doc := &s.Plan.Doc
@@ -439,12 +439,10 @@ func Judge(s *Snapshot) (Verdict, error) {
 // the plan in force gave a tail: what was learned re-plans for a deadline
 // it would make late, not for the headroom, which is there to absorb the
 // noise it learns from.
-func asGiven(s *Snapshot, dqs []dispatch.Query) []dispatch.Query {
+func asGiven(dqs []dispatch.Query) []dispatch.Query {
 	out := slices.Clone(dqs)
 	for i := range out {
-		if j := slices.IndexFunc(s.Queries, func(q Query) bool { return q.Name == out[i].Name }); j >= 0 {
-			out[i].Deadline = s.Queries[j].Deadline
-		}
+		out[i].Deadline, out[i].Headroom = out[i].Deadline.Add(out[i].Headroom), 0
 	}
 	return out
 }

@@ -368,7 +368,7 @@ func TestRunTimeKeepsThePlansHeadroom(t *testing.T) {
 	if got := dqs[1].Deadline; !got.Equal(s.Queries[1].Deadline) {
 		t.Errorf("dispatch is due %s at %v, want its deadline %v", dqs[1].Name, got, s.Queries[1].Deadline)
 	}
-	if got := asGiven(s, dqs)[0].Deadline; !got.Equal(s.Queries[0].Deadline) {
+	if got := asGiven(dqs)[0].Deadline; !got.Equal(s.Queries[0].Deadline) {
 		t.Errorf("judged against %v, want the deadline as given", got)
 	}
 }
