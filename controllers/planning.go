@@ -69,8 +69,8 @@ func (r *ElasticScheduleReconciler) judge(ctx context.Context, v *view, p *passR
 		return replanning{reason: verdict.Reason, nodesLost: message}, nil
 	case ReplanNodesOverdue:
 		o := verdict.Overdue
-		message := fmt.Sprintf("%d of the %d nodes asked for are ready, %s after the plan expected them: re-planning the rest of the window with them expected %s from now, as late again as they are",
-			o.Ready, o.Requested, o.Late.Round(time.Second), o.Late.Round(time.Second))
+		message := fmt.Sprintf("%d of the %d nodes asked for are ready, %s after the plan expected them: re-planning the rest of the window with them expected no sooner than nodes asked for now, %s from now",
+			o.Ready, o.Requested, o.Late.Round(time.Second), v.lead.Round(time.Second))
 		logger.Info("nodes overdue", "requested", o.Requested, "ready", o.Ready, "late", o.Late)
 		p.note(corev1.EventTypeWarning, laxityv1alpha1.NodesOverdueReason, "Replan", message)
 	default:

@@ -135,7 +135,7 @@ const (
 	MaxLeadTimeSeconds = 30 * 24 * 3600
 	// DefaultMargin is the margin a query plans with before anything
 	// learned of it applies, when the schedule sets none: the 85th
-	// percentile (Defaults.Quantile) of the per-step slowdown of ordinary
+	// percentile of the per-step slowdown of ordinary
 	// cloud nodes, about 15% on average with a standard deviation of 10%
 	// (1.15 + 1.04 × 0.10 ≈ 1.25). Defaults.Unlearned. docs/experiments.md
 	// ("Run-time noise") measures it on a first window.
@@ -150,14 +150,18 @@ const (
 // and allowance were set by the study of docs/experiments.md ("Learning
 // across windows"): a deadline is missed when the work left after a window
 // closes runs long, which is the sum of several steps, so a per-step 99th
-// percentile planned far more headroom than any deadline needed.
+// percentile planned far more headroom than any deadline needed. The one
+// deadline a sum of few steps meets, the earliest, has headroom of its own
+// (planner.TailHeadroom), so the margin covers the 60th percentile: at the
+// 85th, the noisy reality cost 1.11-1.14 times the plan that knew; at the
+// 50th, deadlines of many steps were missed.
 var Defaults = Settings{
 	HalfLife:      32,
 	PriorWeight:   1,
 	Bound:         ModelBound,
 	MinFitSamples: 8,
 	FitGain:       0.25,
-	Quantile:      0.85,
+	Quantile:      0.6,
 	Allowance:     1,
 	PriorSpread:   0.1,
 	MaxMargin:     MarginBound,
@@ -180,10 +184,10 @@ type Learned struct {
 	// Model.Scaled(1+Margin).
 	Margin float64
 	// Spread is how far one step's duration strays from Model, as a
-	// fraction: a robust standard deviation of the ratios observed/learned,
-	// shrunk towards Settings.PriorSpread as the margin's is; 0 with
-	// nothing observed. A deadline met by few steps is given headroom
-	// from it (planner.Query.Spread).
+	// fraction: a robust standard deviation of the ratios observed/learned
+	// as measured (the margin's allowance shrinks it towards
+	// Settings.PriorSpread); 0 with nothing observed. A deadline met by few
+	// steps is given headroom from it (planner.Query.Spread).
 	Spread float64
 	// Batches and Merges count the observations used of each kind.
 	Batches, Merges int
@@ -470,14 +474,16 @@ func (s Settings) margin(m costmodel.Model, xs []sample) (margin, spread float64
 		return 0, 0
 	}
 	n := effectiveOf(vs)
-	// A robust standard deviation (median absolute deviation), shrunk
-	// towards the prior spread: two samples that agree prove little.
+	// A robust standard deviation (median absolute deviation). The
+	// allowance shrinks it towards the prior spread: two samples that
+	// agree prove little. The spread returned is the one measured: the
+	// allowance already stands for how little is known.
 	spread = 1.4826 * quantile(deviations(vs), 0.5)
-	spread = math.Sqrt((n*spread*spread + s.PriorWeight*s.PriorSpread*s.PriorSpread) / (n + s.PriorWeight))
-	if !(spread >= 0) {
+	if !(spread >= 0) || math.IsInf(spread, 0) {
 		spread = 0
 	}
-	margin = max(quantile(vs, s.Quantile)-1, 0) + s.Allowance*spread/math.Sqrt(n)
+	shrunk := math.Sqrt((n*spread*spread + s.PriorWeight*s.PriorSpread*s.PriorSpread) / (n + s.PriorWeight))
+	margin = max(quantile(vs, s.Quantile)-1, 0) + s.Allowance*shrunk/math.Sqrt(n)
 	if !(margin >= 0) {
 		return 0, spread
 	}

@@ -48,12 +48,12 @@ const (
 	// size; the rest is re-planned at once, so that more nodes are asked
 	// for a lead time earlier rather than after the deadline is lost.
 	RunningSlow = "RunningSlow"
-	// NodesOverdue: nodes the plan in force asked for are not ready a
-	// lead time and OverdueGrace after it expected them (dispatch.Coming).
-	// The new plan expects them as late again as they are overdue
-	// (Search), instead of waiting with a plan that counts on them until
-	// the next window; it is made once per request: a plan made for
-	// overdue nodes is not re-made for the same nodes (Overdue).
+	// NodesOverdue: a raise of the pool the plan in force asked for is not
+	// ready OverdueGrace after a lead time (OverdueNodes). The new plan
+	// expects those nodes no sooner than nodes asked for now (Search),
+	// instead of counting on them until they come; it is made once per
+	// request: a plan made for overdue nodes starts from them and is not
+	// re-made for them.
 	NodesOverdue = "NodesOverdue"
 )
 
@@ -689,16 +689,16 @@ func Search(s *Snapshot) SearchInput {
 
 // nodesNow is the pool as it is now, for a plan made now: the ready nodes,
 // and those the plan in force has asked for and expects. Overdue nodes
-// (OverdueNodes) are expected as late again as they are already: what is
-// seen of them is all there is to go by, and a plan that expects them now
-// would start steps on nodes that are not there.
+// (OverdueNodes) are expected no sooner than nodes asked for now, a lead
+// time from now: they have taken longer than one already, and a plan that
+// expects them sooner has dispatch wait for nodes that are not there.
 func (s *Snapshot) nodesNow() planner.PoolNow {
 	requested, by := s.Ready, 0.0
 	if s.Plan != nil {
 		coming, comingBy := dispatch.Coming(s.Plan.Doc.Origin, s.Plan.Doc.Requests, s.Plan.Doc.Nodes, s.Lead, s.Now)
 		requested, by = max(coming, requested), comingBy.Sub(s.Now).Seconds()
 		if o := OverdueNodes(s); o != nil && !s.Rules.KeepPlanForOverdueNodes {
-			requested, by = max(o.Requested, requested), o.Late.Seconds()
+			requested, by = max(o.Requested, requested), s.Lead.Seconds()
 		}
 	}
 	return replan.NodesNow(s.Workload, s.Ready, requested, by)
