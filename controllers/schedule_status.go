@@ -121,6 +121,17 @@ func nodesDue(origin time.Time, requests []planner.NodeLevel, lead time.Duration
 	return int32(dispatch.RequestAt(origin, requests, by))
 }
 
+// nodesDueUnder is nodesDue under the plan in force, made for reason: a
+// plan made for overdue nodes (ReplanNodesOverdue) starts from them, and
+// they stay due, and overdue, until they come.
+func nodesDueUnder(doc *planner.Document, reason string, lead time.Duration, now time.Time) int32 {
+	due := nodesDue(doc.Origin, doc.Requests, lead, now)
+	if reason == ReplanNodesOverdue && len(doc.Requests) > 0 {
+		due = max(due, int32(doc.Requests[0].Nodes))
+	}
+	return due
+}
+
 // setScheduleConditions computes Planned, Feasible, PoolReady, Ready and
 // Stalled.
 //
