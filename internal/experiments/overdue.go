@@ -140,9 +140,9 @@ nodes.
 			lowerOrHigher(r.replanned.meanCost, r.kept.meanCost), r.replanned.meanCost, r.kept.meanCost))
 	}
 	most := slices.MaxFunc(rows, func(a, b overdueRow) int { return a.replanned.mostOverdue - b.replanned.mostOverdue })
-	fmt.Fprintf(b, `Re-planning for overdue nodes leaves %s. It re-plans at most %d time(s) in a
-run for them: once per raise, since a plan made for overdue nodes starts
-from them. Nothing decided once nodes are overdue brings them sooner, so
+	fmt.Fprintf(b, `Re-planning for overdue nodes leaves %s. It re-plans for them at most %d
+time(s) in a run, never twice for the same raise: a plan made for overdue
+nodes starts from them. Nothing decided once nodes are overdue brings them sooner, so
 what misses is the tail those nodes were asked for; what the re-plan
 changes is that the rest of the window no longer waits for them.
 
