@@ -834,11 +834,14 @@ func NextRequestChange(origin time.Time, requests []planner.NodeLevel, now time.
 	return time.Time{}
 }
 
-// BehindSchedule is the pool size the plan gave the first step that has not
-// succeeded yet, when that step should already have started: execution lags
-// the plan, and the plan's timeline, which has moved on (possibly to a
-// smaller pool or to idle), must not take away the nodes the lagging work
-// needs. Zero when execution keeps up. A query with a step that failed on its
+// BehindSchedule is the largest pool size the plan gave a step that has not
+// succeeded yet and should already have started: execution lags the plan,
+// and the plan's timeline, which has moved on (possibly to a smaller pool
+// or to idle), must not take away the nodes the lagging work needs. Zero
+// when execution keeps up. The largest, not the first such step's: a run
+// behind by a few steps still has the larger steps ahead of it (a run
+// some 50 s behind whose first lagging step was planned on 2 nodes had the
+// pool come down to 2 under the late queries' last batches, planned on 4). A query with a step that failed on its
 // last allowed attempt lags for good and is not waited for: nothing more of
 // it will run, and holding nodes for it kept the pool up indefinitely. Nor
 // is a query whose final merge succeeded, whatever batches the plan cut
@@ -848,17 +851,18 @@ func BehindSchedule(doc *planner.Document, queries []Query, maxAttempts int, now
 	for i := range queries {
 		byName[queries[i].Name] = &queries[i]
 	}
+	nodes := 0
 	for _, s := range doc.Steps {
 		q := byName[s.Query]
 		if q == nil || q.succeeded() || stepSucceeded(q, s) || failedOutQuery(q, maxAttempts) {
 			continue
 		}
 		if doc.Origin.Add(seconds(s.Start)).After(now) {
-			return 0
+			continue
 		}
-		return s.Nodes
+		nodes = max(nodes, s.Nodes)
 	}
-	return 0
+	return nodes
 }
 
 // FailedOut reports whether a failed attempt was the step's last allowed

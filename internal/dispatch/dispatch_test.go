@@ -393,6 +393,9 @@ func TestBehindSchedule(t *testing.T) {
 		{"on time: nothing started late", 5, query("a", 200, 300), 0},
 		{"batch 0 due and not done: its nodes", 15, query("a", 200, 300), 2},
 		{"batch 1 due, batch 0 done: batch 1's nodes", 35, query("a", 200, 300, done(0, 100)), 4},
+		// The pool the lagging work needs is the largest the plan gave
+		// any step of it that is due, not the first's.
+		{"batches 0 and 1 due, neither done: the larger", 35, query("a", 200, 300), 4},
 		{"caught up: the next step is not due yet", 50, query("a", 200, 300, done(0, 100), done(100, 200)), 0},
 		{"a query out of attempts is not waited for", 35, query("a", 200, 300, done(0, 100), failed), 0},
 		// The plan cut more batches than ran: the window brought fewer
