@@ -282,3 +282,93 @@ func TestPricePoints(t *testing.T) {
 		t.Errorf("a query the plan does not cover has points %v", got)
 	}
 }
+
+// Nodes the plan asked for that do not come re-plan once, when they are
+// OverdueGrace later than expected, with a plan that expects them a lead
+// time from now; that plan is not re-made while the same nodes stay away.
+func TestJudgeNodesOverdue(t *testing.T) {
+	w := twoQueries(240, 1200)
+	// The plan asks for its one node at 90 s and expects it at 150 s, a
+	// lead time later.
+	short := func(s *Snapshot) { s.Ready, s.PreviousReady = 0, 0 }
+	for _, tc := range []struct {
+		name   string
+		at     time.Duration
+		change func(*Snapshot)
+		want   string
+		late   time.Duration
+	}{
+		{name: "the node came as expected", at: 190 * time.Second, want: ""},
+		{name: "the node is late, within the grace", at: 170 * time.Second, change: short, want: ""},
+		{name: "the node is overdue", at: 190 * time.Second, change: short, want: NodesOverdue, late: 40 * time.Second},
+		{
+			name: "a plan made for other reasons while the node is overdue", at: 190 * time.Second,
+			change: func(s *Snapshot) { short(s); s.Plan.Reason = ModelLearned }, want: NodesOverdue, late: 40 * time.Second,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := midWindow(t, w, tc.at)
+			if tc.change != nil {
+				tc.change(s)
+			}
+			got, err := Judge(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Reason != tc.want {
+				t.Fatalf("Judge = %q (%+v), want %q", got.Reason, got.Overdue, tc.want)
+			}
+			if tc.want == "" {
+				return
+			}
+			if o := got.Overdue; o == nil || o.Requested != 1 || o.Ready != 0 || o.Late != tc.late {
+				t.Errorf("overdue %+v, want 0 of 1 node ready, %v late", got.Overdue, tc.late)
+			}
+		})
+	}
+
+	s := midWindow(t, w, 190*time.Second)
+	short(s)
+	in := Search(s)
+	// 40 s overdue, it is expected no sooner than nodes asked for now.
+	if got, want := in.Nodes.RequestedBy, 60.0; got != want {
+		t.Errorf("the new plan expects the overdue node %gs from now, want %gs: a lead time", got, want)
+	}
+	doc, assumed, err := replan.Plan(in.Workload, in.Observed, s.Rules.Rates, in.Nodes, in.Busy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Plan = &Plan{Doc: doc, Inputs: s.Inputs, Reason: NodesOverdue, Assumed: assumed, Models: ModelsOf(s.Workload), Arrivals: ArrivalsOf(s)}
+	for _, later := range []time.Duration{time.Minute, 5 * time.Minute} {
+		s.Now = origin.Add(190*time.Second + later)
+		s.Workload = replan.WithOrigin(w, s.Now)
+		got, err := Judge(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Reason != "" {
+			t.Errorf("%v after the re-plan for the overdue node, still away: Judge = %q, want the plan made for it to hold", later, got.Reason)
+		}
+	}
+}
+
+// Dispatch is due the headroom the plan in force gave a tail before the
+// query's deadline; what was learned is judged against the deadline as
+// given.
+func TestRunTimeKeepsThePlansHeadroom(t *testing.T) {
+	s := midWindow(t, twoQueries(240, 1200), 5*time.Minute)
+	s.Plan.Doc.Queries[0].Headroom = 7.5
+	dqs, err := RunTime(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := dqs[0].Deadline, s.Queries[0].Deadline.Add(-7500*time.Millisecond); !got.Equal(want) {
+		t.Errorf("dispatch is due %s at %v, want %v: 7.5 s before its deadline", dqs[0].Name, got, want)
+	}
+	if got := dqs[1].Deadline; !got.Equal(s.Queries[1].Deadline) {
+		t.Errorf("dispatch is due %s at %v, want its deadline %v", dqs[1].Name, got, s.Queries[1].Deadline)
+	}
+	if got := asGiven(dqs)[0].Deadline; !got.Equal(s.Queries[0].Deadline) {
+		t.Errorf("judged against %v, want the deadline as given", got)
+	}
+}
