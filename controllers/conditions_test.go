@@ -429,12 +429,4 @@ func TestNodesDue(t *testing.T) {
 	if got := nodesDue(origin, nil, lead, origin.Add(time.Hour)); got != 0 {
 		t.Errorf("no requests: nodesDue = %d, want 0", got)
 	}
-	// A plan made for overdue nodes starts from them: they are due at once.
-	doc := &planner.Document{Origin: origin, Requests: requests}
-	if got := nodesDueUnder(doc, ReplanNodesOverdue, lead, origin); got != 2 {
-		t.Errorf("a plan made for overdue nodes: %d due at its origin, want its 2", got)
-	}
-	if got := nodesDueUnder(doc, ReplanModelLearned, lead, origin); got != 0 {
-		t.Errorf("a plan made for another reason: %d due at its origin, want none yet", got)
-	}
 }

@@ -215,7 +215,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 		requested = p.asked.nodes
 	}
 	setScheduleConditions(es, scheduleState{doc: doc, requested: requested, ready: v.ready, backendErr: backendErr, stuck: stuck, nodesLost: judged.nodesLost,
-		due: nodesDueUnder(doc, v.stored.reason, v.lead, v.now), lead: v.lead, capped: p.capped, overCeiling: p.overCeiling, overBudget: p.overBudget,
+		due: nodesDue(doc.Origin, doc.Requests, v.lead, v.now), lead: v.lead, capped: p.capped, overCeiling: p.overCeiling, overBudget: p.overBudget,
 		sharing: sharingMessage(doc, spec.SharingNotes(es, v.queries))})
 	if backendErr != nil {
 		return ctrl.Result{}, p.notes, backendErr

@@ -86,7 +86,7 @@ var (
 	// replansMetric counts the plans made and stored, by why.
 	replansMetric = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: metricsNamespace, Name: "replans_total",
-		Help: "Plans made and stored for a schedule, by reason (Initial, SpecChanged, RateExceeded, RateFellBack, StepFailed, NodesLost, NodesOverdue, ModelLearned, RunningSlow).",
+		Help: "Plans made and stored for a schedule, by reason (Initial, SpecChanged, RateExceeded, RateFellBack, StepFailed, NodesLost, ModelLearned, RunningSlow).",
 	}, []string{labelNamespace, labelSchedule, labelReason})
 
 	nodesRequestedMetric = prometheus.NewGaugeVec(prometheus.GaugeOpts{

@@ -30,7 +30,6 @@ const (
 	ReplanRateFellBack = pass.RateFellBack
 	ReplanStepFailed   = pass.StepFailed
 	ReplanNodesLost    = pass.NodesLost
-	ReplanNodesOverdue = pass.NodesOverdue
 	ReplanModelLearned = pass.ModelLearned
 	ReplanRunningSlow  = pass.RunningSlow
 )
@@ -67,12 +66,6 @@ func (r *ElasticScheduleReconciler) judge(ctx context.Context, v *view, p *passR
 		logger.Info("nodes lost", "from", l.From, "to", l.To, "need", l.Need, "expected", l.Expected)
 		p.note(corev1.EventTypeWarning, laxityv1alpha1.NodesLostReason, "Replan", message)
 		return replanning{reason: verdict.Reason, nodesLost: message}, nil
-	case ReplanNodesOverdue:
-		o := verdict.Overdue
-		message := fmt.Sprintf("%d of the %d nodes asked for are ready, %s after the plan expected them: re-planning the rest of the window with them expected no sooner than nodes asked for now, %s from now",
-			o.Ready, o.Requested, o.Late.Round(time.Second), v.lead.Round(time.Second))
-		logger.Info("nodes overdue", "requested", o.Requested, "ready", o.Ready, "late", o.Late)
-		p.note(corev1.EventTypeWarning, laxityv1alpha1.NodesOverdueReason, "Replan", message)
 	default:
 		logger.V(1).Info("re-planning", "reason", verdict.Reason, "exhausted", verdict.Exhausted)
 	}

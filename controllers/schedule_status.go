@@ -11,7 +11,6 @@ import (
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/costmodel"
 	"github.com/laxity-dev/laxity/internal/dispatch"
-	"github.com/laxity-dev/laxity/internal/pass"
 	"github.com/laxity-dev/laxity/internal/planner"
 )
 
@@ -127,9 +126,8 @@ func sharingMessage(doc *planner.Document, notes []string) string {
 // overdueGrace is how much longer than the lead time the plan assumes
 // nodes may take before the schedule calls them overdue: a node's arrival
 // is seen on the next pass, and a pool a few seconds slower than declared
-// is not a problem anyone should be paged for. It is the grace after which
-// overdue nodes re-plan (pass.NodesOverdue).
-const overdueGrace = pass.OverdueGrace
+// is not a problem anyone should be paged for.
+const overdueGrace = 30 * time.Second
 
 // nodesDue is how many nodes the plan asked for at least a lead time plus
 // overdueGrace before now: the plan's request level at that instant, and 0
@@ -143,17 +141,6 @@ func nodesDue(origin time.Time, requests []planner.NodeLevel, lead time.Duration
 		return 0
 	}
 	return int32(dispatch.RequestAt(origin, requests, by))
-}
-
-// nodesDueUnder is nodesDue under the plan in force, made for reason: a
-// plan made for overdue nodes (ReplanNodesOverdue) starts from them, and
-// they stay due, and overdue, until they come.
-func nodesDueUnder(doc *planner.Document, reason string, lead time.Duration, now time.Time) int32 {
-	due := nodesDue(doc.Origin, doc.Requests, lead, now)
-	if reason == ReplanNodesOverdue && len(doc.Requests) > 0 {
-		due = max(due, int32(doc.Requests[0].Nodes))
-	}
-	return due
 }
 
 // setScheduleConditions computes Planned, Feasible, PoolReady, Ready and

@@ -117,8 +117,7 @@ const (
 
 	// NodesOverdueReason surfaces, with PoolReady and Ready False, when
 	// nodes the plan asked for more than a provisioning lead time (and a
-	// 30-second grace) ago are still not ready; the schedule re-plans once
-	// for them, with a Warning event of this reason.
+	// 30-second grace) ago are still not ready.
 	NodesOverdueReason = "NodesOverdue"
 
 	// BackendErrorReason surfaces when the pool backend failed to request or

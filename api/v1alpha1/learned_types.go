@@ -85,14 +85,6 @@ type LearnedModel struct {
 	// +optional
 	RuntimeMarginPercent Decimal `json:"runtimeMarginPercent,omitempty"`
 
-	// spreadPercent is how far one step's duration strays from the fitted
-	// model: a robust standard deviation of the ratios of measured to
-	// fitted durations, in percent. The earliest deadline's tail, a step or
-	// two whose noise does not average out, is planned with headroom sized
-	// from it.
-	// +optional
-	SpreadPercent Decimal `json:"spreadPercent,omitempty"`
-
 	// applied says whether plans use this model (spec.planning.learning is
 	// Apply) or it is only reported (Observe).
 	// +optional

@@ -85,12 +85,8 @@ type Batch struct {
 
 // Query is one query's plan and observed progress.
 type Query struct {
-	Name string
-	// Deadline is when the query is due to end: its deadline less
-	// Headroom, the time the plan keeps before it for the noise of a
-	// tail of few steps (planner.TailHeadroom).
+	Name     string
 	Deadline time.Time
-	Headroom time.Duration
 	// Closed is when the last batch may run: the window end plus the
 	// allowed lateness.
 	Closed time.Time
@@ -309,8 +305,7 @@ func (q *Query) holds(now time.Time, step Step) time.Duration {
 
 // blockedBy reports a query that launching step now would make late: its
 // next batch becomes ready before step ends, it could still meet its
-// deadline (with its headroom spent, if need be) starting then, and it
-// could not starting after step. Steps run
+// deadline starting then, and it could not starting after step. Steps run
 // one at a time and are not pre-empted, so least slack first among the
 // batches ready now can start a long batch of a loose query seconds before
 // the last batch of a tight one is ready at its window end. The plan, which
@@ -329,10 +324,9 @@ func blockedBy(now time.Time, sizes []int, pool Pool, queries []Query, q *Query,
 		}
 		// The other query's batch runs on the nodes there by then; after
 		// step, on the nodes there now: nodes on their way that are late
-		// must not leave it late too. One that has eaten into its
-		// headroom can still meet its deadline, and is held for too.
+		// must not leave it late too.
 		future := other.whole()
-		if future.Slack(ready, next, nodesBy(sizes, pool, step.Nodes, ready)) >= -other.Headroom && future.Slack(ends, next, step.Nodes) < 0 {
+		if future.Slack(ready, next, nodesBy(sizes, pool, step.Nodes, ready)) >= 0 && future.Slack(ends, next, step.Nodes) < 0 {
 			return other.Name, ready, true
 		}
 	}
@@ -347,8 +341,7 @@ func blockedBy(now time.Time, sizes []int, pool Pool, queries []Query, q *Query,
 // remaining tuples as one batch at the window's end; waiting for that cut
 // with ready nodes and arrived tuples only moves the work into the
 // query's tail, after the window closes. Running what arrived costs one
-// more batch's start-up on nodes that are paid for anyway, and is done
-// only when it ends the query sooner for that.
+// more batch's start-up on nodes that are paid for anyway.
 func catchUp(now time.Time, sizes []int, pool Pool, queries []Query, nodes int) []Step {
 	var out []Step
 	for i := range queries {
@@ -363,24 +356,10 @@ func catchUp(now time.Time, sizes []int, pool Pool, queries []Query, nodes int) 
 		if !ok || !ready.After(now) {
 			continue
 		}
-		future := q.whole()
-		if future.Slack(ready, next, nodesBy(sizes, pool, nodes, ready)) >= 0 {
+		if future := q.whole(); future.Slack(ready, next, nodesBy(sizes, pool, nodes, ready)) >= 0 {
 			continue
 		}
 		step := Step{Query: q.Name, Kind: planner.StepBatch, Index: len(q.Batches), FromTuple: q.processed(), ToTuple: q.Arrived, Nodes: nodes}
-		// It must also end the query sooner than waiting would: what
-		// arrives after it is one more batch, which cannot start before
-		// the window closes (at the latest), and a batch caught up a moment
-		// before the close leaves that one a start-up for a sliver.
-		waited := ready.Add(future.Remaining(ready, next, nodesBy(sizes, pool, nodes, ready)))
-		restAt := now.Add(seconds(q.stepSeconds(step, nodes)))
-		if restAt.Before(q.Closed) {
-			restAt = q.Closed
-		}
-		rest := Step{Kind: planner.StepBatch, Index: step.Index + 1, FromTuple: step.ToTuple, ToTuple: step.ToTuple}
-		if caught := restAt.Add(future.Remaining(restAt, rest, nodesBy(sizes, pool, nodes, restAt))); !caught.Before(waited) {
-			continue
-		}
 		step.Slack = q.Slack(now, step, nodes)
 		out = append(out, step)
 	}
@@ -844,14 +823,11 @@ func NextRequestChange(origin time.Time, requests []planner.NodeLevel, now time.
 	return time.Time{}
 }
 
-// BehindSchedule is the largest pool size the plan gave a step that has not
-// succeeded yet and should already have started: execution lags the plan,
-// and the plan's timeline, which has moved on (possibly to a smaller pool
-// or to idle), must not take away the nodes the lagging work needs. Zero
-// when execution keeps up. The largest, not the first such step's: a run
-// behind by a few steps still has the larger steps ahead of it (a run
-// some 50 s behind whose first lagging step was planned on 2 nodes had the
-// pool come down to 2 under the late queries' last batches, planned on 4). A query with a step that failed on its
+// BehindSchedule is the pool size the plan gave the first step that has not
+// succeeded yet, when that step should already have started: execution lags
+// the plan, and the plan's timeline, which has moved on (possibly to a
+// smaller pool or to idle), must not take away the nodes the lagging work
+// needs. Zero when execution keeps up. A query with a step that failed on its
 // last allowed attempt lags for good and is not waited for: nothing more of
 // it will run, and holding nodes for it kept the pool up indefinitely. Nor
 // is a query whose final merge succeeded, whatever batches the plan cut
@@ -861,18 +837,17 @@ func BehindSchedule(doc *planner.Document, queries []Query, maxAttempts int, now
 	for i := range queries {
 		byName[queries[i].Name] = &queries[i]
 	}
-	nodes := 0
 	for _, s := range doc.Steps {
 		q := byName[s.Query]
 		if q == nil || q.succeeded() || stepSucceeded(q, s) || failedOutQuery(q, maxAttempts) {
 			continue
 		}
 		if doc.Origin.Add(seconds(s.Start)).After(now) {
-			continue
+			return 0
 		}
-		nodes = max(nodes, s.Nodes)
+		return s.Nodes
 	}
-	return nodes
+	return 0
 }
 
 // FailedOut reports whether a failed attempt was the step's last allowed

@@ -393,9 +393,6 @@ func TestBehindSchedule(t *testing.T) {
 		{"on time: nothing started late", 5, query("a", 200, 300), 0},
 		{"batch 0 due and not done: its nodes", 15, query("a", 200, 300), 2},
 		{"batch 1 due, batch 0 done: batch 1's nodes", 35, query("a", 200, 300, done(0, 100)), 4},
-		// The pool the lagging work needs is the largest the plan gave
-		// any step of it that is due, not the first's.
-		{"batches 0 and 1 due, neither done: the larger", 35, query("a", 200, 300), 4},
 		{"caught up: the next step is not due yet", 50, query("a", 200, 300, done(0, 100), done(100, 200)), 0},
 		{"a query out of attempts is not waited for", 35, query("a", 200, 300, done(0, 100), failed), 0},
 		// The plan cut more batches than ran: the window brought fewer
@@ -435,13 +432,6 @@ func TestHoldsThePoolForABatchAboutToBeReady(t *testing.T) {
 	// Nor when b is late whatever happens: holding the pool would help nobody.
 	if got := Decide(at(99), settings, []Query{loose, tight(101)}, Pool{Ready: 2}); got.Launch == nil || got.Launch.Query != "a" {
 		t.Errorf("decision %+v, want a's batch launched", got)
-	}
-	// Due at 101 s with 3 s of its plan's headroom before its deadline at
-	// 104 s, b can still meet the deadline, and is held for.
-	withHeadroom := tight(101)
-	withHeadroom.Headroom = 3 * time.Second
-	if got := Decide(at(99), settings, []Query{loose, withHeadroom}, Pool{Ready: 2}); got.Launch != nil {
-		t.Errorf("decision %+v, want the pool held for b", got)
 	}
 }
 
@@ -567,26 +557,6 @@ func TestBehindItRunsWhatArrived(t *testing.T) {
 				t.Errorf("launch = %+v, want %s's batch [%d, %d)", got.Launch, tc.launch, tc.from, tc.to)
 			}
 		})
-	}
-}
-
-// Running what arrived a moment before the window closes would leave the
-// last tuples a batch of their own, one more start-up after the close: the
-// query waits for the close, which ends it sooner, late or not.
-func TestBehindItWaitsWhenCatchingUpEndsLater(t *testing.T) {
-	// 999 of 1,000 tuples in at 99.9 s: caught up, [100, 999) ends at
-	// 110.9 s, [999, 1000) at 111.9 s and the merge at 112.9 s; waiting,
-	// [100, 1000) ends at 110 s and the merge at 111 s.
-	q := query("a", 105, 999, done(0, 100))
-	q.BatchEnds, q.BatchSize = []int64{100, 1000}, 900
-	q.ArrivalOf = func(tuples int64) (time.Time, bool) { return at(float64(tuples) / 10), tuples <= 1000 }
-	if got := Decide(at(99.9), settings, []Query{q}, Pool{Ready: 2}); got.Launch != nil {
-		t.Errorf("launched %+v a moment before the close", got.Launch)
-	}
-	// Earlier, with 900 tuples in, catching up ends it sooner.
-	q.Arrived = 900
-	if got := Decide(at(90), settings, []Query{q}, Pool{Ready: 2}); got.Launch == nil || got.Launch.ToTuple != 900 {
-		t.Errorf("launched %+v at 90 s, want what arrived caught up", got.Launch)
 	}
 }
 

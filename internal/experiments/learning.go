@@ -58,11 +58,6 @@ type learningRow struct {
 	cost    []float64
 	replans []float64
 	margin  []float64
-	// headroom is, per window, the mean headroom the plans gave the
-	// earliest deadline's tail.
-	headroom []float64
-	// firstReasons are the re-plan reasons of window 1, of every run.
-	firstReasons []string
 	// late are the runs that missed a deadline from window learningFrom
 	// on, in seed order.
 	late []lateRun
@@ -155,16 +150,6 @@ func explainLate(base planner.Workload, re reality, seed uint64, k int, w offlin
 
 func (r learningRow) missedShare(k int) float64 { return float64(r.missed[k]) / float64(runs) }
 
-// meanHeadroom is the mean headroom the plans of windows learningFrom on
-// gave the earliest deadline's tail.
-func (r learningRow) meanHeadroom() float64 {
-	sum := 0.0
-	for _, h := range r.headroom[learningFrom-1:] {
-		sum += h
-	}
-	return sum / float64(len(r.headroom)-learningFrom+1)
-}
-
 // mostMissed is the most runs that missed a deadline in any one window
 // from learningFrom on.
 func (r learningRow) mostMissed() int {
@@ -193,7 +178,7 @@ func learningStudy(base planner.Workload) ([]learningRow, error) {
 			return nil, err
 		}
 		row := learningRow{reality: re, known: known.Chosen, missed: make([]int, learningWindows), cost: make([]float64, learningWindows),
-			replans: make([]float64, learningWindows), margin: make([]float64, learningWindows), headroom: make([]float64, learningWindows)}
+			replans: make([]float64, learningWindows), margin: make([]float64, learningWindows)}
 		results, err := eachSeed(runs, func(seed uint64) (offlinerun.RecurringResult, error) {
 			r, err := offlinerun.RunRecurring(base, offlinerun.RecurringOptions{
 				Windows: learningWindows, Seed: seed, Noise: re.noise, Slowdown: re.slowdown, LeadFactor: re.leadFactor,
@@ -217,14 +202,8 @@ func learningStudy(base planner.Workload) ([]learningRow, error) {
 				}
 				row.cost[k] += w.Cost / float64(runs)
 				row.replans[k] += float64(len(w.Replans)) / float64(runs)
-				if k == 0 {
-					row.firstReasons = append(row.firstReasons, w.Reasons...)
-				}
 				for _, l := range w.Learned {
 					row.margin[k] += l.Margin / float64(runs*len(w.Learned))
-				}
-				for _, q := range w.Plan.Queries {
-					row.headroom[k] += q.Headroom / float64(runs)
 				}
 			}
 		}
@@ -329,13 +308,8 @@ re-plans it (%.1f times on average, when the plan cannot absorb it) and
 %.1f%% of the runs still miss a deadline. The learned margin covers the
 %.0fth percentile of each query's observed/learned ratios plus an allowance
 for how few there are, not the 99th: a deadline is missed when the work
-left after a window closes runs long, which for every deadline but the
-earliest is the sum of many steps, whose noise averages out. The earliest
-deadline's tail, its last batch and final merge, is two steps whose noise
-does not, and the planner gives it headroom of its own: %d standard
-deviations of its steps' learned spread over √2, less the margin, of the
-time from the close to its deadline (`+"`planner.TailHeadroom`"+`), %.1f s on
-average from window %d on, which dispatch keeps too.
+left after a window closes runs long, which is the sum of several steps, so
+a per-step 99th percentile plans headroom that no deadline needs.
 
 A pessimistic model (c) is learned within one window, and saves %.0f%% of
 the cost by window %d, %s: the sample's pool never goes below its smallest
@@ -344,8 +318,7 @@ deadline at the declared model, so faster steps leave those nodes idle more
 often rather than release any. Where the declared model needs a larger
 pool, the same learning releases nodes.
 
-`, verdict, noisy.costRatio(learningWindows-1), learningWindows, noisy.replans[0], 100*noisy.missedShare(0), 100*learnQuantile(),
-		planner.TailSigmas, noisy.meanHeadroom(), learningFrom, 100*cut, learningFrom, hoped)
+`, verdict, noisy.costRatio(learningWindows-1), learningWindows, noisy.replans[0], 100*noisy.missedShare(0), 100*learnQuantile(), 100*cut, learningFrom, hoped)
 	writeLate(b, noisy)
 	writeLateNodes(b, rows[3], base.Pool.ProvisioningLeadTime)
 	return drawLearning(rows)
@@ -384,13 +357,15 @@ has nothing to act on, and once the window has closed no node could come
 in time. The margin prices every step alike; covering a
 draw like that one (%.0f%% above the learned model) on every step would
 take the margins, %.1f%% on average in that window, to that much, where
-they already bring the cost to %.2fx the plan that knew. The headroom
-the planner gives that tail covers %d standard deviations of its steps'
-noise; a draw beyond them is not covered. A smaller last batch would
-shorten such a tail: the pool stood idle for %.0f s before that window
-closed, time in which an early batch of the same query would have run.
+they already bring the cost to %.2fx the plan that knew. The margin is
+sized for the sum of the steps after the close, but the earliest
+deadline's tail is one batch and one merge. What would cover it is
+headroom sized for how few steps that tail has, in the planner, or a
+smaller last batch: the pool stood idle for %.0f s before that window
+closed, time in which an early batch of the same query would have
+shortened its tail.
 
-`, 100*(l.draw/l.slowdown-1), 100*noisy.margin[l.window-1], noisy.costRatio(l.window-1), planner.TailSigmas, l.idle)
+`, 100*(l.draw/l.slowdown-1), 100*noisy.margin[l.window-1], noisy.costRatio(l.window-1), l.idle)
 }
 
 // writeLateNodes describes the late-nodes reality.
@@ -403,17 +378,15 @@ func writeLateNodes(b *strings.Builder, late learningRow, declaredLead float64) 
 exist a few starts ahead) and asks for the window's first nodes the planned
 lead time before its first step, so that they are ready when needed; the
 offline run does the same. With a true lead time twice the declared one,
-window 1's nodes come %.0f minutes late. A raise of the pool the plan
-asked for that is overdue re-plans at once (`+"`NodesOverdue`"+`), with those
-nodes expected a lead time from then; the operator measures the lead time
-as soon as a request is met and, the plan having assumed half of it,
-re-plans with the measured one (`+"`ModelLearned`"+`), asking for later nodes
-that much earlier. Window 1 re-plans, over the %d runs: %s. It misses a
-deadline in %.1f%% of the runs, at %.3fx the cost of the plan that knew;
-from window 2 on the plan is made with the learned lead time from the
-start, and %s. Without noise every run of (d) is the same.
+window 1's nodes come %.0f minutes late. The operator measures the lead
+time as soon as its first request is met and, the plan having assumed half
+of it, re-plans at once with the measured one (`+"`ModelLearned`"+`), asking
+for later nodes that much earlier. Window 1 misses a deadline in %.1f%% of
+the runs, at %.3fx the cost of the plan that knew; from window 2 on the plan
+is made with the learned lead time from the start, and %s. Without noise
+every run of (d) is the same.
 
-`, (late.reality.leadFactor-1)*declaredLead/60, runs, reasonsText(late.firstReasons), 100*late.missedShare(0), late.costRatio(0), map[bool]string{true: "no run misses a deadline", false: "some run still misses"}[after == 0])
+`, (late.reality.leadFactor-1)*declaredLead/60, 100*late.missedShare(0), late.costRatio(0), map[bool]string{true: "no run misses a deadline", false: "some run still misses"}[after == 0])
 }
 
 // drawLearning plots, per reality, the share of runs with a missed

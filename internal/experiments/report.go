@@ -97,9 +97,6 @@ func Write(out io.Writer) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := overdue(&b, base); err != nil {
-		return nil, err
-	}
 	if _, err := io.WriteString(out, b.String()); err != nil {
 		return nil, err
 	}

@@ -135,7 +135,7 @@ const (
 	MaxLeadTimeSeconds = 30 * 24 * 3600
 	// DefaultMargin is the margin a query plans with before anything
 	// learned of it applies, when the schedule sets none: the 85th
-	// percentile of the per-step slowdown of ordinary
+	// percentile (Defaults.Quantile) of the per-step slowdown of ordinary
 	// cloud nodes, about 15% on average with a standard deviation of 10%
 	// (1.15 + 1.04 × 0.10 ≈ 1.25). Defaults.Unlearned. docs/experiments.md
 	// ("Run-time noise") measures it on a first window.
@@ -150,18 +150,14 @@ const (
 // and allowance were set by the study of docs/experiments.md ("Learning
 // across windows"): a deadline is missed when the work left after a window
 // closes runs long, which is the sum of several steps, so a per-step 99th
-// percentile planned far more headroom than any deadline needed. The one
-// deadline a sum of few steps meets, the earliest, has headroom of its own
-// (planner.TailHeadroom), so the margin covers the 60th percentile: at the
-// 85th, the noisy reality cost 1.11-1.14 times the plan that knew; at the
-// 50th, deadlines of many steps were missed.
+// percentile planned far more headroom than any deadline needed.
 var Defaults = Settings{
 	HalfLife:      32,
 	PriorWeight:   1,
 	Bound:         ModelBound,
 	MinFitSamples: 8,
 	FitGain:       0.25,
-	Quantile:      0.6,
+	Quantile:      0.85,
 	Allowance:     1,
 	PriorSpread:   0.1,
 	MaxMargin:     MarginBound,
@@ -183,12 +179,6 @@ type Learned struct {
 	// Margin is the fraction to plan with on top of Model:
 	// Model.Scaled(1+Margin).
 	Margin float64
-	// Spread is how far one step's duration strays from Model, as a
-	// fraction: a robust standard deviation of the ratios observed/learned
-	// as measured (the margin's allowance shrinks it towards
-	// Settings.PriorSpread); 0 with nothing observed. A deadline met by few
-	// steps is given headroom from it (planner.Query.Spread).
-	Spread float64
 	// Batches and Merges count the observations used of each kind.
 	Batches, Merges int
 }
@@ -260,7 +250,7 @@ func Fit(declared costmodel.Model, obs []Observation, s Settings) Learned {
 	}
 	// Every path above keeps within the bound; this is the guarantee.
 	out.Model = Clamp(declared, out.Model, s.Bound)
-	out.Margin, out.Spread = s.margin(out.Model, all)
+	out.Margin = s.margin(out.Model, all)
 	return out
 }
 
@@ -459,9 +449,8 @@ func misfit(l costmodel.Linear, xs []sample) float64 {
 	return sum / total
 }
 
-// margin sizes the headroom from the spread of the ratios observed/learned,
-// and returns that spread.
-func (s Settings) margin(m costmodel.Model, xs []sample) (margin, spread float64) {
+// margin sizes the headroom from the spread of the ratios observed/learned.
+func (s Settings) margin(m costmodel.Model, xs []sample) float64 {
 	vs := make([]weighted, 0, len(xs))
 	for _, x := range xs {
 		modelled := seconds(m, x.Observation)
@@ -471,23 +460,18 @@ func (s Settings) margin(m costmodel.Model, xs []sample) (margin, spread float64
 		vs = append(vs, weighted{x.Seconds / modelled, x.weight})
 	}
 	if len(vs) == 0 {
-		return 0, 0
+		return 0
 	}
 	n := effectiveOf(vs)
-	// A robust standard deviation (median absolute deviation). The
-	// allowance shrinks it towards the prior spread: two samples that
-	// agree prove little. The spread returned is the one measured: the
-	// allowance already stands for how little is known.
-	spread = 1.4826 * quantile(deviations(vs), 0.5)
-	if !(spread >= 0) || math.IsInf(spread, 0) {
-		spread = 0
-	}
-	shrunk := math.Sqrt((n*spread*spread + s.PriorWeight*s.PriorSpread*s.PriorSpread) / (n + s.PriorWeight))
-	margin = max(quantile(vs, s.Quantile)-1, 0) + s.Allowance*shrunk/math.Sqrt(n)
+	// A robust standard deviation (median absolute deviation), shrunk
+	// towards the prior spread: two samples that agree prove little.
+	spread := 1.4826 * quantile(deviations(vs), 0.5)
+	spread = math.Sqrt((n*spread*spread + s.PriorWeight*s.PriorSpread*s.PriorSpread) / (n + s.PriorWeight))
+	margin := max(quantile(vs, s.Quantile)-1, 0) + s.Allowance*spread/math.Sqrt(n)
 	if !(margin >= 0) {
-		return 0, spread
+		return 0
 	}
-	return min(margin, s.MaxMargin), spread
+	return min(margin, s.MaxMargin)
 }
 
 func scale(l costmodel.Linear, f float64) costmodel.Linear {

@@ -86,14 +86,6 @@ type Options struct {
 	// zero. The plan and dispatch's estimates keep the workload's.
 	TrueCost map[string]costmodel.Model
 	TrueLead time.Duration
-	// LateFrom and LateLead make the pool slower mid-window: nodes asked
-	// for LateFrom seconds after the origin or later take LateLead to
-	// arrive (when positive), as when a cloud runs short of capacity.
-	LateFrom float64
-	LateLead time.Duration
-	// KeepPlanForOverdueNodes keeps the plan in force while nodes are
-	// overdue (pass.Rules), to measure what re-planning for them buys.
-	KeepPlanForOverdueNodes bool
 	// Learning, when set, learns from the window's steps and nodes as the
 	// operator does; the workload's models and lead time are then those
 	// learned before the window (Learning.Priced), which the run's own
@@ -149,8 +141,7 @@ func (l *Learning) priced(w planner.Workload, own map[string][]learn.Observation
 		}
 		q.Cost, q.Margin = declared, settings.Unlearned
 		if learned, applies := learn.Window(declared, l.Inherited[q.Name], own[q.Name], settings); applies {
-			recorded := spec.AsRecorded(learned)
-			q.Cost, q.Margin, q.Spread = recorded.Model, recorded.Margin, recorded.Spread
+			q.Cost, q.Margin = spec.AsRecorded(learned)
 		}
 	}
 	w.Pool.ProvisioningLeadTime = leads.Planned(costmodel.Duration(l.DeclaredLead), settings).Seconds()
@@ -325,9 +316,8 @@ func newSim(w planner.Workload, doc *planner.Document, o Options) (*sim, error) 
 	config := OperatorConfig{
 		Workload: w, Learning: o.Learning,
 		Rules: pass.Rules{
-			Dispatch:                dispatch.Settings{Sizes: w.Pool.Sizes, Policy: w.Planning.Policy, MaxAttempts: maxAttempts, Backoff: 30 * time.Second},
-			Poll:                    o.Poll,
-			KeepPlanForOverdueNodes: o.KeepPlanForOverdueNodes,
+			Dispatch: dispatch.Settings{Sizes: w.Pool.Sizes, Policy: w.Planning.Policy, MaxAttempts: maxAttempts, Backoff: 30 * time.Second},
+			Poll:     o.Poll,
 		},
 		// The first plan was made before its windows opened, with
 		// nothing arrived.
@@ -478,12 +468,8 @@ func StepObservation(st planner.Step) learn.Observation {
 // resize asks the pool for wanted nodes. New nodes come a lead time
 // later; fewer nodes go at once, the newest first.
 func (s *sim) resize(now time.Time, wanted int) {
-	lead := s.lead
-	if s.o.LateLead > 0 && now.Sub(s.origin).Seconds() >= s.o.LateFrom {
-		lead = s.o.LateLead
-	}
 	for len(s.nodes) < wanted {
-		s.nodes = append(s.nodes, now.Add(lead))
+		s.nodes = append(s.nodes, now.Add(s.lead))
 	}
 	s.nodes = s.nodes[:wanted]
 	offset := now.Sub(s.origin).Seconds()

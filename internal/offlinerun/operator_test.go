@@ -94,8 +94,7 @@ func TestOperatorRePlansForALeadTimeMeasuredAtTheNextPass(t *testing.T) {
 	}
 	arrived := w.Origin.Add(15 * time.Minute)
 	obs := arrivedBy(w, arrived, offlinerun.QueryObservation{})
-	// Every node the plan asked for by then came: none is overdue.
-	obs.Ready = dispatch.RequestAt(doc.Origin, doc.Requests, arrived)
+	obs.Ready = asked.Request
 	met, err := o.Pass(obs)
 	if err != nil {
 		t.Fatal(err)

@@ -48,19 +48,7 @@ const (
 	// size; the rest is re-planned at once, so that more nodes are asked
 	// for a lead time earlier rather than after the deadline is lost.
 	RunningSlow = "RunningSlow"
-	// NodesOverdue: a raise of the pool the plan in force asked for is not
-	// ready OverdueGrace after a lead time (OverdueNodes). The new plan
-	// expects those nodes no sooner than nodes asked for now (Search),
-	// instead of counting on them until they come; it is made once per
-	// request: a plan made for overdue nodes starts from them and is not
-	// re-made for them.
-	NodesOverdue = "NodesOverdue"
 )
-
-// OverdueGrace is how much later than the plan expects them nodes may come
-// before they are overdue: a node's arrival is seen on the next pass, and a
-// pool a few seconds slower than declared asks for no new plan.
-const OverdueGrace = 30 * time.Second
 
 // MaterialChange is the move of a query's prices (learn.Change) that
 // re-plans whether or not the plan could absorb it. Steps that run as a
@@ -212,10 +200,6 @@ type Rules struct {
 	// Poll is how often a source that cannot tell when its tuples arrive is
 	// looked at.
 	Poll time.Duration
-	// KeepPlanForOverdueNodes keeps the plan in force while nodes are
-	// overdue, as the operator did before NodesOverdue: the studies set it
-	// to measure what re-planning for them buys; the operator never does.
-	KeepPlanForOverdueNodes bool
 }
 
 // Settings are dispatch's settings under the plan in force: its order is
@@ -261,9 +245,8 @@ func (e *NotPlannable) Error() string {
 
 // RunTime is the run-time view of every query the plan in force covers:
 // its plan, its arrivals and its launched steps, priced with the plan's
-// margins (planner.Query.Planned) and due the headroom the plan gave its
-// tail before its deadline (planner.TailHeadroom), so that dispatch judges
-// slack as the plan did. A query the plan does not cover yet is left out (it is
+// margins (planner.Query.Planned), so that dispatch judges slack as the
+// plan did. A query the plan does not cover yet is left out (it is
 // re-planned first).
 func RunTime(s *Snapshot) ([]dispatch.Query, error) {
 	if s.Plan == nil {
@@ -287,7 +270,7 @@ func RunTime(s *Snapshot) ([]dispatch.Query, error) {
 			continue
 		}
 		dq := dispatch.Query{
-			Name: q.Name, Deadline: q.Deadline.Add(-costmodel.Duration(plan.Headroom)), Headroom: costmodel.Duration(plan.Headroom), Closed: q.Closed,
+			Name: q.Name, Deadline: q.Deadline, Closed: q.Closed,
 			Cost:      pq.Planned(s.Workload.Planning),
 			BatchSize: plan.BatchSize, BatchEnds: doc.BatchEnds(q.Name), ExpectedTotal: doc.PlannedTotal(q.Name),
 			Arrived: q.Arrived, ArrivalOf: q.ArrivalOf, Held: q.Held,
@@ -317,8 +300,6 @@ type Verdict struct {
 	Exhausted []string
 	// Lost says how the ready nodes fell, for NodesLost.
 	Lost *Lost
-	// Overdue says which nodes are overdue, for NodesOverdue.
-	Overdue *Overdue
 }
 
 // LearnedChange is what moved the plan's prices: the pool's lead time
@@ -340,71 +321,12 @@ type Lost struct {
 	From, To, Need, Expected int
 }
 
-// Overdue is nodes the plan in force asked for that are not ready: Ready
-// of the Requested were, by Due (when the plan expected them), and Late is
-// how long ago that was.
-type Overdue struct {
-	Requested, Ready int
-	Due              time.Time
-	Late             time.Duration
-}
-
-// OverdueNodes is the nodes of the plan in force that are overdue at the
-// snapshot's instant: a raise of the pool it asked for a lead time and
-// OverdueGrace ago or earlier, not all ready; nil when none is. Only the
-// plan's own raises count: the nodes it starts from were asked for before
-// it, or are asked for a lead time before its first step, and what the
-// plan before it asked for was judged by that plan. A plan made for
-// overdue nodes starts from them, so it is not re-made for them however
-// long they stay away: re-planning for each pass they stay away would move
-// the pool for nothing new.
-func OverdueNodes(s *Snapshot) *Overdue {
-	if s.Plan == nil {
-		return nil
-	}
-	doc := &s.Plan.Doc
-	asked := s.Now.Add(-s.Lead - OverdueGrace)
-	level, due := 0, time.Time{}
-	for i, r := range doc.Requests {
-		if t := at(doc.Origin, r.At); t.After(asked) {
-			break
-		} else if i > 0 && r.Nodes > level && r.Nodes > s.Ready && due.IsZero() {
-			due = t.Add(s.Lead)
-		}
-		level = r.Nodes
-	}
-	// A drop since is not waited for.
-	level = min(level, dispatch.RequestAt(doc.Origin, doc.Requests, s.Now))
-	if due.IsZero() || s.Ready >= level {
-		return nil
-	}
-	return &Overdue{Requested: level, Ready: s.Ready, Due: due, Late: s.Now.Sub(due)}
-}
-
-// overdueAt is when a raise the plan in force asked for by now becomes
-// overdue (OverdueNodes), if its nodes are not ready by then: a lead time
-// and OverdueGrace after it; zero when none will.
-func overdueAt(s *Snapshot) time.Time {
-	doc := &s.Plan.Doc
-	offset := s.Now.Sub(doc.Origin).Seconds()
-	for i, r := range doc.Requests {
-		if r.At > offset {
-			break
-		}
-		if t := at(doc.Origin, r.At).Add(s.Lead + OverdueGrace + time.Nanosecond); i > 0 && r.Nodes > s.Ready && t.After(s.Now) {
-			return t
-		}
-	}
-	return time.Time{}
-}
-
 // Judge says whether the plan in force still holds: there is one, it was
 // made from the same specs, the measured rates are within what it
 // supports, what was learned since does not move its prices materially nor
 // make a query late, no step has used up its attempts since it was made,
-// the ready nodes did not fall below what the work in progress needs, and
-// the nodes it asked for are not overdue. The reasons are judged in that
-// order. A plan whose queries have all
+// and the ready nodes did not fall below what the work in progress needs.
+// The reasons are judged in that order. A plan whose queries have all
 // finished holds: a plan of finished queries would plan work that is done,
 // for deadlines that may have passed.
 func Judge(s *Snapshot) (Verdict, error) {
@@ -418,7 +340,7 @@ func Judge(s *Snapshot) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
-	if v := learned(s, asGiven(dqs)); v.Reason != "" {
+	if v := learned(s, dqs); v.Reason != "" {
 		return v, nil
 	}
 	doc := &s.Plan.Doc
@@ -430,22 +352,7 @@ func Judge(s *Snapshot) (Verdict, error) {
 	if dispatch.NodesLost(s.PreviousReady, s.Ready, need, expected) {
 		return Verdict{Reason: NodesLost, Lost: &Lost{From: s.PreviousReady, To: s.Ready, Need: need, Expected: expected}}, nil
 	}
-	if o := OverdueNodes(s); o != nil && !s.Rules.KeepPlanForOverdueNodes {
-		return Verdict{Reason: NodesOverdue, Overdue: o}, nil
-	}
 	return Verdict{}, nil
-}
-
-// asGiven is dqs due at their deadlines as given, without the headroom
-// the plan in force gave a tail: what was learned re-plans for a deadline
-// it would make late, not for the headroom, which is there to absorb the
-// noise it learns from.
-func asGiven(dqs []dispatch.Query) []dispatch.Query {
-	out := slices.Clone(dqs)
-	for i := range out {
-		out[i].Deadline, out[i].Headroom = out[i].Deadline.Add(out[i].Headroom), 0
-	}
-	return out
 }
 
 // specsOrRates says why the plan in force no longer holds by its inputs
@@ -579,23 +486,17 @@ func learned(s *Snapshot, dqs []dispatch.Query) Verdict {
 	if len(late) == 0 {
 		return Verdict{}
 	}
-	// It re-plans only for a query more nodes can still save: one late
-	// even on the largest size, or due before more nodes could come (a
-	// lead time from now), would only have the rest of the window
-	// reshuffled around it, for no deadline more, on a plan that cannot
-	// meet it and asks for the most nodes to come closest.
-	lost := lateBy(s.Now, dqs, asPlanned, largest)
-	savable := slices.DeleteFunc(slices.Clone(late), func(q string) bool {
-		i := slices.IndexFunc(dqs, func(dq dispatch.Query) bool { return dq.Name == q })
-		return slices.Contains(lost, q) || i >= 0 && !s.Now.Add(s.Lead).Before(dqs[i].Deadline)
-	})
-	switch {
-	case len(savable) == 0:
-		return Verdict{}
-	case change > learn.DefaultTolerance:
+	if change > learn.DefaultTolerance {
 		return Verdict{Reason: ModelLearned, Learned: &LearnedChange{Query: moved, Change: change, Unsafe: late, Nodes: nodes}}
 	}
-	return Verdict{Reason: RunningSlow, Learned: &LearnedChange{Query: moved, Change: change, Unsafe: savable, Nodes: nodes}}
+	// A smaller move re-plans only for a query more nodes can still save:
+	// one late even on the largest size would only have the rest of the
+	// window reshuffled around it, for no deadline more.
+	lost := lateBy(s.Now, dqs, asPlanned, largest)
+	if savable := slices.DeleteFunc(late, func(q string) bool { return slices.Contains(lost, q) }); len(savable) > 0 {
+		return Verdict{Reason: RunningSlow, Learned: &LearnedChange{Query: moved, Change: change, Unsafe: savable, Nodes: nodes}}
+	}
+	return Verdict{}
 }
 
 // lateBy is the queries the work left makes late on nodes nodes at the
@@ -689,18 +590,12 @@ func Search(s *Snapshot) SearchInput {
 }
 
 // nodesNow is the pool as it is now, for a plan made now: the ready nodes,
-// and those the plan in force has asked for and expects. Overdue nodes
-// (OverdueNodes) are expected no sooner than nodes asked for now, a lead
-// time from now: they have taken longer than one already, and a plan that
-// expects them sooner has dispatch wait for nodes that are not there.
+// and those the plan in force has asked for and expects.
 func (s *Snapshot) nodesNow() planner.PoolNow {
 	requested, by := s.Ready, 0.0
 	if s.Plan != nil {
 		coming, comingBy := dispatch.Coming(s.Plan.Doc.Origin, s.Plan.Doc.Requests, s.Plan.Doc.Nodes, s.Lead, s.Now)
 		requested, by = max(coming, requested), comingBy.Sub(s.Now).Seconds()
-		if o := OverdueNodes(s); o != nil && !s.Rules.KeepPlanForOverdueNodes {
-			requested, by = max(o.Requested, requested), s.Lead.Seconds()
-		}
 	}
 	return replan.NodesNow(s.Workload, s.Ready, requested, by)
 }
@@ -759,9 +654,6 @@ func Act(s *Snapshot, dqs []dispatch.Query) Actions {
 		// nanosecond on.
 		next = dispatch.Earliest(next, t.Add(time.Nanosecond))
 	}
-	// Nodes on their way are looked for again when they would be
-	// overdue (OverdueNodes).
-	next = dispatch.Earliest(next, overdueAt(s))
 	for _, st := range doc.Steps {
 		if t := at(doc.Origin, st.Start); t.After(s.Now) {
 			next = dispatch.Earliest(next, t)

@@ -131,9 +131,6 @@ type QueryPlan struct {
 	Finish    float64 `json:"finish"`
 	Deadline  float64 `json:"deadline"`
 	Slack     float64 `json:"slack"`
-	// Headroom is how long before its deadline the plan ends the query at
-	// the latest (TailHeadroom), 0 for all but the earliest deadline.
-	Headroom float64 `json:"headroom,omitempty"`
 }
 
 // Step is one batch or merge on the pool. FromTuple and ToTuple bound the

@@ -22,10 +22,6 @@ type prepared struct {
 	cuts [][]int64
 	// budget ends the search when the caller's context does.
 	budget *budget
-	// headroom is, by query name, how long before its deadline the search
-	// plans it to end (TailHeadroom); its deadline in w is that much
-	// earlier.
-	headroom map[string]float64
 	// noPlan is set when a bound proves that no plan meets every deadline
 	// (provablyLate): neither the reshaping nor the other order is tried.
 	noPlan bool
@@ -107,25 +103,8 @@ func shapeRefused(err error) bool {
 }
 
 // planSequential is PlanContext with every query planned alone and every
-// step on the whole pool, one at a time. The tail's
-// headroom (TailHeadroom) is for noise a deadline can afford: when no plan
-// meets every deadline with it, the plan is made without it, which meets
-// them as given or is the least late against them.
-func planSequential(ctx context.Context, w Workload) (Document, error) {
-	doc, err := planOrders(ctx, w)
-	if err != nil || doc.Chosen.Feasible || !slices.ContainsFunc(TailHeadroom(w.Queries, w.Planning), func(h float64) bool { return h > 0 }) {
-		return doc, err
-	}
-	bare := w
-	bare.Queries = slices.Clone(w.Queries)
-	for i := range bare.Queries {
-		bare.Queries[i].Spread = 0
-	}
-	return planOrders(ctx, bare)
-}
-
-// planOrders is planSequential's search, without falling back.
-func planOrders(ctx context.Context, w Workload) (doc Document, err error) {
+// step on the whole pool, one at a time.
+func planSequential(ctx context.Context, w Workload) (doc Document, err error) {
 	p, err := prepare(w)
 	if err != nil {
 		return Document{}, err
@@ -445,8 +424,7 @@ func (p *prepared) fill(doc *Document, o *outcome, failure *Failure) {
 	for q, l := range o.sim.layouts {
 		doc.Queries = append(doc.Queries, QueryPlan{
 			Name: l.name, BatchSize: l.size, Batches: l.batches(),
-			Finish: finish[q], Deadline: l.deadline + p.headroom[l.name], Slack: l.deadline + p.headroom[l.name] - finish[q],
-			Headroom: p.headroom[l.name],
+			Finish: finish[q], Deadline: l.deadline, Slack: l.deadline - finish[q],
 		})
 	}
 	doc.Steps = o.sim.steps()
@@ -650,18 +628,6 @@ func prepare(w Workload) (*prepared, error) {
 	}
 	if err := p.checkWork(); err != nil {
 		return nil, err
-	}
-	// The search plans every query to end its headroom before its
-	// deadline; the plan reports the deadline as given.
-	p.headroom = map[string]float64{}
-	for i, h := range TailHeadroom(w.Queries, w.Planning) {
-		if h > 0 {
-			if len(p.headroom) == 0 {
-				p.w.Queries = slices.Clone(w.Queries)
-			}
-			p.w.Queries[i].Deadline -= h
-			p.headroom[w.Queries[i].Name] = h
-		}
 	}
 	return p, nil
 }

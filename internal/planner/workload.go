@@ -186,11 +186,6 @@ type Query struct {
 	// it is larger than Planning.RuntimeMargin: headroom sized from how far
 	// the query's own measured run times spread around its model.
 	Margin float64
-	// Spread is how far one step's duration strays from Cost, as a
-	// fraction (a standard deviation), when it was measured; 0 otherwise.
-	// The query with the earliest deadline plans its tail with headroom
-	// sized from it (TailHeadroom).
-	Spread float64
 	// PartialEvery is φ of section 6: a partial merge runs after every
 	// ceil(φ*batches) batches. Zero disables partial aggregation.
 	PartialEvery float64

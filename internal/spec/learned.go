@@ -196,32 +196,17 @@ func ParseLearned(l *laxityv1alpha1.LearnedModel) (model costmodel.Model, margin
 	return model, percent / 100, true
 }
 
-// Spread is a learned model's spread of one step's duration, as a
-// fraction; 0 when it has none or one that does not parse.
-func Spread(l *laxityv1alpha1.LearnedModel) float64 {
-	if l == nil {
-		return 0
-	}
-	percent, err := l.SpreadPercent.Float64()
-	if err != nil || !(percent >= 0 && percent <= 1000) {
-		return 0
-	}
-	return percent / 100
-}
-
 // AsRecorded is what plans price a query with once l is recorded in its
-// status (LearnedStatus) and read back (Learned, Spread): the coefficients
-// within what the API holds, the margin and the spread to a tenth of a
-// percent. The offline run learns through it, so that it plans with the
-// numbers the operator's plans are made from, to the bit.
-func AsRecorded(l learn.Learned) learn.Learned {
-	recorded := LearnedStatus(l, nil, true)
-	model, margin, ok := ParseLearned(recorded)
+// status (LearnedStatus) and read back (Learned): the coefficients within
+// what the API holds and the margin to a tenth of a percent. The offline
+// run learns through it, so that it plans with the numbers the operator's
+// plans are made from, to the bit.
+func AsRecorded(l learn.Learned) (costmodel.Model, float64) {
+	model, margin, ok := ParseLearned(LearnedStatus(l, nil, true))
 	if !ok {
-		return l
+		return l.Model, l.Margin
 	}
-	l.Model, l.Margin, l.Spread = model, margin, Spread(recorded)
-	return l
+	return model, margin
 }
 
 // WithLearned makes pq, the planner's form of q, plan with what was learned
@@ -234,7 +219,7 @@ func WithLearned(es *laxityv1alpha1.ElasticSchedule, q *laxityv1alpha1.Intermitt
 		return
 	}
 	if model, margin, ok := Learned(q); ok {
-		pq.Cost, pq.Margin, pq.Spread = model, margin, Spread(q.Status.Learned)
+		pq.Cost, pq.Margin = model, margin
 	}
 }
 
@@ -259,7 +244,6 @@ func LearnedStatus(l learn.Learned, kept []laxityv1alpha1.StepObservation, appli
 		},
 		SlowdownPercent:      laxityv1alpha1.NewDecimal((l.Slowdown-1)*100, 1),
 		RuntimeMarginPercent: laxityv1alpha1.NewDecimal(l.Margin*100, 1),
-		SpreadPercent:        laxityv1alpha1.NewDecimal(l.Spread*100, 1),
 		Applied:              applied,
 		BatchObservations:    int32(l.Batches),
 		MergeObservations:    int32(l.Merges),

@@ -212,18 +212,17 @@ func TestMaxLeadTimesIsWhatTheStatusKeeps(t *testing.T) {
 }
 
 // What the offline run prices a query with is what the operator's plans
-// read back from its status: the margin and the spread to a tenth of a
-// percent, the coefficients within the API's bound.
+// read back from its status: the margin to a tenth of a percent, the
+// coefficients within the API's bound.
 func TestAsRecorded(t *testing.T) {
 	l := learn.Learned{
 		Model: costmodel.Model{
 			Batch: costmodel.Linear{Overhead: 2e6, Serial: 2.3e-8, Parallel: 1.7e-5},
 			Merge: costmodel.Linear{Overhead: 10.123456789, Serial: 0.1, Parallel: 1.0 / 3},
 		},
-		Margin: 0.123456, Spread: 0.087654,
+		Margin: 0.123456,
 	}
-	recorded := AsRecorded(l)
-	model, margin, spread := recorded.Model, recorded.Margin, recorded.Spread
+	model, margin := AsRecorded(l)
 	want := l.Model
 	want.Batch.Overhead = laxityv1alpha1.MaxCoefficientSeconds
 	if model != want {
@@ -231,9 +230,6 @@ func TestAsRecorded(t *testing.T) {
 	}
 	if math.Abs(margin-0.123) > 1e-12 {
 		t.Errorf("margin %v, want 12.3%%", margin)
-	}
-	if math.Abs(spread-0.088) > 1e-12 {
-		t.Errorf("spread %v, want 8.8%%", spread)
 	}
 	es := builder.AnalyticsSchedule()
 	q := builder.AnalyticsQuery("q1", nil)
@@ -243,7 +239,7 @@ func TestAsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	WithLearned(es, &q, &pq)
-	if pq.Cost != model || pq.Margin != margin || pq.Spread != spread {
-		t.Errorf("the operator plans with %+v, %v and %v, the offline run with %+v, %v and %v", pq.Cost, pq.Margin, pq.Spread, model, margin, spread)
+	if pq.Cost != model || pq.Margin != margin {
+		t.Errorf("the operator plans with %+v and %v, the offline run with %+v and %v", pq.Cost, pq.Margin, model, margin)
 	}
 }
