@@ -216,7 +216,7 @@ func (r *ElasticScheduleReconciler) reconcile(ctx context.Context, es *laxityv1a
 	}
 	setScheduleConditions(es, scheduleState{doc: doc, requested: requested, ready: v.ready, backendErr: backendErr, stuck: stuck, nodesLost: judged.nodesLost,
 		due: nodesDue(doc.Origin, doc.Requests, v.lead, v.now), lead: v.lead, capped: p.capped, overCeiling: p.overCeiling, overBudget: p.overBudget,
-		sharing: sharingMessage(doc, spec.SharingNotes(es, v.queries))})
+		sharing: sharingMessage(doc, v.sharingNotes)})
 	if backendErr != nil {
 		return ctrl.Result{}, p.notes, backendErr
 	}

@@ -37,6 +37,9 @@ type view struct {
 	// depend on the origin, so dispatch and the rate checks use them too.
 	workload    planner.Workload
 	workloadErr error
+	// sharingNotes are what the schedule's streams leave unshared and why
+	// (spec.WorkloadNotes).
+	sharingNotes []string
 	planned     map[string]planner.Query
 	// inputs is each query's input as read in this pass.
 	inputs map[string]input
@@ -142,7 +145,7 @@ func (r *ElasticScheduleReconciler) observe(ctx context.Context, es *laxityv1alp
 	if err := r.priceNewWindows(ctx, es, queries, v.now); err != nil {
 		return nil, err
 	}
-	v.workload, v.workloadErr = spec.Workload(es, queries, v.now)
+	v.workload, v.sharingNotes, v.workloadErr = spec.WorkloadNotes(es, queries, v.now)
 	v.planned = make(map[string]planner.Query, len(v.workload.Queries))
 	for _, pq := range v.workload.Queries {
 		v.planned[pq.Name] = pq

@@ -104,7 +104,7 @@ type scheduleState struct {
 }
 
 // sharingMessage is what the plan in force shares: how many of its
-// batches are shared steps, and the notes of spec.SharingNotes (a stream
+// batches are shared steps, and the notes of spec.WorkloadNotes (a stream
 // without a scan model is not shared).
 func sharingMessage(doc *planner.Document, notes []string) string {
 	shared, members := 0, map[string]bool{}

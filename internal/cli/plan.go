@@ -425,7 +425,7 @@ func planSchedule(ctx context.Context, set *manifest.Set, s manifest.ElasticSche
 		}
 		return fmt.Errorf("%s: %s %s/%s: %w", source, kind, es.Namespace, name, err)
 	}
-	w, err := spec.Workload(es, queries, t0)
+	w, notes, err := spec.WorkloadNotes(es, queries, t0)
 	for i := range queries {
 		if terr := checkTemplate(&queries[i], es); terr != nil {
 			err = errors.Join(err, &spec.ObjectError{Kind: "IntermittentQuery", Name: queries[i].Name, Err: terr})
@@ -464,7 +464,7 @@ func planSchedule(ctx context.Context, set *manifest.Set, s manifest.ElasticSche
 		return planner.Workload{}, planner.Document{}, nil, &exitError{code: exitInvalid, err: err}
 	}
 	doc.SearchSeconds = time.Since(started).Seconds()
-	shared, err := within(ctx, func() (*sharing, error) { return planSharing(ctx, es, queries, w, doc) })
+	shared, err := within(ctx, func() (*sharing, error) { return planSharing(ctx, es, notes, w, doc) })
 	if errors.Is(err, planner.ErrSearchBudget) || errors.Is(err, context.DeadlineExceeded) {
 		return planner.Workload{}, planner.Document{}, nil, over("the plan search without sharing, for its bill",
 			"raise --plan-timeout, or set spec.planning.sharing: None")

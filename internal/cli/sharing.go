@@ -51,12 +51,13 @@ func billOf(c planner.Chosen) bill {
 
 // planSharing plans w alone when it may share (spec.planning.sharing Auto
 // with a stream of a scan model), for the bill without sharing, and says
-// what doc shares; nil when the schedule declares no stream.
-func planSharing(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, w planner.Workload, doc planner.Document) (*sharing, error) {
+// what doc shares, with notes (spec.WorkloadNotes); nil when the schedule
+// declares no stream.
+func planSharing(ctx context.Context, es *laxityv1alpha1.ElasticSchedule, notes []string, w planner.Workload, doc planner.Document) (*sharing, error) {
 	if len(es.Spec.Streams) == 0 {
 		return nil, nil
 	}
-	s := &sharing{Groups: []sharedGroup{}, Alone: billOf(doc.Chosen), WithSharing: billOf(doc.Chosen), Notes: spec.SharingNotes(es, queries)}
+	s := &sharing{Groups: []sharedGroup{}, Alone: billOf(doc.Chosen), WithSharing: billOf(doc.Chosen), Notes: notes}
 	if !w.Planning.Sharing {
 		return s, nil
 	}

@@ -176,12 +176,3 @@ func streams(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.Interm
 	w.Planning.Sharing = len(w.Streams) > 0
 	return notes, errs
 }
-
-// SharingNotes are what the schedule's streams leave unshared and why,
-// for the Planned condition and laxity plan: a stream that declares no
-// scan is not shared.
-func SharingNotes(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery) []string {
-	var w planner.Workload
-	notes, _ := streams(es, queries, &w)
-	return notes
-}

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -144,8 +145,16 @@ func TestWorkloadStreams(t *testing.T) {
 			if diff := cmp.Diff(tc.wantScans, scans); diff != "" {
 				t.Errorf("scans (-want +got):\n%s", diff)
 			}
-			if notes := SharingNotes(tc.schedule, tc.queries); len(notes) != tc.wantNotes {
+			_, notes, _ := WorkloadNotes(tc.schedule, tc.queries, origin)
+			if len(notes) != tc.wantNotes {
 				t.Errorf("notes %q, want %d", notes, tc.wantNotes)
+			}
+			// Listed in another order, the queries are noted alike: the
+			// notes are a condition's message, written only when it changes.
+			reversed := slices.Clone(tc.queries)
+			slices.Reverse(reversed)
+			if _, again, _ := WorkloadNotes(tc.schedule, reversed, origin); !slices.Equal(again, notes) {
+				t.Errorf("notes %q for the queries listed in reverse, %q in order", again, notes)
 			}
 		})
 	}

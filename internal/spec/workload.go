@@ -40,6 +40,16 @@ var defaultBatchSizeFactors = []int{1, 2, 4, 8, 16, 32}
 // origin. Queries are planned in name order, so the plan does not depend on
 // the order the objects were listed in. Errors name the object and the field.
 func Workload(schedule *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, origin time.Time) (planner.Workload, error) {
+	w, _, err := WorkloadNotes(schedule, queries, origin)
+	return w, err
+}
+
+// WorkloadNotes is Workload, with what the schedule's streams leave
+// unshared and why (a stream that declares no scan, queries of one stream
+// kept apart by their templates or inputs), for the Planned condition and
+// laxity plan: said from the same reading of the streams the workload
+// takes, in query name order.
+func WorkloadNotes(schedule *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.IntermittentQuery, origin time.Time) (planner.Workload, []string, error) {
 	w := planner.Workload{Name: schedule.Name, Origin: origin}
 	var errs []error
 	pool, err := poolOf(schedule.Spec.NodePool)
@@ -61,11 +71,13 @@ func Workload(schedule *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1
 		WithLearned(schedule, &sorted[i], &q)
 		w.Queries = append(w.Queries, q)
 	}
+	var notes []string
 	if len(schedule.Spec.Streams) > 0 {
-		_, streamErrs := streams(schedule, sorted, &w)
+		var streamErrs []error
+		notes, streamErrs = streams(schedule, sorted, &w)
 		errs = append(errs, streamErrs...)
 	}
-	return w, errors.Join(errs...)
+	return w, notes, errors.Join(errs...)
 }
 
 // ObjectError is a problem with one object's spec, so callers can say where
