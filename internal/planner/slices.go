@@ -294,7 +294,7 @@ func planSliced(ctx context.Context, w Workload, groups []slidingGroup) (Documen
 	if f := slicesOutOfOrder(doc, w, parts); f != nil && doc.Chosen.Feasible {
 		doc.Chosen.Feasible, doc.Chosen.Failure = false, f
 	}
-	return expandSliced(doc, w, parts), nil
+	return expandSliced(doc, w, sliced, parts), nil
 }
 
 // slicesOutOfOrder is the first window whose final merge, in doc, starts
@@ -357,38 +357,40 @@ func tuplesBefore(q Query, at float64) int64 {
 	return newArrivals(q, 1).total()
 }
 
-// expandSliced writes doc, planned with each window of a sliding group
-// reading only the part it owns, in the windows' own terms: their tuples
-// numbered from their window's start, and their final merges over the
-// whole window.
-func expandSliced(doc Document, w Workload, parts map[int]owned) Document {
-	index := map[string]int{}
-	for i, q := range w.Queries {
-		index[q.Name] = i
+// expandSliced writes doc, planned on sliced (w with each window of a
+// sliding group reading only the part it owns), in the windows' own terms:
+// their tuples numbered from their window's start, and their final merges
+// over the whole window.
+func expandSliced(doc Document, w, sliced Workload, parts map[int]owned) Document {
+	// renumber is, by window, its part's tuples counted from its window's
+	// start. They may differ by one from a count from the part's own start
+	// where a rate does not fill whole tuples: the part's end is the
+	// window's last tuple.
+	type renumber struct{ shift, part, end int64 }
+	by := map[string]renumber{}
+	for i := range parts {
+		q := w.Queries[i]
+		by[q.Name] = renumber{
+			shift: tuplesBefore(q, parts[i].start),
+			part:  newArrivals(sliced.Queries[i], 1).total(),
+			end:   newArrivals(q, 1).total(),
+		}
 	}
 	for k, st := range doc.Steps {
-		i := index[st.Query]
-		o, sliced := parts[i]
-		if !sliced {
+		r, ok := by[st.Query]
+		if !ok {
 			continue
 		}
-		q := w.Queries[i]
 		if st.Kind == StepFinal {
-			st.FromTuple, st.ToTuple = 0, newArrivals(q, 1).total()
+			st.FromTuple, st.ToTuple = 0, r.end
 		} else {
-			// Tuples counted from the part's start and from the window's
-			// may differ by one where a rate does not fill whole tuples:
-			// the part's end is the window's count.
-			shift, part := tuplesBefore(q, o.start), q
-			part.WindowStart = o.start
-			total, end := newArrivals(part, 1).total(), newArrivals(q, 1).total()
-			renumber := func(x int64) int64 {
-				if x == total {
-					return end
+			at := func(x int64) int64 {
+				if x == r.part {
+					return r.end
 				}
-				return min(shift+x, end)
+				return min(r.shift+x, r.end)
 			}
-			st.FromTuple, st.ToTuple = renumber(st.FromTuple), renumber(st.ToTuple)
+			st.FromTuple, st.ToTuple = at(st.FromTuple), at(st.ToTuple)
 		}
 		doc.Steps[k] = st
 	}

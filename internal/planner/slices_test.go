@@ -248,3 +248,34 @@ func TestRatesFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptSlicesOfAChangingRate: a window that reads from its kept slices'
+// end, whose rate changes after that end, reads every tuple from there to
+// its last, once and in order, counted from its window's start.
+func TestKeptSlicesOfAChangingRate(t *testing.T) {
+	w := slidingWorkload(t, 1, 600, 3600, 600, 1000)
+	q := &w.Queries[0]
+	q.Rates = []RateSegment{{TuplesPerSecond: 1000}, {Offset: 1800, TuplesPerSecond: 9000}}
+	q.ReadFrom, q.Carried = 1200, 2
+	doc, err := Plan(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, total := tuplesBefore(*q, q.ReadFrom), NewArrivalCurve(*q).Total()
+	for _, s := range doc.Steps {
+		switch s.Kind {
+		case StepBatch:
+			if s.FromTuple != next {
+				t.Errorf("batch %d reads from tuple %d, want %d", s.Index, s.FromTuple, next)
+			}
+			next = s.ToTuple
+		case StepFinal:
+			if s.FromTuple != 0 || s.ToTuple != total {
+				t.Errorf("the final merge covers [%d, %d), want the window, [0, %d)", s.FromTuple, s.ToTuple, total)
+			}
+		}
+	}
+	if next != total {
+		t.Errorf("the batches end at tuple %d, want the window's last, %d", next, total)
+	}
+}
