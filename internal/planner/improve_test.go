@@ -53,8 +53,8 @@ func TestImprovementNeverCostsMoreThanTheGrid(t *testing.T) {
 			grid := w
 			grid.Planning.GridOnly = true
 			g, d := mustPlan(t, grid), mustPlan(t, w)
-			gf, gs := objectiveCosts(w, g.Chosen.Cost, g.Chosen.ExecutableCost)
-			df, _ := objectiveCosts(w, d.Chosen.Cost, d.Chosen.ExecutableCost)
+			gf, gs := w.Planning.Objective.ranked(g.Chosen.Cost, g.Chosen.ExecutableCost)
+			df, _ := w.Planning.Objective.ranked(d.Chosen.Cost, d.Chosen.ExecutableCost)
 			if df > gf+1e-9 {
 				t.Errorf("%s by %s: improved %.6f, the grid %.6f", w.Name, objective, df, gf)
 			}

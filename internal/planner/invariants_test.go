@@ -716,19 +716,10 @@ func checkGridShape(v *violations, w Workload, d Document) {
 	}
 }
 
-// objectiveCosts are the cost a plan is ranked by under w's objective and
-// the other one, which breaks ties.
-func objectiveCosts(w Workload, instant, executable float64) (first, second float64) {
-	if w.Planning.Objective == Instant {
-		return instant, executable
-	}
-	return executable, instant
-}
-
 func checkGrid(v *violations, w Workload, d Document) {
 	checkGridShape(v, w, d)
 	ch := d.Chosen
-	chFirst, chSecond := objectiveCosts(w, ch.Cost, ch.ExecutableCost)
+	chFirst, chSecond := w.Planning.Objective.ranked(ch.Cost, ch.ExecutableCost)
 	found := false
 	for _, c := range d.Candidates {
 		if !ch.Improved && c.InitialNodes == ch.InitialNodes && c.BatchSizeFactor == ch.BatchSizeFactor {
@@ -740,7 +731,7 @@ func checkGrid(v *violations, w Workload, d Document) {
 		if !c.Feasible {
 			continue
 		}
-		first, second := objectiveCosts(w, c.Cost, c.ExecutableCost)
+		first, second := w.Planning.Objective.ranked(c.Cost, c.ExecutableCost)
 		if first < chFirst-1e-9-1e-12*math.Abs(chFirst) {
 			v.add("candidate %+v is feasible and cheaper by the objective %s than the chosen (%g)", c, w.Planning.Objective, chFirst)
 		}

@@ -232,23 +232,27 @@ func (p *prepared) resetSim(s *sim, ls []layout, order readyOrder) *sim {
 // not a saving.
 const costTolerance = 1e-9
 
+// ranked are a plan's two bills in the order the objective ranks plans
+// by: its own first, the other to break ties.
+func (objective Objective) ranked(instant, executable float64) (first, second float64) {
+	if objective == Instant {
+		return instant, executable
+	}
+	return executable, instant
+}
+
 // objectiveCost is the cost the objective ranks plans by.
 func (o *outcome) objectiveCost(objective Objective) float64 {
-	if objective == Instant {
-		return o.Cost
-	}
-	return o.ExecutableCost
+	first, _ := objective.ranked(o.Cost, o.ExecutableCost)
+	return first
 }
 
 // better orders feasible candidates by the objective's cost, then the other
 // cost.
 func (o *outcome) better(than *outcome, objective Objective) bool {
 	const tolerance = costTolerance
-	first, second := o.ExecutableCost, o.Cost
-	thanFirst, thanSecond := than.ExecutableCost, than.Cost
-	if objective == Instant {
-		first, second, thanFirst, thanSecond = second, first, thanSecond, thanFirst
-	}
+	first, second := objective.ranked(o.Cost, o.ExecutableCost)
+	thanFirst, thanSecond := objective.ranked(than.Cost, than.ExecutableCost)
 	switch {
 	case first < thanFirst-tolerance:
 		return true

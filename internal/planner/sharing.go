@@ -221,7 +221,9 @@ func planSharing(ctx context.Context, w Workload, groups []sharedGroup, alone Do
 		}
 	}
 	slices.SortStableFunc(options, func(a, b ranked) int {
-		return cmp.Compare(billOf(a.doc, w.Planning.Objective), billOf(b.doc, w.Planning.Objective))
+		first, _ := w.Planning.Objective.ranked(a.doc.Chosen.Cost, a.doc.Chosen.ExecutableCost)
+		other, _ := w.Planning.Objective.ranked(b.doc.Chosen.Cost, b.doc.Chosen.ExecutableCost)
+		return cmp.Compare(first, other)
 	})
 	finalists := [][]int{whole}
 	for _, o := range options[:min(len(options), sharingFinalists)] {
@@ -404,20 +406,9 @@ func cheaper(doc, best Document, objective Objective) bool {
 	if !best.Chosen.Feasible {
 		return true
 	}
-	bill, bestBill := billOf(doc, objective), billOf(best, objective)
-	other := Instant
-	if objective == Instant {
-		other = Executable
-	}
-	return bill < bestBill-costTolerance || bill <= bestBill+costTolerance && billOf(doc, other) < billOf(best, other)-costTolerance
-}
-
-// billOf is the bill of doc that objective ranks plans by.
-func billOf(doc Document, objective Objective) float64 {
-	if objective == Instant {
-		return doc.Chosen.Cost
-	}
-	return doc.Chosen.ExecutableCost
+	first, second := objective.ranked(doc.Chosen.Cost, doc.Chosen.ExecutableCost)
+	bestFirst, bestSecond := objective.ranked(best.Chosen.Cost, best.Chosen.ExecutableCost)
+	return first < bestFirst-costTolerance || first <= bestFirst+costTolerance && second < bestSecond-costTolerance
 }
 
 // sharingFinalists is how many cuts ranked by their grid plans are planned
