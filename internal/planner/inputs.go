@@ -153,40 +153,49 @@ func planInputs(ctx context.Context, w Workload, plan func(context.Context, Work
 	if err != nil {
 		return Document{}, err
 	}
-	byName := map[string]Query{}
-	for _, q := range w.Queries {
+	joins := map[string]join{}
+	for i, q := range w.Queries {
 		if len(q.Inputs) > 0 {
-			byName[q.Name] = q
+			j := join{q: q, all: newArrivals(together.Queries[i], 1)}
+			for _, in := range q.Inputs {
+				j.inputs = append(j.inputs, inputCurve(q, in))
+			}
+			joins[q.Name] = j
 		}
 	}
 	for i, s := range doc.Steps {
-		q, joined := byName[s.Query]
-		if !joined {
-			continue
+		if j, joined := joins[s.Query]; joined {
+			doc.Steps[i].Ranges = j.ranges(s)
 		}
-		all := newArrivals(together.Queries[slices.IndexFunc(together.Queries, func(c Query) bool { return c.Name == q.Name })], 1)
-		doc.Steps[i].Ranges = alignedRanges(q, all, s)
 	}
 	return doc, nil
 }
 
-// alignedRanges is each input's range of step s of q, whose tuples are
-// counted on all, the inputs' arrivals together: what each input holds
-// between the instants those counts arrive by. A merge covers the same
-// span of time as the batches it merges; the last tuple of all is the
+// join is a query over several inputs with the arrival curves its ranges
+// are read from: all, the inputs' arrivals together, which its steps'
+// tuples count, and each input's own.
+type join struct {
+	q      Query
+	all    arrivals
+	inputs []arrivals
+}
+
+// ranges is each input's range of step s: what each input holds between
+// the instants its tuples, counted on all, arrive by. A merge covers the
+// same span of time as the batches it merges; the last tuple of all is the
 // window's end on every input.
-func alignedRanges(q Query, all arrivals, s Step) []InputRange {
-	total := all.total()
+func (j join) ranges(s Step) []InputRange {
+	total := j.all.total()
 	instant := func(k int64) float64 {
 		if k >= total {
 			return math.Inf(1)
 		}
-		return all.timeOf(k)
+		return j.all.timeOf(k)
 	}
 	from, to := instant(s.FromTuple), instant(s.ToTuple)
-	ranges := make([]InputRange, len(q.Inputs))
-	for j, in := range q.Inputs {
-		curve := inputCurve(q, in)
+	ranges := make([]InputRange, len(j.q.Inputs))
+	for i, in := range j.q.Inputs {
+		curve := j.inputs[i]
 		held := func(t float64) int64 {
 			if math.IsInf(t, 1) {
 				return curve.total()
@@ -197,7 +206,7 @@ func alignedRanges(q Query, all arrivals, s Step) []InputRange {
 		if s.FromTuple == 0 {
 			lo = 0
 		}
-		ranges[j] = InputRange{Input: in.Name, FromTuple: lo, ToTuple: held(to)}
+		ranges[i] = InputRange{Input: in.Name, FromTuple: lo, ToTuple: held(to)}
 	}
 	return ranges
 }

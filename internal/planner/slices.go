@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/laxity-dev/laxity/internal/costmodel"
 )
 
 // Sliding windows: windows of one query over one stream that overlap ("the
@@ -30,7 +32,7 @@ type slidingGroup struct {
 // models, arrivals and window length; only where the window falls differs.
 type slidingKey struct {
 	stream          string
-	cost            [6]float64
+	cost            costmodel.Model
 	margin          float64
 	rate            float64
 	length          float64
@@ -40,9 +42,8 @@ type slidingKey struct {
 }
 
 func slidingKeyOf(q Query) slidingKey {
-	b, m := q.Cost.Batch, q.Cost.Merge
 	return slidingKey{
-		stream: q.Stream, cost: [6]float64{b.Overhead, b.Serial, b.Parallel, m.Overhead, m.Serial, m.Parallel},
+		stream: q.Stream, cost: q.Cost,
 		margin: q.Margin, rate: q.Rates[0].TuplesPerSecond, length: onTheGrain(q.WindowEnd - q.WindowStart),
 		granularity: q.Granularity, allowedLateness: q.AllowedLateness, partialEvery: q.PartialEvery,
 	}
