@@ -497,7 +497,7 @@ func FreeAt(queries []Query, now time.Time) time.Time {
 	for i := range queries {
 		q := &queries[i]
 		hold := func(a Attempt, step Step) {
-			if a.State != Pending && a.State != Running {
+			if !q.holdsPool(a, queries) {
 				return
 			}
 			start := a.Started
@@ -535,7 +535,7 @@ func eachHolding(queries []Query, f func(Attempt)) {
 	for i := range queries {
 		q := &queries[i]
 		hold := func(a Attempt) {
-			if (a.State == Pending || a.State == Running) && q.accounts(a, queries) {
+			if q.holdsPool(a, queries) {
 				f(a)
 			}
 		}
@@ -939,7 +939,7 @@ func Stuck(now time.Time, rule StuckRule, queries []Query) []StuckStep {
 	for i := range queries {
 		q := &queries[i]
 		judge := func(a Attempt, step Step) {
-			if a.State != Pending && a.State != Running || !q.accounts(a, queries) {
+			if !q.holdsPool(a, queries) {
 				return
 			}
 			since := a.Launched
@@ -976,7 +976,7 @@ func StuckRecheck(now time.Time, rule StuckRule, queries []Query) time.Time {
 	for i := range queries {
 		q := &queries[i]
 		hold := func(a Attempt, step Step) {
-			if a.State != Pending && a.State != Running || !q.accounts(a, queries) {
+			if !q.holdsPool(a, queries) {
 				return
 			}
 			since := a.Launched

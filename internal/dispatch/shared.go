@@ -65,6 +65,12 @@ func SharedMembers(now time.Time, s Settings, queries []Query, launch Step) []st
 	return members
 }
 
+// holdsPool reports whether attempt a of q holds the pool and is q's to
+// count: Pending or Running, and, for a shared batch, q accounts for it.
+func (q *Query) holdsPool(a Attempt, queries []Query) bool {
+	return (a.State == Pending || a.State == Running) && q.accounts(a, queries)
+}
+
 // accounts reports whether q is the member that accounts for attempt a on
 // the pool: a step of one query is its own; a shared batch is its first
 // member among queries, so that its nodes and its being stuck count once.

@@ -206,12 +206,11 @@ func Owned(obj metav1.Object, uids map[string]types.UID) bool {
 // member owns it alike, so that deleting one leaves it to the others.
 // None for a step of one query.
 func SharedOwners(obj metav1.Object, uids map[string]types.UID) []string {
-	listed := obj.GetAnnotations()[sparkapp.AnnotationMembers]
-	if listed == "" || metav1.GetControllerOf(obj) != nil {
+	if metav1.GetControllerOf(obj) != nil {
 		return nil
 	}
 	var out []string
-	for _, m := range strings.Split(listed, ",") {
+	for _, m := range Members(obj) {
 		uid, known := uids[m]
 		if !known {
 			continue
@@ -244,7 +243,7 @@ func OwnMembers(app metav1.Object, members []*laxityv1alpha1.IntermittentQuery) 
 // record), owned as app is meant to be: by q as its controller, or, for a
 // shared batch whose members own it (OwnMembers), by each member alike.
 func Own(q *laxityv1alpha1.IntermittentQuery, obj, app metav1.Object, scheme *runtime.Scheme) error {
-	if app.GetAnnotations()[sparkapp.AnnotationMembers] != "" && len(app.GetOwnerReferences()) > 0 && metav1.GetControllerOf(app) == nil {
+	if len(Members(app)) > 0 && len(app.GetOwnerReferences()) > 0 && metav1.GetControllerOf(app) == nil {
 		obj.SetOwnerReferences(app.GetOwnerReferences())
 		return nil
 	}
