@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"math"
 	"strconv"
 	"time"
@@ -16,10 +17,7 @@ import (
 // Learning is what the schedule does with what it learns:
 // spec.planning.learning, Apply when unset.
 func Learning(es *laxityv1alpha1.ElasticSchedule) laxityv1alpha1.Learning {
-	if es.Spec.Planning.Learning == "" {
-		return laxityv1alpha1.LearningApply
-	}
-	return es.Spec.Planning.Learning
+	return cmp.Or(es.Spec.Planning.Learning, laxityv1alpha1.LearningApply)
 }
 
 // UnlearnedMargin is the margin a query of es plans with while nothing

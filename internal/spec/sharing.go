@@ -2,6 +2,7 @@ package spec
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -19,10 +20,7 @@ import (
 
 // Sharing is the schedule's spec.planning.sharing, Auto when unset.
 func Sharing(es *laxityv1alpha1.ElasticSchedule) laxityv1alpha1.Sharing {
-	if es.Spec.Planning.Sharing == "" {
-		return laxityv1alpha1.SharingAuto
-	}
-	return es.Spec.Planning.Sharing
+	return cmp.Or(es.Spec.Planning.Sharing, laxityv1alpha1.SharingAuto)
 }
 
 // StreamScan is the scan model of the schedule's stream i. declared is
