@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -140,16 +141,32 @@ func BenchmarkSearchTPCHLong(b *testing.B) {
 // BenchmarkSearchTPCH4xFineShapes is BenchmarkSearchTPCH4xFine's workload
 // (units of 950 tuples) with each of the planner's other shapes on: the
 // queries on one stream with sharing (planned alone, whole and cut
-// groups), steps side by side in lanes, and sliding windows ("the last
-// hour, every 10 minutes", 24 windows) in slices. bill/plain is the
-// shape's executable bill over the same workload planned without it.
+// groups), steps side by side in lanes, sliding windows ("the last hour,
+// every 10 minutes", 24 windows at 8 times the sample's rate, on the same
+// fine units) in slices, and q3 as a join of two inputs, 5% of one late.
+// bill/plain is the shape's executable bill over the same workload planned
+// without it (for the join: the sample with q3 over one input).
 func BenchmarkSearchTPCH4xFineShapes(b *testing.B) {
 	fine := tpch4xFineWorkload(b, 950)
 	shared := onOneStream(fine)
 	shared.Planning.Sharing = true
 	lanes := fine
 	lanes.Planning.Concurrent = true
+	// Sliding windows on the fine units: hundreds of batches a window.
 	sliding := slidingWorkload(b, 24, 600, 3600, 600, 8*9500)
+	for i := range sliding.Queries {
+		sliding.Queries[i].Granularity = 950
+	}
+	// The sample's q3 over two inputs, the other queries as they are.
+	joined := fine
+	joined.Queries = slices.Clone(fine.Queries)
+	for i := range joined.Queries {
+		if q := &joined.Queries[i]; q.Name == "tpch-q3" {
+			rate := q.Rates[0].TuplesPerSecond
+			q.Inputs = []Input{{Name: "orders", Rates: []RateSegment{{TuplesPerSecond: rate / 4}}}, {Name: "lineitem", Rates: q.Rates, LateFraction: 0.05}}
+			q.Rates = nil
+		}
+	}
 	for _, c := range []struct {
 		name string
 		w    Workload
@@ -158,6 +175,7 @@ func BenchmarkSearchTPCH4xFineShapes(b *testing.B) {
 		{"sharing", shared, func(w *Workload) { w.Planning.Sharing = false }},
 		{"lanes", lanes, func(w *Workload) { w.Planning.Concurrent = false }},
 		{"slices", sliding, func(w *Workload) { w.Planning.Sharing = false }},
+		{"join", joined, func(w *Workload) { *w = fine }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			plain := c.w

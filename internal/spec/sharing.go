@@ -121,6 +121,10 @@ func streams(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.Interm
 	declared := func(name string) bool {
 		return slices.ContainsFunc(es.Spec.Streams, func(s laxityv1alpha1.Stream) bool { return s.Name == name })
 	}
+	planned := make(map[string]int, len(w.Queries))
+	for i, pq := range w.Queries {
+		planned[pq.Name] = i
+	}
 	keys := map[string]costmodel.Linear{}
 	unscanned := map[string]bool{}
 	// byKey are the queries of each key, by stream, to say when one
@@ -151,8 +155,7 @@ func streams(es *laxityv1alpha1.ElasticSchedule, queries []laxityv1alpha1.Interm
 			byKey[name] = map[string][]string{}
 		}
 		byKey[name][key] = append(byKey[name][key], q.Name)
-		at := slices.IndexFunc(w.Queries, func(pq planner.Query) bool { return pq.Name == q.Name })
-		if at >= 0 {
+		if at, ok := planned[q.Name]; ok {
 			w.Queries[at].Stream = key
 		}
 	}

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -276,4 +277,21 @@ func FuzzStreamScan(f *testing.F) {
 			t.Fatalf("stream %q is not declared, error %v", stream, err)
 		}
 	})
+}
+
+// BenchmarkWorkloadNotes1000 is what a pass over a schedule of 1,000
+// queries on one stream spends turning them into the planner's workload
+// and its sharing notes: every query's template digested once.
+func BenchmarkWorkloadNotes1000(b *testing.B) {
+	var queries []laxityv1alpha1.IntermittentQuery
+	for i := range 1000 {
+		queries = append(queries, builder.AnalyticsQuery(fmt.Sprintf("q%04d", i), onStream("lineitem")))
+	}
+	schedule := lineitemSchedule("", halfScan)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := WorkloadNotes(schedule, queries, origin); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
