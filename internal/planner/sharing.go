@@ -51,16 +51,29 @@ func sharingGroups(w Workload) []sharedGroup {
 		}
 		groups[at].members = append(groups[at].members, i)
 	}
-	groups = slices.DeleteFunc(groups, func(g sharedGroup) bool { return len(g.members) < 2 })
-	for i := range groups {
-		g := &groups[i]
-		g.mergeOrder = slices.Clone(g.members)
-		slices.SortStableFunc(g.mergeOrder, func(a, b int) int {
+	var out []sharedGroup
+	for _, g := range groups {
+		order := slices.Clone(g.members)
+		slices.SortStableFunc(order, func(a, b int) int {
 			return cmp.Compare(w.Queries[a].Deadline, w.Queries[b].Deadline)
 		})
+		// At most MaxSharedMembers to a group, the tightest together.
+		for part := range slices.Chunk(order, MaxSharedMembers) {
+			if len(part) > 1 {
+				out = append(out, sharedGroup{stream: g.stream, members: slices.Sorted(slices.Values(part)), mergeOrder: slices.Clone(part)})
+			}
+		}
 	}
-	return groups
+	return out
 }
+
+// MaxSharedMembers bounds the queries one shared step serves: the step
+// carries every member's result location in its annotations, arguments and
+// Spark conf, and every member's status lists the members of each of its
+// shared batches, so that a stream read by thousands of queries would make
+// steps and statuses no API server takes. Beyond it, the queries of a
+// stream share in groups of it, the tightest deadlines together.
+const MaxSharedMembers = 32
 
 // sameArrivals reports whether a and b see the same tuples at the same
 // instants and cut them the same way, so that a batch of one is a batch of

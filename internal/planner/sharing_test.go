@@ -121,6 +121,29 @@ func TestSharingGroups(t *testing.T) {
 	if got := sharingGroups(w); got != nil {
 		t.Errorf("sharingGroups with sharing off = %v, want none", got)
 	}
+
+	// A stream read by more queries than a step may serve shares in groups
+	// of MaxSharedMembers, the tightest deadlines together; a last query
+	// left over plans alone.
+	many := Workload{Planning: Planning{Sharing: true}}
+	for i := range 2*MaxSharedMembers + 1 {
+		many.Queries = append(many.Queries, with(fmt.Sprint(i), func(q *Query) { q.Deadline = 8000 - float64(i) }))
+	}
+	groups := sharingGroups(many)
+	if len(groups) != 2 {
+		t.Fatalf("%d groups of %d queries, want 2", len(groups), len(many.Queries))
+	}
+	for k, g := range groups {
+		if len(g.members) != MaxSharedMembers {
+			t.Errorf("group %d has %d members, want %d", k, len(g.members), MaxSharedMembers)
+		}
+		for _, m := range g.members {
+			// Deadlines fall with the index: the tightest are the last.
+			if first := len(many.Queries) - (k+1)*MaxSharedMembers; m < first || m >= first+MaxSharedMembers {
+				t.Errorf("group %d holds query %d, want %d to %d: the tightest together", k, m, first, first+MaxSharedMembers-1)
+			}
+		}
+	}
 }
 
 // TestGroupQueryDeadline: the group is held to the tightest of each
