@@ -40,7 +40,7 @@ type view struct {
 	// sharingNotes are what the schedule's streams leave unshared and why
 	// (spec.WorkloadNotes).
 	sharingNotes []string
-	planned     map[string]planner.Query
+	planned      map[string]planner.Query
 	// inputs is each query's input as read in this pass.
 	inputs map[string]input
 	// steps are laxity's own steps of the schedule; launched the latest
