@@ -85,11 +85,11 @@ func learnedModel(q *laxityv1alpha1.IntermittentQuery, es *laxityv1alpha1.Elasti
 // material says whether l differs from the previously learned model by more
 // than the re-plan tolerance, at the observations' steps.
 func material(previous *laxityv1alpha1.LearnedModel, l learn.Learned, at []learn.Observation) bool {
-	model, margin, ok := spec.ParseLearned(previous)
+	was, ok := spec.ParseLearned(previous)
 	if !ok {
 		return true
 	}
-	return learn.Change(learn.Learned{Model: model, Margin: margin}, l, at) > learn.DefaultTolerance
+	return learn.Change(was, l, at) > learn.DefaultTolerance
 }
 
 // inheritedObservations are the observations of the windows of the query's

@@ -173,7 +173,8 @@ var (
 		Help: "Always 1, labelled with the running build's version, source revision and Go version.",
 	}, []string{labelVersion, labelRevision, labelGoVersion})
 
-	// querySlowdownMetric and queryMarginMetric are what a query learned.
+	// querySlowdownMetric, queryMarginMetric and queryTailMarginMetric are
+	// what a query learned.
 	querySlowdownMetric = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: metricsNamespace, Name: "query_learned_slowdown_ratio",
 		Help: "How long a query's steps took against its declared cost model, as a ratio (1.3: 30% longer), fitted from the steps that ran.",
@@ -181,6 +182,10 @@ var (
 	queryMarginMetric = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: metricsNamespace, Name: "query_learned_margin_ratio",
 		Help: "Runtime margin sized from how far a query's measured step durations spread around its fitted model, as a fraction (0.1: 10% headroom).",
+	}, []string{labelNamespace, labelQuery})
+	queryTailMarginMetric = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: metricsNamespace, Name: "query_learned_tail_margin_ratio",
+		Help: "Share of a query's last batch and final merge that its plans keep spare before the deadline, on top of the runtime margin, sized from the same spread, as a fraction (0.1: 10%).",
 	}, []string{labelNamespace, labelQuery})
 )
 
@@ -190,7 +195,7 @@ func init() {
 		nodesRequestedMetric, nodesReadyMetric,
 		stepsLaunchedMetric, stepsFinishedMetric,
 		querySlackMetric, deadlineMissesMetric,
-		leadTimeMetric, plannedLeadTimeMetric, querySlowdownMetric, queryMarginMetric,
+		leadTimeMetric, plannedLeadTimeMetric, querySlowdownMetric, queryMarginMetric, queryTailMarginMetric,
 		poolSpendMetric, stepDurationMetric, buildInfoMetric, searchBudgetExceededMetric,
 	)
 	build := version.Get()
@@ -270,6 +275,7 @@ func recordLearned(q *laxityv1alpha1.IntermittentQuery) {
 	if l == nil {
 		querySlowdownMetric.DeleteLabelValues(q.Namespace, q.Name)
 		queryMarginMetric.DeleteLabelValues(q.Namespace, q.Name)
+		queryTailMarginMetric.DeleteLabelValues(q.Namespace, q.Name)
 		return
 	}
 	if v := parseFloat(string(l.SlowdownPercent)); v != nil {
@@ -277,6 +283,9 @@ func recordLearned(q *laxityv1alpha1.IntermittentQuery) {
 	}
 	if v := parseFloat(string(l.RuntimeMarginPercent)); v != nil {
 		queryMarginMetric.WithLabelValues(q.Namespace, q.Name).Set(*v / 100)
+	}
+	if v := parseFloat(string(l.TailMarginPercent)); v != nil {
+		queryTailMarginMetric.WithLabelValues(q.Namespace, q.Name).Set(*v / 100)
 	}
 }
 
@@ -302,6 +311,7 @@ func forgetQuery(namespace, name string) {
 	querySlackMetric.DeleteLabelValues(namespace, name)
 	querySlowdownMetric.DeleteLabelValues(namespace, name)
 	queryMarginMetric.DeleteLabelValues(namespace, name)
+	queryTailMarginMetric.DeleteLabelValues(namespace, name)
 	stepDurationMetric.DeletePartialMatch(prometheus.Labels{labelNamespace: namespace, labelQuery: name})
 	counted.Lock()
 	delete(counted.queries, namespace+"/"+name)

@@ -34,7 +34,7 @@ var laxityMetricNames = []string{
 	"laxity_steps_launched_total", "laxity_steps_finished_total",
 	"laxity_query_slack_seconds", "laxity_deadline_misses_total",
 	"laxity_pool_observed_lead_time_seconds", "laxity_pool_planned_lead_time_seconds",
-	"laxity_query_learned_slowdown_ratio", "laxity_query_learned_margin_ratio",
+	"laxity_query_learned_slowdown_ratio", "laxity_query_learned_margin_ratio", "laxity_query_learned_tail_margin_ratio",
 	"laxity_pool_spend_total", "laxity_step_duration_seconds", "laxity_build_info",
 	"laxity_search_budget_exceeded_total",
 }

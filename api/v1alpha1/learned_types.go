@@ -85,6 +85,15 @@ type LearnedModel struct {
 	// +optional
 	RuntimeMarginPercent Decimal `json:"runtimeMarginPercent,omitempty"`
 
+	// tailMarginPercent is the share of the query's work after its window
+	// closes (its last batch and final merge, priced with
+	// runtimeMarginPercent) that plans keep spare before the deadline, in
+	// percent. That work runs where no re-plan can make up for a step that
+	// runs long, so it is priced for a rarer draw of the same spread. A
+	// plan that cannot keep it is made without it.
+	// +optional
+	TailMarginPercent Decimal `json:"tailMarginPercent,omitempty"`
+
 	// applied says whether plans use this model (spec.planning.learning is
 	// Apply) or it is only reported (Observe).
 	// +optional

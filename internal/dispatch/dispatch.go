@@ -91,6 +91,10 @@ type Query struct {
 	// allowed lateness.
 	Closed time.Time
 	Cost   costmodel.Model
+	// TailMargin is the tail margin its plan keeps
+	// (planner.QueryPlan.TailMargin): a step of another query that would
+	// leave it less than that headroom waits (TailSlack).
+	TailMargin float64
 	// BatchSize and PartialEvery (c: a partial merge after every c batches,
 	// 0 for none) come from the plan; ExpectedTotal is the window's total
 	// under the plan's rate model, used to estimate the remaining work.
@@ -325,8 +329,10 @@ func blockedBy(now time.Time, sizes []int, pool Pool, queries []Query, q *Query,
 		// The other query's batch runs on the nodes there by then; after
 		// step, on the nodes there now: nodes on their way that are late
 		// must not leave it late too.
+		// It could meet its deadline starting then; after step, it would eat
+		// into the tail margin its plan keeps, if not miss the deadline.
 		future := other.whole()
-		if future.Slack(ready, next, nodesBy(sizes, pool, step.Nodes, ready)) >= 0 && future.Slack(ends, next, step.Nodes) < 0 {
+		if future.Slack(ready, next, nodesBy(sizes, pool, step.Nodes, ready)) >= 0 && future.TailSlack(ends, next, step.Nodes) < 0 {
 			return other.Name, ready, true
 		}
 	}
@@ -341,7 +347,8 @@ func blockedBy(now time.Time, sizes []int, pool Pool, queries []Query, q *Query,
 // remaining tuples as one batch at the window's end; waiting for that cut
 // with ready nodes and arrived tuples only moves the work into the
 // query's tail, after the window closes. Running what arrived costs one
-// more batch's start-up on nodes that are paid for anyway.
+// more batch's start-up on nodes that are paid for anyway, and one more
+// batch after it for the tuples still to come.
 func catchUp(now time.Time, sizes []int, pool Pool, queries []Query, nodes int) []Step {
 	var out []Step
 	for i := range queries {
@@ -356,6 +363,9 @@ func catchUp(now time.Time, sizes []int, pool Pool, queries []Query, nodes int) 
 		if !ok || !ready.After(now) {
 			continue
 		}
+		// Late by the deadline itself, not by the tail margin: catching up
+		// adds a batch's start-up to the tail, which only a query that
+		// would otherwise miss its deadline should pay.
 		if future := q.whole(); future.Slack(ready, next, nodesBy(sizes, pool, nodes, ready)) >= 0 {
 			continue
 		}
@@ -723,7 +733,8 @@ func (q *Query) progress(now time.Time, step Step) planner.Progress {
 // SlackNow is the query's slack at now on nodes nodes, for its status:
 // its deadline less the modelled work left from its next batch (the final
 // merge once every tuple is in a batch and the window has closed), or,
-// when it is done, the time its final merge ended before the deadline.
+// when it is done, the time its final merge ended before the deadline. It
+// is counted with the work left as modelled.
 func (q *Query) SlackNow(now time.Time, nodes int) time.Duration {
 	if q.Final != nil && q.Final.State == Succeeded {
 		return q.Deadline.Sub(q.Final.Ended)
@@ -733,12 +744,24 @@ func (q *Query) SlackNow(now time.Time, nodes int) time.Duration {
 		from := q.processed()
 		next = Step{Kind: planner.StepBatch, Index: n, FromTuple: from, ToTuple: from}
 	}
-	return q.Slack(now, next, nodes)
+	return q.Deadline.Sub(now) - q.Remaining(now, next, nodes)
 }
 
 // Slack is the query's slack with step launched at now on nodes nodes.
 func (q *Query) Slack(now time.Time, step Step, nodes int) time.Duration {
 	return q.Deadline.Sub(now) - q.Remaining(now, step, nodes)
+}
+
+// TailSlack is Slack less the time the query's plan keeps spare for its
+// tail margin (planner.TailHeadroom): what a step must leave it so that the
+// plan's headroom after the window closes holds.
+func (q *Query) TailSlack(now time.Time, step Step, nodes int) time.Duration {
+	slack := q.Slack(now, step, nodes)
+	if q.TailMargin > 0 {
+		left := q.Remaining(now, step, nodes)
+		slack -= seconds(planner.TailHeadroom(q.TailMargin, 0, left.Seconds(), q.Closed.Sub(now).Seconds()))
+	}
+	return slack
 }
 
 // sizeFor is the largest pool size that ready nodes can hold, 0 when none.

@@ -618,3 +618,43 @@ func TestALastBatchHoldsThePoolForItsFinalMerge(t *testing.T) {
 		t.Errorf("before the window closes: holds %v, want %v", got, want)
 	}
 }
+
+// A tail margin makes dispatch hold the pool for the tight query's last
+// batch where its deadline alone would not (b could start after a's batch
+// and still just meet it), and never makes a query catch up on arrived
+// tuples that its deadline alone does not call for: that adds a batch to
+// its tail.
+func TestTheTailMarginHoldsThePoolButCatchesUpByTheDeadline(t *testing.T) {
+	loose := query("a", 500, 300)
+	loose.BatchSize = 300 // 4 s on 2 nodes
+	tight := func(margin float64) Query {
+		// Its last batch (2 s) and final merge (1 s) are ready at 100 s:
+		// after a's batch, from 103 s, they end at 106 s.
+		q := query("b", 106.5, 950, done(0, 900))
+		q.ArrivalOf = func(tuples int64) (time.Time, bool) { return at(100), tuples <= 1000 }
+		q.TailMargin = margin
+		return q
+	}
+	if got := Decide(at(99), settings, []Query{loose, tight(0)}, Pool{Ready: 2}); got.Launch == nil || got.Launch.Query != "a" {
+		t.Errorf("no tail margin: decision %+v, want a's batch launched", got)
+	}
+	if got := Decide(at(99), settings, []Query{loose, tight(0.5)}, Pool{Ready: 2}); got.Launch != nil {
+		t.Errorf("a 50%% tail margin: decision %+v, want the pool held for b", got)
+	}
+
+	behind := func(margin float64) Query {
+		// As in TestBehindItRunsWhatArrived: waiting for the cut, the rest
+		// (nine 100-tuple batches of 2 s) and the final merge end at 119 s:
+		// in time, though not with a 50% tail margin of that to spare.
+		q := query("a", 125, 900, done(0, 100))
+		q.BatchEnds = []int64{100, 1000}
+		q.ArrivalOf = func(tuples int64) (time.Time, bool) { return at(float64(tuples) / 10), tuples <= 1000 }
+		q.TailMargin = margin
+		return q
+	}
+	for _, margin := range []float64{0, 0.5} {
+		if got := Decide(at(90), settings, []Query{behind(margin)}, Pool{Ready: 2}); got.Launch != nil {
+			t.Errorf("tail margin %g: launch %+v, want none: in time by the deadline", margin, got.Launch)
+		}
+	}
+}

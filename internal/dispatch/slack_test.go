@@ -3,6 +3,8 @@ package dispatch
 import (
 	"testing"
 	"time"
+
+	"github.com/laxity-dev/laxity/internal/planner"
 )
 
 func TestSlackNow(t *testing.T) {
@@ -55,5 +57,34 @@ func TestLastAllowed(t *testing.T) {
 				t.Errorf("FailedOut(%d) = %v, want %v", tc.max, got, tc.want)
 			}
 		})
+	}
+}
+
+// A plan's tail margin leaves the query's slack, by which steps are
+// ordered, as it is; TailSlack, what another step must leave it, is that
+// less the margin's share of the work left that runs after the window
+// closes.
+func TestTailSlack(t *testing.T) {
+	q := query("q", 200, 950, done(0, 900))
+	q.TailMargin = 0.5
+	// The next batch from tuple 900: after the close, the 50 tuples in
+	// (1.5 s) and the final merge (1 s); while the window is open, the 100
+	// expected (2 s) and the final merge.
+	next := Step{Kind: planner.StepBatch, Index: 1, FromTuple: 900, ToTuple: 950}
+	for _, tc := range []struct {
+		name        string
+		now         float64
+		slack, tail time.Duration
+	}{
+		{"after the close: all of it", 120, 77500 * time.Millisecond, 76250 * time.Millisecond},
+		{"before the close: the part after it", 99, 98 * time.Second, 97 * time.Second},
+		{"well before the close: none", 50, 147 * time.Second, 147 * time.Second},
+	} {
+		if got := q.Slack(at(tc.now), next, 2); got != tc.slack {
+			t.Errorf("%s: Slack = %v, want %v", tc.name, got, tc.slack)
+		}
+		if got := q.TailSlack(at(tc.now), next, 2); got != tc.tail {
+			t.Errorf("%s: TailSlack = %v, want %v", tc.name, got, tc.tail)
+		}
 	}
 }

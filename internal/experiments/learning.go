@@ -58,6 +58,8 @@ type learningRow struct {
 	cost    []float64
 	replans []float64
 	margin  []float64
+	// tailMargin is the mean learned tail margin, per window.
+	tailMargin []float64
 	// late are the runs that missed a deadline from window learningFrom
 	// on, in seed order.
 	late []lateRun
@@ -79,10 +81,8 @@ type lateRun struct {
 	// deviations of the noise that is above the mean; slowdown and margin
 	// what the window planned the query with.
 	plannedBatch, ranBatch, draw, sigmas float64
-	slowdown, margin                     float64
-	// idle is how long the pool stood idle before the window closed;
-	// earliest whether the query's deadline is the workload's earliest.
-	idle     float64
+	slowdown, margin, tailMargin         float64
+	// earliest is whether the query's deadline is the workload's earliest.
 	earliest bool
 }
 
@@ -102,7 +102,7 @@ func explainLate(base planner.Workload, re reality, seed uint64, k int, w offlin
 		}
 	}
 	q := base.Queries[qi]
-	out.margin = w.Learned[qi].Margin
+	out.margin, out.tailMargin = w.Learned[qi].Margin, w.Learned[qi].TailMargin
 	last := func(steps []planner.Step, kind planner.StepKind) (planner.Step, bool) {
 		var found planner.Step
 		ok := false
@@ -134,13 +134,6 @@ func explainLate(base planner.Workload, re reality, seed uint64, k int, w offlin
 			out.sigmas = (out.draw - 1 - re.noise.Mean) / re.noise.StdDev
 		}
 	}
-	busy := 0.0
-	for _, st := range w.Steps {
-		if st.End <= q.WindowEnd {
-			busy = max(busy, st.End)
-		}
-	}
-	out.idle = q.WindowEnd - busy
 	out.earliest = true
 	for _, other := range base.Queries {
 		out.earliest = out.earliest && other.Deadline >= q.Deadline
@@ -178,7 +171,7 @@ func learningStudy(base planner.Workload) ([]learningRow, error) {
 			return nil, err
 		}
 		row := learningRow{reality: re, known: known.Chosen, missed: make([]int, learningWindows), cost: make([]float64, learningWindows),
-			replans: make([]float64, learningWindows), margin: make([]float64, learningWindows)}
+			replans: make([]float64, learningWindows), margin: make([]float64, learningWindows), tailMargin: make([]float64, learningWindows)}
 		results, err := eachSeed(runs, func(seed uint64) (offlinerun.RecurringResult, error) {
 			r, err := offlinerun.RunRecurring(base, offlinerun.RecurringOptions{
 				Windows: learningWindows, Seed: seed, Noise: re.noise, Slowdown: re.slowdown, LeadFactor: re.leadFactor,
@@ -204,6 +197,7 @@ func learningStudy(base planner.Workload) ([]learningRow, error) {
 				row.replans[k] += float64(len(w.Replans)) / float64(runs)
 				for _, l := range w.Learned {
 					row.margin[k] += l.Margin / float64(runs*len(w.Learned))
+					row.tailMargin[k] += l.TailMargin / float64(runs*len(w.Learned))
 				}
 			}
 		}
@@ -307,9 +301,13 @@ anything is learned across windows, what the window's own steps teach
 re-plans it (%.1f times on average, when the plan cannot absorb it) and
 %.1f%% of the runs still miss a deadline. The learned margin covers the
 %.0fth percentile of each query's observed/learned ratios plus an allowance
-for how few there are, not the 99th: a deadline is missed when the work
-left after a window closes runs long, which is the sum of several steps, so
-a per-step 99th percentile plans headroom that no deadline needs.
+for how few there are, not the 99th: a step inside the window that runs
+long is seen and planned around. Only the tail, the last batch and final
+merge after the window closes, is where a long step lands on the deadline,
+so the plans keep a tail margin on top (%.1f%% on average from window %d,
+%.0f standard deviations of the ratios over the margin): a plan starts a
+step only when its slack also covers that share of the query's work after
+the window closes.
 
 A pessimistic model (c) is learned within one window, and saves %.0f%% of
 the cost by window %d, %s: the sample's pool never goes below its smallest
@@ -318,7 +316,8 @@ deadline at the declared model, so faster steps leave those nodes idle more
 often rather than release any. Where the declared model needs a larger
 pool, the same learning releases nodes.
 
-`, verdict, noisy.costRatio(learningWindows-1), learningWindows, noisy.replans[0], 100*noisy.missedShare(0), 100*learnQuantile(), 100*cut, learningFrom, hoped)
+`, verdict, noisy.costRatio(learningWindows-1), learningWindows, noisy.replans[0], 100*noisy.missedShare(0), 100*learnQuantile(),
+		100*noisy.tailMargin[learningFrom-1], learningFrom, learn.Defaults.TailDeviations, 100*cut, learningFrom, hoped)
 	writeLate(b, noisy)
 	writeLateNodes(b, rows[3], base.Pool.ProvisioningLeadTime)
 	return drawLearning(rows)
@@ -340,8 +339,8 @@ func writeLate(b *strings.Builder, noisy learningRow) {
 		if l.replans > 0 {
 			replanned = fmt.Sprintf("%d re-plans", l.replans)
 		}
-		fmt.Fprintf(b, "- seed %d, window %d: %s's final merge ended %.1f s after its deadline, with %s. The plan gave its tail, the last batch (the rest of the window, launched when the window closed) and the final merge, %.0f s to spare, priced with its learned slowdown %.2f and margin %.1f%%. The last batch drew a slowdown of %.2f, %.1f standard deviations above the mean, and took %.0f s, not the %.0f s planned.\n",
-			l.seed, l.window, l.query, l.over, replanned, l.slack, l.slowdown, 100*l.margin, l.draw, l.sigmas, l.ranBatch, l.plannedBatch)
+		fmt.Fprintf(b, "- seed %d, window %d: %s's final merge ended %.1f s after its deadline, with %s. The plan gave its tail, the last batch (the rest of the window, launched when the window closed) and the final merge, %.0f s to spare, priced with its learned slowdown %.2f, margin %.1f%% and tail margin %.1f%%. The last batch drew a slowdown of %.2f, %.1f standard deviations above the mean, and took %.0f s, not the %.0f s planned.\n",
+			l.seed, l.window, l.query, l.over, replanned, l.slack, l.slowdown, 100*l.margin, 100*l.tailMargin, l.draw, l.sigmas, l.ranBatch, l.plannedBatch)
 	}
 	if !all {
 		b.WriteString("\n")
@@ -350,22 +349,16 @@ func writeLate(b *strings.Builder, noisy learningRow) {
 	l := noisy.late[0]
 	fmt.Fprintf(b, `
 Every such miss is one long step after the window closed, of the query
-with the earliest deadline, and neither the learner nor the pass decisions
-can prevent it soundly. It is not a trend: the window's earlier steps ran
-as priced, so the pass, which re-plans for what the steps so far teach,
-has nothing to act on, and once the window has closed no node could come
-in time. The margin prices every step alike; covering a
-draw like that one (%.0f%% above the learned model) on every step would
-take the margins, %.1f%% on average in that window, to that much, where
-they already bring the cost to %.2fx the plan that knew. The margin is
-sized for the sum of the steps after the close, but the earliest
-deadline's tail is one batch and one merge. What would cover it is
-headroom sized for how few steps that tail has, in the planner, or a
-smaller last batch: the pool stood idle for %.0f s before that window
-closed, time in which an early batch of the same query would have
-shortened its tail.
+with the earliest deadline. It is not a trend: the window's earlier steps
+ran as priced, so the pass, which re-plans for what the steps so far
+teach, has nothing to act on, and once the window has closed no node could
+come in time. The draw (%.0f%% above the learned model) is beyond what the
+margin and the tail margin together cover, %.1f%% and %.1f%% on average in
+that window, at %.2fx the cost of the plan that knew; covering it too
+would take a tail margin of more standard deviations, which moves the
+sample's plans to a larger batch-size factor at a quarter more cost.
 
-`, 100*(l.draw/l.slowdown-1), 100*noisy.margin[l.window-1], noisy.costRatio(l.window-1), l.idle)
+`, 100*(l.draw/l.slowdown-1), 100*noisy.margin[l.window-1], 100*noisy.tailMargin[l.window-1], noisy.costRatio(l.window-1))
 }
 
 // writeLateNodes describes the late-nodes reality.

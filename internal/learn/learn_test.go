@@ -92,7 +92,7 @@ func TestFitIsRobust(t *testing.T) {
 		{
 			name: "one 10x outlier among noisy steps", obs: concat(run(declared, Batch, 20, 2, tuples, noisy(1, 0.3, 0.05)), run(declared, Batch, 1, 2, tuples, constant(10)),
 				run(declared, Batch, 20, 2, tuples, noisy(2, 0.3, 0.05))),
-			batch: 1.3, merge: 1.3, tol: 0.03, minMargin: 0.03, maxMargin: 0.15,
+			batch: 1.3, merge: 1.3, tol: 0.03, minMargin: 0.01, maxMargin: 0.15,
 		},
 		{
 			name: "a single observation: learned, with a wide allowance", obs: run(declared, Batch, 1, 2, tuples, constant(1.5)),
@@ -124,7 +124,7 @@ func TestFitIsRobust(t *testing.T) {
 		},
 		{
 			name: "noise around a 1.3x slowdown", obs: run(declared, Batch, 60, 2, tuples, noisy(3, 0.3, 0.1)),
-			batch: 1.3, merge: 1.3, tol: 0.04, minMargin: 0.08, maxMargin: 0.25,
+			batch: 1.3, merge: 1.3, tol: 0.04, minMargin: 0.01, maxMargin: 0.1,
 		},
 		{
 			name:  "the world changed mid-stream: recent steps win",
@@ -312,6 +312,9 @@ func TestFitProperties(t *testing.T) {
 		if !(got.Margin >= 0) || got.Margin > Defaults.MaxMargin {
 			t.Fatalf("margin %v", got.Margin)
 		}
+		if !(got.TailMargin >= 0) || got.TailMargin > Defaults.MaxMargin {
+			t.Fatalf("tail margin %v", got.TailMargin)
+		}
 		if !(got.Slowdown > 0) || math.IsInf(got.Slowdown, 0) {
 			t.Fatalf("slowdown %v", got.Slowdown)
 		}
@@ -417,5 +420,38 @@ func TestWindowApplies(t *testing.T) {
 				t.Errorf("applies = %v, want %v (learned %+v)", applies, tt.want, l)
 			}
 		})
+	}
+}
+
+// TestTailMargin: the tail is priced for TailDeviations standard deviations
+// of the steps' spread, over the margin every step has, so it grows with
+// the spread and with TailDeviations and is none without either.
+func TestTailMargin(t *testing.T) {
+	steps := func(f func(int) float64) []Observation {
+		return concat(run(declared, Batch, 60, 4, 1e6, f), run(declared, Merge, 20, 4, 10, f))
+	}
+	calm, noisy10, noisy20 := steps(constant(1.15)), steps(noisy(1, 0.15, 0.1)), steps(noisy(1, 0.15, 0.2))
+	without := Defaults
+	without.TailDeviations = 0
+	for _, c := range []struct {
+		name     string
+		obs      []Observation
+		s        Settings
+		min, max float64
+	}{
+		// Steps that do not spread leave the prior spread (10%), shrunk by
+		// 80 observations to almost nothing.
+		{"no spread", calm, Defaults, 0, 0.05},
+		// A 10% spread (1.15 ± 0.1, about 8.7% of the learned model): the
+		// margin covers about the 70th percentile, the tail two standard
+		// deviations, some 11% more of it.
+		{"a 10% spread", noisy10, Defaults, 0.06, 0.16},
+		{"a 20% spread", noisy20, Defaults, 0.12, 0.35},
+		{"no tail deviations", noisy10, without, 0, 0},
+	} {
+		l := Fit(declared, c.obs, c.s)
+		if !(l.TailMargin >= c.min && l.TailMargin <= c.max) {
+			t.Errorf("%s: tail margin %.4f (margin %.4f), want within [%g, %g]", c.name, l.TailMargin, l.Margin, c.min, c.max)
+		}
 	}
 }

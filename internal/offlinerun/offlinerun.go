@@ -139,9 +139,9 @@ func (l *Learning) priced(w planner.Workload, own map[string][]learn.Observation
 		if !ok {
 			continue
 		}
-		q.Cost, q.Margin = declared, settings.Unlearned
+		q.Cost, q.Margin, q.TailMargin = declared, settings.Unlearned, 0
 		if learned, applies := learn.Window(declared, l.Inherited[q.Name], own[q.Name], settings); applies {
-			q.Cost, q.Margin = spec.AsRecorded(learned)
+			spec.PriceWith(q, spec.AsRecorded(learned))
 		}
 	}
 	w.Pool.ProvisioningLeadTime = leads.Planned(costmodel.Duration(l.DeclaredLead), settings).Seconds()

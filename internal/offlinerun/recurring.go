@@ -132,7 +132,7 @@ func RunRecurring(w planner.Workload, o RecurringOptions) (RecurringResult, erro
 		}
 		learned := make([]learn.Learned, len(planned.Queries))
 		for i, q := range planned.Queries {
-			learned[i] = learn.Learned{Model: q.Cost, Margin: q.Margin}
+			learned[i] = learn.Learned{Model: q.Cost, Margin: q.Margin, TailMargin: q.TailMargin}
 		}
 		out.Windows = append(out.Windows, WindowResult{
 			Planned: doc.Chosen, Learned: learned, LeadTime: planned.Pool.ProvisioningLeadTime,

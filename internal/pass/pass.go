@@ -271,8 +271,9 @@ func RunTime(s *Snapshot) ([]dispatch.Query, error) {
 		}
 		dq := dispatch.Query{
 			Name: q.Name, Deadline: q.Deadline, Closed: q.Closed,
-			Cost:      pq.Planned(s.Workload.Planning),
-			BatchSize: plan.BatchSize, BatchEnds: doc.BatchEnds(q.Name), ExpectedTotal: doc.PlannedTotal(q.Name),
+			Cost:       pq.Planned(s.Workload.Planning),
+			TailMargin: plan.TailMargin,
+			BatchSize:  plan.BatchSize, BatchEnds: doc.BatchEnds(q.Name), ExpectedTotal: doc.PlannedTotal(q.Name),
 			Arrived: q.Arrived, ArrivalOf: q.ArrivalOf, Held: q.Held,
 			Batches: slices.Clone(q.Batches), Partials: slices.Clone(q.Partials),
 			Shared: sharedBatches(doc, q.Name),

@@ -41,6 +41,12 @@ type layout struct {
 	// instead of recounting the batches left.
 	onNodes                            []costmodel.OnNodes
 	perTuple, partialMerge, finalMerge []float64
+	// tailMargin is Query.TailMargin; due, by pool size index, is the
+	// deadline less that share of the tail (the last batch and the final
+	// merge) on that size: when the final merge must end by, the last
+	// batch having started with the margin to spare (TailHeadroom).
+	tailMargin float64
+	due        []float64
 }
 
 // costModel caches the coefficients the simulation needs on its hot path.
@@ -163,10 +169,17 @@ func (l *layout) precompute(sizes []int) {
 	model := l.cost.model()
 	l.onNodes = make([]costmodel.OnNodes, len(sizes))
 	l.perTuple, l.partialMerge, l.finalMerge = make([]float64, len(sizes)), make([]float64, len(sizes)), make([]float64, len(sizes))
+	l.due = make([]float64, len(sizes))
+	k := len(l.to)
+	last := l.to[k-1] - l.from(k-1)
 	for i, n := range sizes {
 		o := model.OnNodes(n)
 		l.onNodes[i] = o
 		l.perTuple[i], l.partialMerge[i], l.finalMerge[i] = o.BatchPerTuple(), o.MergeSeconds(l.partialEvery), o.MergeSeconds(l.finalInputs())
+		l.due[i] = l.deadline
+		if l.tailMargin > 0 {
+			l.due[i] -= l.tailMargin * (o.BatchOverhead() + float64(last)*l.perTuple[i] + l.finalMerge[i])
+		}
 	}
 }
 
@@ -274,7 +287,7 @@ func cutTuples(q Query, arr arrivals) []int64 {
 // ascending, the last one the window's total; ends is kept, not copied. Its
 // batch size is the largest batch, in whole units.
 func layoutOf(qi int, q Query, arr arrivals, cost costModel, ends []int64) layout {
-	l := layout{query: qi, name: q.Name, deadline: q.Deadline, cost: cost, total: arr.total(), to: ends, carried: q.Carried}
+	l := layout{query: qi, name: q.Name, deadline: q.Deadline, cost: cost, total: arr.total(), to: ends, carried: q.Carried, tailMargin: q.TailMargin}
 	unit := max(q.Granularity, 1)
 	l.ready = make([]float64, len(ends))
 	from := int64(0)

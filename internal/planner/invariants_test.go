@@ -354,6 +354,16 @@ func checkQuery(v *violations, w Workload, q Query, qp QueryPlan, steps []Step, 
 		if !leq(final.End, q.Deadline) {
 			v.add("query %s: final merge ends at %g, after the deadline %g", name, final.End, q.Deadline)
 		}
+		// The tail headroom: a plan keeps the query's tail margin (or, made
+		// without it, none) of its last batch and final merge spare.
+		last := batches[k-1]
+		tail := (last.End - last.Start) + (final.End - final.Start)
+		switch {
+		case qp.TailMargin != 0 && qp.TailMargin != q.TailMargin:
+			v.add("query %s: the plan keeps a tail margin of %g, the query asks for %g", name, qp.TailMargin, q.TailMargin)
+		case !leq(final.End, q.Deadline-qp.TailMargin*tail):
+			v.add("query %s: final merge ends at %g, within the tail headroom %g×%g s before the deadline %g", name, final.End, qp.TailMargin, tail, q.Deadline)
+		}
 		if !near(qp.Finish, final.End) {
 			v.add("query %s: summary finish %g, final merge ends at %g", name, qp.Finish, final.End)
 		}

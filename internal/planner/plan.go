@@ -131,6 +131,10 @@ type QueryPlan struct {
 	Finish    float64 `json:"finish"`
 	Deadline  float64 `json:"deadline"`
 	Slack     float64 `json:"slack"`
+	// TailMargin is the query's Query.TailMargin when the plan keeps it,
+	// 0 when the plan was made without (see PlanContext): dispatch judges
+	// slack with what the plan kept.
+	TailMargin float64 `json:"tailMargin,omitempty"`
 }
 
 // Step is one batch or merge on the pool. FromTuple and ToTuple bound the

@@ -92,6 +92,7 @@ var workloadGen = rapid.Custom(func(t *rapid.T) Workload {
 	for i := range nq {
 		q := queryGen(i, cmax).Draw(t, "query")
 		tameQuery(&q, sizes[0], cmax)
+		q.TailMargin = zeroOr(rapid.Float64Range(0, 0.5)).Draw(t, "tailMargin")
 		w.Queries = append(w.Queries, q)
 	}
 	if nq > 1 && rapid.Bool().Draw(t, "sharing") {

@@ -1,6 +1,9 @@
 package planner
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 // TestLayoutRemainingIsRemainingSeconds: the search's fast count of the
 // work left equals the shared definition to the last bit, for every batch
@@ -38,4 +41,42 @@ func TestLayoutRemainingIsRemainingSeconds(t *testing.T) {
 		t.Fatal("no layout checked")
 	}
 	t.Logf("%d counts checked", checked)
+}
+
+// TestLayoutDueKeepsTheTailMargin: a layout's final merge is due its tail
+// margin of its last batch and final merge before the deadline, on every
+// pool size.
+func TestLayoutDueKeepsTheTailMargin(t *testing.T) {
+	for _, w := range exportedWorkloads() {
+		w = withTailMargin(w, 0.3)
+		p, err := prepare(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range p.layouts(w.Planning.BatchSizeFactors[0], w.Pool.Sizes) {
+			k := len(l.to)
+			for size := range w.Pool.Sizes {
+				o := l.onNodes[size]
+				tail := o.BatchOverhead() + float64(l.to[k-1]-l.from(k-1))*o.BatchPerTuple() + o.MergeSeconds(l.finalInputs())
+				if got, want := l.due[size], l.deadline-0.3*tail; math.Abs(got-want) > 1e-9*math.Abs(want) {
+					t.Fatalf("%s: %s on size %d: due %v, want %v", w.Name, l.name, size, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestTailHeadroom(t *testing.T) {
+	for _, c := range []struct {
+		name                     string
+		start, left, close, want float64
+	}{
+		{"after the close: all the work left", 120, 10, 100, 5},
+		{"across the close: the part after it", 95, 10, 100, 2.5},
+		{"done before the close: none", 80, 10, 100, 0},
+	} {
+		if got := TailHeadroom(0.5, c.start, c.left, c.close); got != c.want {
+			t.Errorf("%s: TailHeadroom = %v, want %v", c.name, got, c.want)
+		}
+	}
 }

@@ -62,13 +62,32 @@ func Plan(w Workload) (Document, error) { return PlanContext(context.Background(
 // A query over several inputs is planned as one query of their arrivals
 // together, and each of its steps names its range on every input
 // (planInputs).
+//
+// Queries with a TailMargin are planned to keep it; when no plan can, the
+// workload is planned again without it, and that plan, which keeps no tail
+// headroom (QueryPlan.TailMargin 0), is taken: the headroom is insurance,
+// not a deadline.
 func PlanContext(ctx context.Context, w Workload) (Document, error) {
 	for _, validate := range []func(Workload) error{validateStreams, validateKept, validateInputs} {
 		if err := validate(w); err != nil {
 			return Document{}, err
 		}
 	}
-	return planInputs(ctx, w, planShapes)
+	doc, err := planInputs(ctx, w, planShapes)
+	if err != nil || doc.Chosen.Feasible || !keepsTail(w) {
+		return doc, err
+	}
+	bare := w
+	bare.Queries = slices.Clone(w.Queries)
+	for i := range bare.Queries {
+		bare.Queries[i].TailMargin = 0
+	}
+	return planInputs(ctx, bare, planShapes)
+}
+
+// keepsTail reports whether a query of w asks its plan for tail headroom.
+func keepsTail(w Workload) bool {
+	return slices.ContainsFunc(w.Queries, func(q Query) bool { return q.TailMargin > 0 })
 }
 
 // planShapes is PlanContext for queries of one input each: planned alone,
@@ -385,13 +404,29 @@ func (p *prepared) closest(factors []factorLayouts) (start, best *outcome, failu
 // seconds in all.
 func (s *sim) lateness() (int, float64) {
 	late, seconds := 0, 0.0
+	due := s.dues()
 	for q, end := range s.finishes() {
-		if over := end - s.layouts[q].deadline; over > eps {
+		if over := end - due[q]; over > eps {
 			late++
 			seconds += over
 		}
 	}
 	return late, seconds
+}
+
+// dues is when each query's final merge must end by: its deadline less
+// the tail headroom on the nodes its final merge runs on (layout.due).
+func (s *sim) dues() []float64 {
+	due := make([]float64, len(s.layouts))
+	for q := range s.layouts {
+		due[q] = s.layouts[q].deadline
+	}
+	for _, e := range s.entries {
+		if l := &s.layouts[e.query]; e.batch+1 == l.batches() {
+			due[e.query] = l.due[e.nodes]
+		}
+	}
+	return due
 }
 
 // finishes is each query's final-merge end time.
@@ -408,10 +443,11 @@ func (s *sim) finishes() []float64 {
 func (s *sim) firstLate() *Failure {
 	var f *Failure
 	deadline := math.Inf(1)
+	due := s.dues()
 	for q, end := range s.finishes() {
 		l := &s.layouts[q]
-		if end > l.deadline+eps && l.deadline < deadline {
-			f, deadline = &Failure{Query: l.name, LateSeconds: end - l.deadline}, l.deadline
+		if end > due[q]+eps && l.deadline < deadline {
+			f, deadline = &Failure{Query: l.name, LateSeconds: end - due[q]}, l.deadline
 		}
 	}
 	return f
@@ -428,7 +464,7 @@ func (p *prepared) fill(doc *Document, o *outcome, failure *Failure) {
 	for q, l := range o.sim.layouts {
 		doc.Queries = append(doc.Queries, QueryPlan{
 			Name: l.name, BatchSize: l.size, Batches: l.batches(),
-			Finish: finish[q], Deadline: l.deadline, Slack: l.deadline - finish[q],
+			Finish: finish[q], Deadline: l.deadline, Slack: l.deadline - finish[q], TailMargin: l.tailMargin,
 		})
 	}
 	doc.Steps = o.sim.steps()
@@ -752,6 +788,8 @@ func validateQuery(q Query) error {
 	switch {
 	case !(q.Margin >= 0 && q.Margin <= 10):
 		return fmt.Errorf("the learned runtime margin %g%% is not between 0 and 1000", 100*q.Margin)
+	case !(q.TailMargin >= 0 && q.TailMargin <= 10):
+		return fmt.Errorf("the learned tail margin %g%% is not between 0 and 1000", 100*q.TailMargin)
 	case !(q.WindowEnd > q.WindowStart):
 		return errors.New("spec.window.end: must be after spec.window.start")
 	case !(q.Deadline > q.WindowEnd):

@@ -151,6 +151,9 @@ func groupQuery(w Workload, g sharedGroup, scan costmodel.Linear) Query {
 	q := w.Queries[g.members[0]]
 	q.Cost = costmodel.Model{Batch: sharedBatch(scan, parts), Merge: merge}
 	q.Margin = top
+	for _, m := range g.members {
+		q.TailMargin = max(q.TailMargin, w.Queries[m].TailMargin)
+	}
 	q.Deadline = deadline
 	q.Stream = ""
 	return q

@@ -375,8 +375,14 @@ func (s *sim) candidate(q int, now float64, nodes nodePolicy) candidateKey {
 	if s.readyAt != nil {
 		start = max(start, s.readyAt[size])
 	}
-	slack := l.deadline - start - l.remaining(n, size)
+	left := l.remaining(n, size)
+	slack := l.deadline - start - left
+	// The order is least slack first, as dispatch orders; a step is
+	// feasible only with the tail margin to spare as well.
 	key := candidateKey{ready: brt <= now+eps, nextBRT: brt, priority: slack, query: q, start: start, slack: slack}
+	if l.tailMargin > 0 {
+		key.slack -= TailHeadroom(l.tailMargin, start, left, l.ready[len(l.ready)-1])
+	}
 	if s.policy == EarliestDeadline {
 		key.priority = l.deadline
 	}
@@ -457,7 +463,8 @@ func (s *sim) run(nodes nodePolicy, stop stopRule) *failure {
 			}
 			return &failure{query: best.query, slack: best.slack, start: best.start}
 		}
-		now = s.schedule(best.query, best.start, nodes.size(best.start))
+		size := nodes.size(best.start)
+		now = s.schedule(best.query, best.start, size)
 		if s.echo != nil {
 			if fail, met := s.follow(); met {
 				return fail
@@ -467,8 +474,8 @@ func (s *sim) run(nodes nodePolicy, stop stopRule) *failure {
 			s.rekey(nodes.size(now))
 			s.enqueue(q, now)
 		}
-		if l := &s.layouts[best.query]; stop == stopWhenLate && s.next[best.query] == l.batches() && now > l.deadline+eps {
-			return &failure{query: best.query, slack: l.deadline - now, start: best.start}
+		if l := &s.layouts[best.query]; stop == stopWhenLate && s.next[best.query] == l.batches() && now > l.due[size]+eps {
+			return &failure{query: best.query, slack: l.due[size] - now, start: best.start}
 		}
 	}
 }

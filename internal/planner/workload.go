@@ -186,6 +186,15 @@ type Query struct {
 	// it is larger than Planning.RuntimeMargin: headroom sized from how far
 	// the query's own measured run times spread around its model.
 	Margin float64
+	// TailMargin is headroom for the query's tail — its work after the
+	// window has closed: the last batch and the final merge — where no
+	// re-plan can help any more, and a few steps' sum spreads far more than
+	// a window's worth of steps does. A plan starts a step of the query
+	// only when its slack also covers TailMargin of the part of the work
+	// left that runs after the close (TailHeadroom); it leaves the order of
+	// the steps and their durations (those of Margin) alone. A plan that
+	// cannot keep it for every query is made without it (see PlanContext).
+	TailMargin float64
 	// PartialEvery is φ of section 6: a partial merge runs after every
 	// ceil(φ*batches) batches. Zero disables partial aggregation.
 	PartialEvery float64

@@ -164,60 +164,74 @@ func ToLearn(observations []laxityv1alpha1.StepObservation) []learn.Observation 
 }
 
 // Learned is the learned model of a query in the planner's terms, when
-// plans use it: its cost model and margin. ok is false when the query has
+// plans use it: its cost model and margins. ok is false when the query has
 // none that plans use.
-func Learned(q *laxityv1alpha1.IntermittentQuery) (model costmodel.Model, margin float64, ok bool) {
+func Learned(q *laxityv1alpha1.IntermittentQuery) (l learn.Learned, ok bool) {
 	if l := q.Status.Learned; l == nil || !l.Applied {
-		return costmodel.Model{}, 0, false
+		return learn.Learned{}, false
 	}
 	return ParseLearned(q.Status.Learned)
 }
 
-// ParseLearned is a learned model's cost model and margin. ok is false when
-// it has no cost model or one that does not parse: status is written by
-// laxity, but anyone with access may have changed it.
-func ParseLearned(l *laxityv1alpha1.LearnedModel) (model costmodel.Model, margin float64, ok bool) {
+// ParseLearned is a learned model's cost model and margins. ok is false
+// when it has no cost model or one that does not parse: status is written
+// by laxity, but anyone with access may have changed it. A margin that
+// does not parse, or is out of range, is 0.
+func ParseLearned(l *laxityv1alpha1.LearnedModel) (out learn.Learned, ok bool) {
 	if l == nil || l.CostModel == nil {
-		return costmodel.Model{}, 0, false
+		return learn.Learned{}, false
 	}
 	var err error
-	if model.Batch, err = batchModel(l.CostModel.Batch); err != nil {
-		return costmodel.Model{}, 0, false
+	if out.Model.Batch, err = batchModel(l.CostModel.Batch); err != nil {
+		return learn.Learned{}, false
 	}
-	if model.Merge, err = mergeModel(l.CostModel.Merge); err != nil {
-		return costmodel.Model{}, 0, false
+	if out.Model.Merge, err = mergeModel(l.CostModel.Merge); err != nil {
+		return learn.Learned{}, false
 	}
-	percent, err := l.RuntimeMarginPercent.Float64()
+	out.Margin, out.TailMargin = percentOf(l.RuntimeMarginPercent), percentOf(l.TailMarginPercent)
+	return out, true
+}
+
+// percentOf is a margin in percent as a fraction; 0 when it does not parse
+// or is not between 0 and 1000%.
+func percentOf(d laxityv1alpha1.Decimal) float64 {
+	percent, err := d.Float64()
 	if err != nil || !(percent >= 0 && percent <= 1000) {
-		percent = 0
+		return 0
 	}
-	return model, percent / 100, true
+	return percent / 100
 }
 
 // AsRecorded is what plans price a query with once l is recorded in its
 // status (LearnedStatus) and read back (Learned): the coefficients within
-// what the API holds and the margin to a tenth of a percent. The offline
+// what the API holds and the margins to a tenth of a percent. The offline
 // run learns through it, so that it plans with the numbers the operator's
 // plans are made from, to the bit.
-func AsRecorded(l learn.Learned) (costmodel.Model, float64) {
-	model, margin, ok := ParseLearned(LearnedStatus(l, nil, true))
+func AsRecorded(l learn.Learned) learn.Learned {
+	recorded, ok := ParseLearned(LearnedStatus(l, nil, true))
 	if !ok {
-		return l.Model, l.Margin
+		return l
 	}
-	return model, margin
+	return recorded
+}
+
+// PriceWith makes pq plan with what was learned of it: l's model and
+// margins.
+func PriceWith(pq *planner.Query, l learn.Learned) {
+	pq.Cost, pq.Margin, pq.TailMargin = l.Model, l.Margin, l.TailMargin
 }
 
 // WithLearned makes pq, the planner's form of q, plan with what was learned
 // about q when the schedule applies it: the fitted cost model and the
-// margin sized from the observations; until then with the declared model
-// and the unlearned margin (UnlearnedMargin).
+// margins sized from the observations; until then with the declared model
+// and the unlearned margin (UnlearnedMargin), and no tail margin.
 func WithLearned(es *laxityv1alpha1.ElasticSchedule, q *laxityv1alpha1.IntermittentQuery, pq *planner.Query) {
 	pq.Margin = UnlearnedMargin(es)
 	if Learning(es) != laxityv1alpha1.LearningApply {
 		return
 	}
-	if model, margin, ok := Learned(q); ok {
-		pq.Cost, pq.Margin = model, margin
+	if l, ok := Learned(q); ok {
+		PriceWith(pq, l)
 	}
 }
 
@@ -242,6 +256,7 @@ func LearnedStatus(l learn.Learned, kept []laxityv1alpha1.StepObservation, appli
 		},
 		SlowdownPercent:      laxityv1alpha1.NewDecimal((l.Slowdown-1)*100, 1),
 		RuntimeMarginPercent: laxityv1alpha1.NewDecimal(l.Margin*100, 1),
+		TailMarginPercent:    laxityv1alpha1.NewDecimal(l.TailMargin*100, 1),
 		Applied:              applied,
 		BatchObservations:    int32(l.Batches),
 		MergeObservations:    int32(l.Merges),

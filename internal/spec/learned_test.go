@@ -158,14 +158,14 @@ func TestLearnedStatusRoundTrips(t *testing.T) {
 			Batch: costmodel.Linear{Overhead: 25.5, Serial: 2.3e-8, Parallel: 1.7e-5},
 			Merge: costmodel.Linear{Overhead: 10, Serial: 0.1, Parallel: 1.0 / 3},
 		},
-		Slowdown: 1.3, Margin: 0.125, Batches: 7, Merges: 2,
+		Slowdown: 1.3, Margin: 0.125, TailMargin: 0.25, Batches: 7, Merges: 2,
 	}
 	status := LearnedStatus(l, nil, true)
-	model, margin, ok := ParseLearned(status)
-	if !ok || model != l.Model {
-		t.Fatalf("ParseLearned(LearnedStatus(m)) = %+v, %v; want the model back to the bit", model, ok)
+	back, ok := ParseLearned(status)
+	if !ok || back.Model != l.Model {
+		t.Fatalf("ParseLearned(LearnedStatus(m)) = %+v, %v; want the model back to the bit", back.Model, ok)
 	}
-	if margin != 0.125 || status.SlowdownPercent != "30" || status.BatchObservations != 7 || status.MergeObservations != 2 {
+	if margin := back.Margin; margin != 0.125 || back.TailMargin != 0.25 || status.SlowdownPercent != "30" || status.BatchObservations != 7 || status.MergeObservations != 2 {
 		t.Errorf("margin %g, slowdown %q, observations %d+%d", margin, status.SlowdownPercent, status.BatchObservations, status.MergeObservations)
 	}
 	q := builder.AnalyticsQuery("q1", nil)
@@ -178,18 +178,19 @@ func TestLearnedStatusRoundTrips(t *testing.T) {
 		learning laxityv1alpha1.Learning
 		applied  bool
 		want     costmodel.Model
+		tail     float64
 	}{
-		{laxityv1alpha1.LearningApply, true, l.Model},
-		{laxityv1alpha1.LearningApply, false, pq.Cost},
-		{laxityv1alpha1.LearningObserve, true, pq.Cost},
+		{laxityv1alpha1.LearningApply, true, l.Model, 0.25},
+		{laxityv1alpha1.LearningApply, false, pq.Cost, 0},
+		{laxityv1alpha1.LearningObserve, true, pq.Cost, 0},
 	} {
 		es := builder.AnalyticsSchedule()
 		es.Spec.Planning.Learning = tc.learning
 		status.Applied = tc.applied
 		got := pq
 		WithLearned(es, &q, &got)
-		if got.Cost != tc.want {
-			t.Errorf("%s, applied %v: planned with %+v, want %+v", tc.learning, tc.applied, got.Cost, tc.want)
+		if got.Cost != tc.want || got.TailMargin != tc.tail {
+			t.Errorf("%s, applied %v: planned with %+v and tail margin %g, want %+v and %g", tc.learning, tc.applied, got.Cost, got.TailMargin, tc.want, tc.tail)
 		}
 	}
 }
@@ -220,9 +221,13 @@ func TestAsRecorded(t *testing.T) {
 			Batch: costmodel.Linear{Overhead: 2e6, Serial: 2.3e-8, Parallel: 1.7e-5},
 			Merge: costmodel.Linear{Overhead: 10.123456789, Serial: 0.1, Parallel: 1.0 / 3},
 		},
-		Margin: 0.123456,
+		Margin: 0.123456, TailMargin: 0.23456,
 	}
-	model, margin := AsRecorded(l)
+	recorded := AsRecorded(l)
+	model, margin := recorded.Model, recorded.Margin
+	if math.Abs(recorded.TailMargin-0.235) > 1e-12 {
+		t.Errorf("tail margin %v, want 23.5%%", recorded.TailMargin)
+	}
 	want := l.Model
 	want.Batch.Overhead = laxityv1alpha1.MaxCoefficientSeconds
 	if model != want {

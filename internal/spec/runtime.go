@@ -78,6 +78,7 @@ func DispatchQuery(q *laxityv1alpha1.IntermittentQuery, pq planner.Query, doc *p
 		Deadline:      q.Spec.Deadline.Time,
 		Closed:        q.Spec.Window.End.Add(AllowedLateness(q)),
 		Cost:          pq.Cost,
+		TailMargin:    planned.TailMargin,
 		BatchSize:     planned.BatchSize,
 		BatchEnds:     doc.BatchEnds(q.Name),
 		ExpectedTotal: doc.PlannedTotal(q.Name),
