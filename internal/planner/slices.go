@@ -293,7 +293,12 @@ func planSliced(ctx context.Context, w Workload, groups []slidingGroup) (Documen
 		return Document{}, err
 	}
 	if f := slicesOutOfOrder(doc, w, parts); f != nil && doc.Chosen.Feasible {
-		doc.Chosen.Feasible, doc.Chosen.Failure = false, f
+		// The grid's cells were judged on the sliced workload, in which
+		// the order of the slices is not a deadline; none is known to run.
+		doc.Chosen.Feasible, doc.Chosen.Failure, doc.MaxSupportedRateFactor = false, f, 0
+		for i := range doc.Candidates {
+			doc.Candidates[i].Feasible = false
+		}
 	}
 	return expandSliced(doc, w, sliced, parts), nil
 }
