@@ -135,6 +135,7 @@ func TestMetricsAreRegisteredAndLintClean(t *testing.T) {
 	plannedLeadTimeMetric.WithLabelValues(ns, "s").Set(60)
 	querySlowdownMetric.WithLabelValues(ns, "q").Set(1.2)
 	queryMarginMetric.WithLabelValues(ns, "q").Set(0.1)
+	queryTailMarginMetric.WithLabelValues(ns, "q").Set(0.1)
 	poolSpendMetric.WithLabelValues(ns, "s").Add(1)
 	searchBudgetExceededMetric.WithLabelValues(ns, "s").Inc()
 	stepDurationMetric.WithLabelValues(ns, "s", "q", "batch", "Succeeded").Observe(30)

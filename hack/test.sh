@@ -11,9 +11,8 @@
 #      Spark);
 #   3. then, still beside it, the Ginkgo suites against envtest's
 #      kube-apiserver and etcd: the controllers suite in two processes (its
-#      specs labelled concurrent with the race detector, the others without
-#      and started before phase 2, as the longest; see below), the other
-#      suites with it, and beside them the
+#      specs labelled concurrent with the race detector, the others without,
+#      see below), the other suites with it, and beside them the
 #      experiments' claims tests (internal/experiments, the longest package)
 #      and the chart's alerts with promtool (hack/test-alerts.sh, which
 #      builds promtool on a machine's first run);
@@ -95,26 +94,6 @@ stop_all() {
 }
 trap stop_all EXIT
 
-jobs_logs=()
-background() {
-	local log
-	log="$(mktemp "${TMPDIR:-/tmp}/laxity-suite.XXXXXX")"
-	logs+=("${log}") # removed on exit
-	"$@" >"${log}" 2>&1 &
-	jobs_pids+=($!)
-	jobs_logs+=("${log}")
-}
-
-# The controllers suite's specs not labelled concurrent are the longest
-# suite by far and use about one core (a story waits on its API server
-# between passes), so they start now, beside phase 2, rather than after
-# it; see phase 3 for why they run apart from the rest of the suite.
-controllers=github.com/laxity-dev/laxity/controllers
-# shellcheck disable=SC2086 # word splitting of the flags and packages
-if grep -qxF "${controllers}" <<<"${suites}"; then
-	background go test ${GO_TEST_FLAGS/-race/} -run '^TestControllers$' "${controllers}" ${GINKGO_TEST_FLAGS} --ginkgo.label-filter='!concurrent'
-fi
-
 t=${SECONDS}
 # shellcheck disable=SC2086 # word splitting of the flags and packages
 if [[ -n "${pure_plain}" ]]; then go test ${GO_TEST_FLAGS/-race/} ${pure_plain}; fi
@@ -132,10 +111,21 @@ phase "unit, property and fuzz-seed tests" "${t}"
 # tests; the rest runs without the race detector in a process of its own,
 # with its own envtest. Each of the three go test commands below writes to a
 # log of its own, printed when it ends.
+controllers=github.com/laxity-dev/laxity/controllers
 other_suites="$(grep -vxF "${controllers}" <<<"${suites}" || true)"
 t=${SECONDS}
+jobs_logs=()
+background() {
+	local log
+	log="$(mktemp "${TMPDIR:-/tmp}/laxity-suite.XXXXXX")"
+	logs+=("${log}") # removed on exit
+	"$@" >"${log}" 2>&1 &
+	jobs_pids+=($!)
+	jobs_logs+=("${log}")
+}
 # shellcheck disable=SC2086 # word splitting of the flags and packages
 if grep -qxF "${controllers}" <<<"${suites}"; then
+	background go test ${GO_TEST_FLAGS/-race/} -run '^TestControllers$' "${controllers}" ${GINKGO_TEST_FLAGS} --ginkgo.label-filter='!concurrent'
 	background go test ${GO_TEST_FLAGS} "${controllers}" ${GINKGO_TEST_FLAGS} --ginkgo.label-filter=concurrent
 fi
 # shellcheck disable=SC2086

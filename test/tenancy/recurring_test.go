@@ -144,7 +144,9 @@ var _ = Describe("the tenancy boundary for recurring queries", func() {
 		grant(ctx, builder.TenantPolicy("rq-pool-for-team-a").Namespaces(teamA).Pool("karpenter.sh", "NodePool", "rq-pool").Obj())
 		Eventually(scheduleStalled(ctx, es)).WithTimeout(timeout).WithPolling(poll).Should(BeNil())
 		Eventually(recurringWindows(ctx, rq)).WithTimeout(2 * timeout).WithPolling(poll).ShouldNot(BeEmpty())
-		Expect(recurringCondition(ctx, rq, laxityv1alpha1.RecurringQueryReadyCondition)(Default)).To(HaveField("Status", metav1.ConditionTrue))
+		// The windows are created in the pass whose one status write, at its
+		// end, says so: a read between the two sees the windows first.
+		Eventually(recurringCondition(ctx, rq, laxityv1alpha1.RecurringQueryReadyCondition)).WithTimeout(timeout).WithPolling(poll).Should(HaveField("Status", metav1.ConditionTrue))
 	})
 
 	It("refuses template metadata that no window could carry, naming the field", func(ctx SpecContext) {
