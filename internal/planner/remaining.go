@@ -75,10 +75,10 @@ func RemainingSeconds(cost costmodel.OnNodes, p Progress) float64 {
 
 // TailHeadroom is the time a query whose next step starts at start, with
 // left seconds of work from then and its window closed (its last batch
-// ready) at close, keeps spare for its tail margin: margin times the part
-// of that work that runs after close, where no re-plan can make up for a
+// ready) at closed, keeps spare for its tail margin: margin times the part
+// of that work that runs after closed, where no re-plan can make up for a
 // step that runs long. A plan starts a step only with that much slack to
 // spare, and dispatch holds a step that would leave a tighter query less.
-func TailHeadroom(margin, start, left, close float64) float64 {
-	return margin * max(0, min(left, start+left-close))
+func TailHeadroom(margin, start, left, closed float64) float64 {
+	return margin * max(0, min(left, start+left-closed))
 }
