@@ -146,8 +146,11 @@ func checkSharing(v *violations, w Workload, d Document) {
 			case StepBatch:
 				from, to := timeOf(o, s.FromTuple), timeOf(o, s.ToTuple)
 				// A batch that starts where the window ends reads what
-				// comes after it.
-				inside = from >= q.WindowStart-tuple && from < q.WindowEnd-tuple && to <= q.WindowEnd+tuple && !(o.WindowStart == q.WindowStart && o.WindowEnd == q.WindowEnd)
+				// comes after it. Windows the same on the grain are one
+				// window to the planner (slidingGroups), read alone or
+				// shared whole, not in slices.
+				same := onTheGrain(o.WindowStart) == onTheGrain(q.WindowStart) && onTheGrain(o.WindowEnd) == onTheGrain(q.WindowEnd)
+				inside = from >= q.WindowStart-tuple && from < q.WindowEnd-tuple && to <= q.WindowEnd+tuple && !same
 			case StepPartial:
 				// Another window's partial merge keeps the slice that ends
 				// at its last tuple.
