@@ -756,9 +756,9 @@ func (q *Query) Slack(now time.Time, step Step, nodes int) time.Duration {
 // tail margin (planner.TailHeadroom): what a step must leave it so that the
 // plan's headroom after the window closes holds.
 func (q *Query) TailSlack(now time.Time, step Step, nodes int) time.Duration {
-	slack := q.Slack(now, step, nodes)
+	left := q.Remaining(now, step, nodes)
+	slack := q.Deadline.Sub(now) - left
 	if q.TailMargin > 0 {
-		left := q.Remaining(now, step, nodes)
 		slack -= seconds(planner.TailHeadroom(q.TailMargin, 0, left.Seconds(), q.Closed.Sub(now).Seconds()))
 	}
 	return slack

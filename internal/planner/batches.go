@@ -170,15 +170,16 @@ func (l *layout) precompute(sizes []int) {
 	l.onNodes = make([]costmodel.OnNodes, len(sizes))
 	l.perTuple, l.partialMerge, l.finalMerge = make([]float64, len(sizes)), make([]float64, len(sizes)), make([]float64, len(sizes))
 	l.due = make([]float64, len(sizes))
-	k := len(l.to)
-	last := l.to[k-1] - l.from(k-1)
+	// The last batch starts once the window has closed: all its work and
+	// the final merge's are after the close.
+	last, closed := len(l.to)-1, l.ready[len(l.ready)-1]
 	for i, n := range sizes {
 		o := model.OnNodes(n)
 		l.onNodes[i] = o
 		l.perTuple[i], l.partialMerge[i], l.finalMerge[i] = o.BatchPerTuple(), o.MergeSeconds(l.partialEvery), o.MergeSeconds(l.finalInputs())
 		l.due[i] = l.deadline
 		if l.tailMargin > 0 {
-			l.due[i] -= l.tailMargin * (o.BatchOverhead() + float64(last)*l.perTuple[i] + l.finalMerge[i])
+			l.due[i] -= TailHeadroom(l.tailMargin, closed, l.remaining(last, i), closed)
 		}
 	}
 }

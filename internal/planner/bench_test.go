@@ -145,7 +145,9 @@ func BenchmarkSearchTPCHLong(b *testing.B) {
 // every 10 minutes", 24 windows at 8 times the sample's rate, on the same
 // fine units) in slices, and q3 as a join of two inputs, 5% of one late.
 // bill/plain is the shape's executable bill over the same workload planned
-// without it (for the join: the sample with q3 over one input).
+// without it (for the join: the sample with q3 over one input). The tail
+// cases plan with learned margins, one that keeps its tail margins and one
+// whose tail margins no plan keeps.
 func BenchmarkSearchTPCH4xFineShapes(b *testing.B) {
 	fine := tpch4xFineWorkload(b, 950)
 	shared := onOneStream(fine)
@@ -167,11 +169,25 @@ func BenchmarkSearchTPCH4xFineShapes(b *testing.B) {
 			q.Rates = nil
 		}
 	}
+	// Margins as the noisy reality of docs/experiments.md learns them:
+	// 4% on every step, and a 13% tail margin, which these plans keep;
+	// at 1000%, none can, and the workload is planned again without it.
+	withTail := func(tail float64) Workload {
+		w := fine
+		w.Queries = slices.Clone(fine.Queries)
+		for i := range w.Queries {
+			w.Queries[i].Margin, w.Queries[i].TailMargin = 0.04, tail
+		}
+		return w
+	}
+	noTail := func(w *Workload) { *w = withTail(0) }
 	for _, c := range []struct {
 		name string
 		w    Workload
 		off  func(*Workload)
 	}{
+		{"tail", withTail(0.13), noTail},
+		{"tail-dropped", withTail(10), noTail},
 		{"sharing", shared, func(w *Workload) { w.Planning.Sharing = false }},
 		{"lanes", lanes, func(w *Workload) { w.Planning.Concurrent = false }},
 		{"slices", sliding, func(w *Workload) { w.Planning.Sharing = false }},

@@ -141,8 +141,8 @@ func (im *improver) spent() bool { return im.p.budget.events >= im.until }
 func (p *prepared) improve(start *outcome, initial, until int) *outcome {
 	sizes := len(p.w.Pool.Sizes)
 	im := &improver{p: p, factor: start.BatchSizeFactor, initial: initial, sizes: sizes, reserve: make([]float64, len(start.sim.layouts))}
-	due := start.sim.dues()
-	for q, end := range start.sim.finishes() {
+	finish, due := start.sim.finals()
+	for q, end := range finish {
 		gap := due[q] - p.w.Queries[q].WindowEnd
 		im.reserve[q] = min(reserveSeconds, reserveShare*gap, max(due[q]-end, 0))
 		if p.w.Planning.ExactDeadlines {
@@ -411,8 +411,8 @@ func (im *improver) plan(sh shape) trial {
 func (im *improver) short(s *sim) float64 {
 	const tolerance = 1e-9
 	late := 0.0
-	due := s.dues()
-	for q, end := range s.finishes() {
+	finish, due := s.finals()
+	for q, end := range finish {
 		if over := end - (due[q] - im.reserve[q]); over > tolerance {
 			late += over
 		}

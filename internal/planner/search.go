@@ -404,8 +404,8 @@ func (p *prepared) closest(factors []factorLayouts) (start, best *outcome, failu
 // seconds in all.
 func (s *sim) lateness() (int, float64) {
 	late, seconds := 0, 0.0
-	due := s.dues()
-	for q, end := range s.finishes() {
+	finish, due := s.finals()
+	for q, end := range finish {
 		if over := end - due[q]; over > eps {
 			late++
 			seconds += over
@@ -414,19 +414,20 @@ func (s *sim) lateness() (int, float64) {
 	return late, seconds
 }
 
-// dues is when each query's final merge must end by: its deadline less
-// the tail headroom on the nodes its final merge runs on (layout.due).
-func (s *sim) dues() []float64 {
-	due := make([]float64, len(s.layouts))
+// finals is, for each query, when its final merge ends and when it must
+// end by: its deadline less the tail headroom on the nodes the merge runs
+// on (layout.due), or the deadline while it has none.
+func (s *sim) finals() (finish, due []float64) {
+	finish, due = make([]float64, len(s.layouts)), make([]float64, len(s.layouts))
 	for q := range s.layouts {
 		due[q] = s.layouts[q].deadline
 	}
 	for _, e := range s.entries {
 		if l := &s.layouts[e.query]; e.batch+1 == l.batches() {
-			due[e.query] = l.due[e.nodes]
+			finish[e.query], due[e.query] = e.end, l.due[e.nodes]
 		}
 	}
-	return due
+	return finish, due
 }
 
 // finishes is each query's final-merge end time.
@@ -443,8 +444,8 @@ func (s *sim) finishes() []float64 {
 func (s *sim) firstLate() *Failure {
 	var f *Failure
 	deadline := math.Inf(1)
-	due := s.dues()
-	for q, end := range s.finishes() {
+	finish, due := s.finals()
+	for q, end := range finish {
 		l := &s.layouts[q]
 		if end > due[q]+eps && l.deadline < deadline {
 			f, deadline = &Failure{Query: l.name, LateSeconds: end - due[q]}, l.deadline
