@@ -146,10 +146,10 @@ func checkSharing(v *violations, w Workload, d Document) {
 			case StepBatch:
 				from, to := timeOf(o, s.FromTuple), timeOf(o, s.ToTuple)
 				// A batch that starts where the window ends reads what
-				// comes after it. Windows the same on the grain are one
+				// comes after it. Windows closer than the grain are one
 				// window to the planner (slidingGroups), read alone or
 				// shared whole, not in slices.
-				same := onTheGrain(o.WindowStart) == onTheGrain(q.WindowStart) && onTheGrain(o.WindowEnd) == onTheGrain(q.WindowEnd)
+				same := sameInstant(o.WindowStart, q.WindowStart) && sameInstant(o.WindowEnd, q.WindowEnd)
 				inside = from >= q.WindowStart-tuple && from < q.WindowEnd-tuple && to <= q.WindowEnd+tuple && !same
 			case StepPartial:
 				// Another window's partial merge keeps the slice that ends

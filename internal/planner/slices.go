@@ -81,6 +81,12 @@ func slidingGroups(w Workload) []slidingGroup {
 	for _, k := range keys {
 		members := byKey[k]
 		slices.SortStableFunc(members, func(a, b int) int { return cmp.Compare(w.Queries[a].WindowStart, w.Queries[b].WindowStart) })
+		if repeatsWindow(w, members) {
+			// The same window twice is two queries that share whole
+			// batches (sharingGroups), or read alone; slicing the
+			// stream under a window read whole would read it twice.
+			continue
+		}
 		var chain []int
 		flush := func() {
 			if g := (slidingGroup{members: chain}); len(chain) > 1 && g.slicesHoldTuples(w) {
@@ -90,13 +96,7 @@ func slidingGroups(w Workload) []slidingGroup {
 		}
 		for _, m := range members {
 			if n := len(chain); n > 0 {
-				last := w.Queries[chain[n-1]]
-				if onTheGrain(w.Queries[m].WindowStart) == onTheGrain(last.WindowStart) {
-					// The same window twice is two queries that share
-					// whole batches (sharingGroups), not slices.
-					continue
-				}
-				if w.Queries[m].WindowStart >= last.WindowEnd {
+				if last := w.Queries[chain[n-1]]; w.Queries[m].WindowStart >= last.WindowEnd {
 					flush()
 				}
 			}
@@ -106,6 +106,22 @@ func slidingGroups(w Workload) []slidingGroup {
 	}
 	return groups
 }
+
+// repeatsWindow reports whether two of members, sorted by window start,
+// start closer than the grain: the same window, their length being the
+// key's.
+func repeatsWindow(w Workload, members []int) bool {
+	for i := 1; i < len(members); i++ {
+		if sameInstant(w.Queries[members[i]].WindowStart, w.Queries[members[i-1]].WindowStart) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameInstant reports whether a and b are one instant to the planner:
+// closer than the grain.
+func sameInstant(a, b float64) bool { return math.Abs(a-b) < grain }
 
 // slicesHoldTuples reports whether every slice of g holds a tuple: windows
 // that start less than a tuple's time apart have nothing to share a slice
@@ -140,7 +156,7 @@ func (g slidingGroup) cut(w Workload) []slice {
 		bounds = append(bounds, readStart(w.Queries[m]), w.Queries[m].WindowEnd)
 	}
 	slices.Sort(bounds)
-	bounds = slices.CompactFunc(bounds, func(a, b float64) bool { return math.Abs(a-b) < grain })
+	bounds = slices.CompactFunc(bounds, sameInstant)
 	var out []slice
 	for i := 0; i+1 < len(bounds); i++ {
 		start, end := bounds[i], bounds[i+1]

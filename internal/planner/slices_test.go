@@ -59,6 +59,17 @@ func TestSlidingGroupsAndSlices(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("slices\n got %+v\nwant %+v", got, want)
 	}
+	for _, apart := range []float64{0, grain / 2} {
+		twice := w
+		again := w.Queries[2]
+		again.Name, again.WindowStart, again.WindowEnd = "again", again.WindowStart+apart, again.WindowEnd+apart
+		twice.Queries = append(slices.Clone(w.Queries), again)
+		// Slicing under a window read whole (or shared whole with its
+		// twin) would read the stream there twice.
+		if groups := slidingGroups(twice); groups != nil {
+			t.Errorf("with a window repeated %g s apart, groups %+v, want none", apart, groups)
+		}
+	}
 	w.Planning.Slices = false
 	if groups := slidingGroups(w); groups != nil {
 		t.Errorf("with slices off (as the operator plans), groups %+v", groups)
