@@ -75,8 +75,8 @@ func (r *ElasticScheduleReconciler) dispatchOnce(ctx context.Context, v *view, d
 	step := sparkapp.Step{
 		Kind: l.Kind, Index: l.Index, Attempt: l.Attempt, NamesTaken: l.NamesTaken,
 		FromTuple: l.FromTuple, ToTuple: l.ToTuple, Inputs: l.Inputs,
-		Nodes: int32(l.Nodes), ReadyNodes: int32(current.Ready), LaunchedAt: now,
-		Members: l.Members,
+		Nodes: int32(l.Nodes), ReadyNodes: int32(l.Fills), LaunchedAt: now,
+		Members: l.Members, SideBySide: l.SideBySide, Lane: l.Lane,
 	}
 	step.InputLocations = inputLocations(launched, step)
 	if slicer, ok := v.inputs[q.Name].src.(source.Slicer); ok && l.Kind == planner.StepBatch {

@@ -123,7 +123,7 @@ func contiguous(steps []observedStep) []observedStep {
 
 func attemptOf(s observedStep, now time.Time) dispatch.Attempt {
 	a := dispatch.Attempt{Number: s.step.Attempt, Nodes: int(s.step.Nodes), Inputs: s.step.Inputs, NamesTaken: s.step.NamesTaken, Launched: s.step.LaunchedAt,
-		Members: s.step.Members}
+		Members: s.step.Members, SideBySide: s.step.SideBySide, Lane: s.step.Lane}
 	if s.obs.Started != nil {
 		a.Started = *s.obs.Started
 	}

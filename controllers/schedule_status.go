@@ -20,7 +20,7 @@ func writePlanStatus(es *laxityv1alpha1.ElasticSchedule, doc *planner.Document, 
 	es.Status.Chosen = &laxityv1alpha1.ChosenPlan{
 		InitialNodes: int32(c.InitialNodes), BatchSizeFactor: int32(c.BatchSizeFactor),
 		Cost: money(c.Cost), ExecutableCost: money(c.ExecutableCost), MaxNodes: int32(c.MaxNodes), Feasible: c.Feasible,
-		Policy: laxityv1alpha1.PlanningPolicy(c.Policy),
+		Policy: laxityv1alpha1.PlanningPolicy(c.Policy), Lanes: int32(c.Lanes),
 	}
 	es.Status.Candidates = nil
 	for _, cand := range doc.Candidates {

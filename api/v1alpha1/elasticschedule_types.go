@@ -388,6 +388,19 @@ const (
 	SharingNone Sharing = "None"
 )
 
+// Concurrency says whether steps may run side by side on parts of the pool.
+// +kubebuilder:validation:Enum=Sequential;Concurrent
+type Concurrency string
+
+const (
+	// ConcurrencySequential runs one step at a time on the whole pool.
+	ConcurrencySequential Concurrency = "Sequential"
+	// ConcurrencyConcurrent also plans the queries in lanes, parts of the
+	// pool whose steps run side by side, and takes that plan when it is
+	// cheaper with every deadline met.
+	ConcurrencyConcurrent Concurrency = "Concurrent"
+)
+
 // Planning holds the parameters of the plan search. Every field has a default.
 type Planning struct {
 	// batchSizeFactors are the multiples of each query's base batch size
@@ -507,6 +520,21 @@ type Planning struct {
 	// +optional
 	// +kubebuilder:default=Auto
 	Sharing Sharing `json:"sharing,omitempty"`
+
+	// concurrency says whether steps may run side by side. A step on p
+	// nodes takes overhead + tuples·(serial + parallel/p) seconds, so the
+	// more nodes, the more of the bill goes to start-up and serial work;
+	// when the work needs a large pool, several steps on parts of it cost
+	// less than one at a time on all of it. Sequential runs one step at a
+	// time on the whole pool; Concurrent also plans the queries in 2 to 4
+	// lanes, each with its share of the pool's largest size, one step of
+	// each lane running at a time, and takes that plan only when it is
+	// cheaper with every deadline met (status.chosen.lanes). A step
+	// side by side gets executors for its own nodes only, and waits until
+	// that many are free. Defaults to Sequential.
+	// +optional
+	// +kubebuilder:default=Sequential
+	Concurrency Concurrency `json:"concurrency,omitempty"`
 }
 
 // ElasticScheduleStatus is the observed state of an ElasticSchedule: the
@@ -661,6 +689,11 @@ type ChosenPlan struct {
 	// only that one meets every deadline.
 	// +optional
 	Policy PlanningPolicy `json:"policy,omitempty"`
+
+	// lanes is how many parts of the pool the plan runs steps side by side
+	// on (spec.planning.concurrency); absent when steps run one at a time.
+	// +optional
+	Lanes int32 `json:"lanes,omitempty"`
 }
 
 // PlanCandidate is one simulated (initialNodes, batchSizeFactor) pair.

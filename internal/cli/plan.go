@@ -162,10 +162,10 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 		})
 	}
 	var planned []manifest.ElasticSchedule
-	var sharings []*sharing
+	var alts []alternatives
 	var overBudget int
 	for _, s := range schedules {
-		w, doc, shared, results, err := o.planWithin(cmd.Context(), set, s, origin)
+		w, doc, alt, results, err := o.planWithin(cmd.Context(), set, s, origin)
 		var be *budgetError
 		if errors.As(err, &be) {
 			// One schedule out of time does not hold up the others.
@@ -178,7 +178,7 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 		}
 		planned = append(planned, s)
 		docs = append(docs, doc)
-		sharings = append(sharings, shared)
+		alts = append(alts, alt)
 		if o.svg != "" {
 			if err := writeSVG(o.svg, s.Object, w, doc); err != nil {
 				return err
@@ -193,7 +193,7 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 		if err := writeComparisons(out, o.output, comparisons); err != nil {
 			return fmt.Errorf("writing the comparison: %w", err)
 		}
-	} else if err := write(out, o.output, schedules, docs, sharings); err != nil {
+	} else if err := write(out, o.output, schedules, docs, alts); err != nil {
 		return fmt.Errorf("writing the plan: %w", err)
 	}
 	if overBudget > 0 {
@@ -227,25 +227,25 @@ func (e *budgetError) Error() string {
 // --plan-timeout of compute time: a search that runs longer gives up at its
 // next look at the budget, and any other step (a window expansion, the
 // comparison) is left behind when the budget ends, to end with the process.
-func (o *planOptions) planWithin(ctx context.Context, set *manifest.Set, s manifest.ElasticSchedule, origin *time.Time) (planner.Workload, planner.Document, *sharing, []baseline.Result, error) {
+func (o *planOptions) planWithin(ctx context.Context, set *manifest.Set, s manifest.ElasticSchedule, origin *time.Time) (planner.Workload, planner.Document, alternatives, []baseline.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.planTimeout)
 	defer cancel()
 	es := s.Object
 	over := func(what, advice string) error {
 		return &budgetError{source: s.Source, namespace: es.Namespace, name: es.Name, what: what, advice: advice, timeout: o.planTimeout}
 	}
-	w, doc, shared, err := planSchedule(ctx, set, s, origin, over)
+	w, doc, alt, err := planSchedule(ctx, set, s, origin, over)
 	if err != nil || !o.compare {
-		return w, doc, shared, nil, err
+		return w, doc, alt, nil, err
 	}
 	results, err := within(ctx, func() ([]baseline.Result, error) { return baseline.Compare(w, doc) })
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return w, doc, shared, nil, over("the comparison with the baselines (--compare)", "raise --plan-timeout, or plan without --compare")
+		return w, doc, alt, nil, over("the comparison with the baselines (--compare)", "raise --plan-timeout, or plan without --compare")
 	case err != nil:
-		return w, doc, shared, nil, &exitError{code: exitInvalid, err: fmt.Errorf("plan: --compare: ElasticSchedule %s/%s: %w", es.Namespace, es.Name, err)}
+		return w, doc, alt, nil, &exitError{code: exitInvalid, err: fmt.Errorf("plan: --compare: ElasticSchedule %s/%s: %w", es.Namespace, es.Name, err)}
 	}
-	return w, doc, shared, results, nil
+	return w, doc, alt, results, nil
 }
 
 // within runs f and returns what it returns, or ctx's error as soon as ctx
@@ -348,12 +348,12 @@ func scheduleRef(ref string) (namespace, name string) {
 // the plan.
 // Its windows and its search stop when ctx ends, with the error over makes
 // from what ran out of time and what to do about it.
-func planSchedule(ctx context.Context, set *manifest.Set, s manifest.ElasticSchedule, origin *time.Time, over func(what, advice string) error) (planner.Workload, planner.Document, *sharing, error) {
+func planSchedule(ctx context.Context, set *manifest.Set, s manifest.ElasticSchedule, origin *time.Time, over func(what, advice string) error) (planner.Workload, planner.Document, alternatives, error) {
 	es := s.Object
 	found := set.QueriesFor(es.Namespace, es.Name)
 	recurring := set.RecurringFor(es.Namespace, es.Name)
 	if len(found)+len(recurring) == 0 {
-		return planner.Workload{}, planner.Document{}, nil, invalid("%s: ElasticSchedule %s/%s: no IntermittentQuery or RecurringQuery names it (spec.scheduleName, spec.template.scheduleName %q)", s.Source, es.Namespace, es.Name, es.Name)
+		return planner.Workload{}, planner.Document{}, alternatives{}, invalid("%s: ElasticSchedule %s/%s: no IntermittentQuery or RecurringQuery names it (spec.scheduleName, spec.template.scheduleName %q)", s.Source, es.Namespace, es.Name, es.Name)
 	}
 	queries := make([]laxityv1alpha1.IntermittentQuery, 0, len(found))
 	sources := map[string]manifest.Source{}
@@ -379,17 +379,17 @@ func planSchedule(ctx context.Context, set *manifest.Set, s manifest.ElasticSche
 		}
 		for _, rq := range recurring {
 			if from == nil {
-				return planner.Workload{}, planner.Document{}, nil, invalid("%s: RecurringQuery %s/%s: --origin is required to plan its windows: it says from when (no IntermittentQuery of the schedule has a window to start from)",
+				return planner.Workload{}, planner.Document{}, alternatives{}, invalid("%s: RecurringQuery %s/%s: --origin is required to plan its windows: it says from when (no IntermittentQuery of the schedule has a window to start from)",
 					rq.Source, es.Namespace, rq.Object.Name)
 			}
 			windows, err := within(ctx, func() ([]laxityv1alpha1.IntermittentQuery, error) { return spec.RecurringWindows(rq.Object, *from) })
 			if errors.Is(err, context.DeadlineExceeded) {
-				return planner.Workload{}, planner.Document{}, nil, over(fmt.Sprintf("expanding the windows of RecurringQuery %s/%s (%s: spec.schedule %q, spec.timeZone %q)",
+				return planner.Workload{}, planner.Document{}, alternatives{}, over(fmt.Sprintf("expanding the windows of RecurringQuery %s/%s (%s: spec.schedule %q, spec.timeZone %q)",
 					es.Namespace, rq.Object.Name, rq.Source, rq.Object.Spec.Schedule, rq.Object.Spec.TimeZone),
 					"the schedule may never reach its next start in that time zone (a local day the zone skipped): change spec.schedule or spec.timeZone")
 			}
 			if err != nil {
-				return planner.Workload{}, planner.Document{}, nil, &exitError{code: exitInvalid, err: fmt.Errorf("%s: RecurringQuery %s/%s: %w", rq.Source, es.Namespace, rq.Object.Name, err)}
+				return planner.Workload{}, planner.Document{}, alternatives{}, &exitError{code: exitInvalid, err: fmt.Errorf("%s: RecurringQuery %s/%s: %w", rq.Source, es.Namespace, rq.Object.Name, err)}
 			}
 			for _, w := range windows {
 				if _, exists := sources[w.Name]; exists {
@@ -440,7 +440,7 @@ func planSchedule(ctx context.Context, set *manifest.Set, s manifest.ElasticSche
 			}
 			errs = append(errs, e)
 		}
-		return planner.Workload{}, planner.Document{}, nil, &exitError{code: exitInvalid, err: errors.Join(errs...)}
+		return planner.Workload{}, planner.Document{}, alternatives{}, &exitError{code: exitInvalid, err: errors.Join(errs...)}
 	}
 	started := time.Now()
 	doc, err := within(ctx, func() (planner.Document, error) { return planner.PlanContext(ctx, w) })
@@ -449,7 +449,7 @@ func planSchedule(ctx context.Context, set *manifest.Set, s manifest.ElasticSche
 		if len(w.Queries) == 1 {
 			queries = "its query"
 		}
-		return planner.Workload{}, planner.Document{}, nil, over("the plan search of "+queries,
+		return planner.Workload{}, planner.Document{}, alternatives{}, over("the plan search of "+queries,
 			"raise --plan-timeout, shorten the windows, use fewer spec.planning.batchSizeFactors or pool sizes, or split the queries over several schedules")
 	}
 	if err != nil {
@@ -461,18 +461,30 @@ func planSchedule(ctx context.Context, set *manifest.Set, s manifest.ElasticSche
 				err = located("ElasticSchedule", es.Name, ie.Err)
 			}
 		}
-		return planner.Workload{}, planner.Document{}, nil, &exitError{code: exitInvalid, err: err}
+		return planner.Workload{}, planner.Document{}, alternatives{}, &exitError{code: exitInvalid, err: err}
 	}
 	doc.SearchSeconds = time.Since(started).Seconds()
 	shared, err := within(ctx, func() (*sharing, error) { return planSharing(ctx, es, notes, w, doc) })
 	if errors.Is(err, planner.ErrSearchBudget) || errors.Is(err, context.DeadlineExceeded) {
-		return planner.Workload{}, planner.Document{}, nil, over("the plan search without sharing, for its bill",
+		return planner.Workload{}, planner.Document{}, alternatives{}, over("the plan search without sharing, for its bill",
 			"raise --plan-timeout, or set spec.planning.sharing: None")
 	}
 	if err != nil {
-		return planner.Workload{}, planner.Document{}, nil, &exitError{code: exitInvalid, err: err}
+		return planner.Workload{}, planner.Document{}, alternatives{}, &exitError{code: exitInvalid, err: err}
 	}
-	return w, doc, shared, nil
+	alt := alternatives{sharing: shared}
+	if w.Planning.Concurrent {
+		side, err := within(ctx, func() (*sideBySide, error) { return planOneAtATime(ctx, w, doc) })
+		if errors.Is(err, planner.ErrSearchBudget) || errors.Is(err, context.DeadlineExceeded) {
+			return planner.Workload{}, planner.Document{}, alternatives{}, over("the plan search one step at a time, for its bill",
+				"raise --plan-timeout, or set spec.planning.concurrency: Sequential")
+		}
+		if err != nil {
+			return planner.Workload{}, planner.Document{}, alternatives{}, &exitError{code: exitInvalid, err: err}
+		}
+		alt.sideBySide = side
+	}
+	return w, doc, alt, nil
 }
 
 // unjoin flattens errors.Join.
@@ -483,9 +495,9 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-func write(out io.Writer, format string, schedules []manifest.ElasticSchedule, docs []planner.Document, sharings []*sharing) error {
+func write(out io.Writer, format string, schedules []manifest.ElasticSchedule, docs []planner.Document, alts []alternatives) error {
 	if format != "table" {
-		return structured.Write(out, format, planList(schedules, docs, sharings))
+		return structured.Write(out, format, planList(schedules, docs, alts))
 	}
 	for i, d := range docs {
 		if i > 0 {
@@ -495,7 +507,10 @@ func write(out io.Writer, format string, schedules []manifest.ElasticSchedule, d
 		if err := writeTable(out, es.Namespace+"/"+es.Name, d); err != nil {
 			return err
 		}
-		if err := writeSharing(out, sharings[i]); err != nil {
+		if err := writeSharing(out, alts[i].sharing); err != nil {
+			return err
+		}
+		if err := writeSideBySide(out, alts[i].sideBySide); err != nil {
 			return err
 		}
 	}

@@ -73,6 +73,10 @@ type planItem struct {
 	// Sharing is what a schedule that declares streams shares and its bill
 	// planned alone; absent when it declares none.
 	Sharing *sharing `json:"sharing,omitempty"`
+	// SideBySide is the bill of a schedule that may run steps side by side
+	// (spec.planning.concurrency Concurrent) planned one step at a time;
+	// absent when it may not.
+	SideBySide *sideBySide `json:"sideBySide,omitempty"`
 }
 
 // candidate is a cell of the grid. The search prices only the candidates
@@ -88,7 +92,7 @@ type candidate struct {
 	Feasible        bool     `json:"feasible"`
 }
 
-func newPlanItem(es *laxityv1alpha1.ElasticSchedule, d planner.Document, shared *sharing) planItem {
+func newPlanItem(es *laxityv1alpha1.ElasticSchedule, d planner.Document, alt alternatives) planItem {
 	candidates := make([]candidate, len(d.Candidates))
 	for i, c := range d.Candidates {
 		candidates[i] = candidate{InitialNodes: c.InitialNodes, BatchSizeFactor: c.BatchSizeFactor, Feasible: c.Feasible}
@@ -100,20 +104,20 @@ func newPlanItem(es *laxityv1alpha1.ElasticSchedule, d planner.Document, shared 
 		APIVersion: laxityv1alpha1.GroupVersion.String(), Kind: planKind, Metadata: metaOf(es),
 		Origin: d.Origin, Chosen: d.Chosen, Candidates: candidates, Queries: d.Queries, Steps: d.Steps,
 		Nodes: d.Nodes, Requests: d.Requests, MaxSupportedRateFactor: d.MaxSupportedRateFactor, SearchSeconds: d.SearchSeconds,
-		Sharing: shared,
+		Sharing: alt.sharing, SideBySide: alt.sideBySide,
 	}
 }
 
 // planList is `laxity plan -o json|yaml`: one item per schedule planned,
 // in the order planned.
-func planList(schedules []manifest.ElasticSchedule, docs []planner.Document, sharings []*sharing) objectList[planItem] {
+func planList(schedules []manifest.ElasticSchedule, docs []planner.Document, alts []alternatives) objectList[planItem] {
 	items := make([]planItem, len(docs))
 	for i, d := range docs {
-		var shared *sharing
-		if i < len(sharings) {
-			shared = sharings[i]
+		var alt alternatives
+		if i < len(alts) {
+			alt = alts[i]
 		}
-		items[i] = newPlanItem(schedules[i].Object, d, shared)
+		items[i] = newPlanItem(schedules[i].Object, d, alt)
 	}
 	return newObjectList(planListKind, items)
 }

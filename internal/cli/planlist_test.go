@@ -262,7 +262,7 @@ func TestPlanItemHasEveryDocumentField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	asItem, err := json.Marshal(newPlanItem(es, doc, nil))
+	asItem, err := json.Marshal(newPlanItem(es, doc, alternatives{}))
 	if err != nil {
 		t.Fatal(err)
 	}

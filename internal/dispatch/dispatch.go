@@ -3,7 +3,10 @@
 // is pure: the controllers observe the cluster, call Decide with what they
 // saw and the clock's now, and act.
 //
-// One step runs on the pool at a time, as the plan assumes. Among the queries
+// One step runs on the pool at a time, as the plan assumes; a plan that runs
+// steps side by side splits the queries into lanes (Settings.LaneNodes),
+// and one step of each lane runs at a time, on nodes no other step holds.
+// Within a lane, or on the whole pool, among the queries
 // whose next batch is ready — a full batch of tuples has arrived, or the
 // window (plus allowed lateness) has closed and tuples remain — the one with
 // the least slack is launched (or the earliest deadline with the
@@ -18,7 +21,9 @@ package dispatch
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/laxity-dev/laxity/internal/costmodel"
@@ -63,6 +68,11 @@ type Attempt struct {
 	// Members are the queries a shared batch serves, in name order; nil
 	// for a step of one query. Every member sees the attempt as its own.
 	Members []string
+	// SideBySide marks an attempt launched in lane Lane: it holds its
+	// Nodes only. Any other attempt holds the whole pool, its executors
+	// filling every node ready when it was launched.
+	SideBySide bool
+	Lane       int
 }
 
 // failures is how many attempts of the step ran and failed before this one.
@@ -125,6 +135,23 @@ type Query struct {
 	// merge could leave the last ones out. A step of it that is already
 	// running still holds the pool.
 	Held bool
+	// Lane is the lane the plan runs the query's steps in
+	// (planner.Document.LaneOf), with Settings.LaneNodes.
+	Lane int
+	// Planned are the plan's steps of the query, in start order: with
+	// Settings.LaneNodes, a step takes no more nodes than the plan gives
+	// it, and another lane does not take the nodes of a step the plan
+	// starts before its own would end.
+	Planned []Planned
+}
+
+// Planned is one step of a query as its plan has it: when it starts, on
+// how many nodes.
+type Planned struct {
+	Kind  planner.StepKind
+	Index int
+	Start time.Time
+	Nodes int
 }
 
 // Step is a step to launch.
@@ -149,12 +176,27 @@ type Step struct {
 	// Members are the queries a shared batch serves (SharedMembers), in
 	// name order; nil for a step of one query.
 	Members []string
+	// Fills is the nodes the step's executors fill: one step at a time,
+	// every ready node (at least Nodes); side by side, its own Nodes, the
+	// other nodes being other steps'.
+	Fills int
+	// SideBySide marks a step launched in lane Lane of a plan that runs
+	// steps side by side.
+	SideBySide bool
+	Lane       int
 }
 
 // Settings are the schedule-wide parameters of the decision.
 type Settings struct {
 	Sizes  []int
 	Policy planner.Policy
+	// LaneNodes is, for a plan that runs steps side by side, the most
+	// nodes each lane's steps take (planner.Document.LaneNodes); nil runs
+	// one step at a time on the whole pool.
+	LaneNodes []int
+	// laneBusy limits a decision to what runs beside a lane's running
+	// step: merges.
+	laneBusy bool
 	// MaxAttempts bounds the tries of one step; Backoff is the wait before
 	// the first retry, doubled for every further one.
 	MaxAttempts int
@@ -184,11 +226,275 @@ type Pool struct {
 	// nothing is known to be on its way.
 	Coming   int
 	ComingBy time.Time
+	// ExpectedBy is how many nodes the plan expects ready at a later
+	// instant (ExpectedReady); nil expects no more than are ready. Lanes
+	// leave the nodes that come by then to the step planned then.
+	ExpectedBy func(time.Time) int
 }
 
 // Decide picks the step to launch now, given the queries of one schedule and
-// the pool.
+// the pool. One launch a decision: with lanes, the controller's next pass,
+// which sees the launched step hold its nodes, launches the next lane's.
 func Decide(now time.Time, settings Settings, queries []Query, pool Pool) Decision {
+	if len(settings.LaneNodes) > 1 {
+		return decideLanes(now, settings, queries, pool)
+	}
+	// Steps launched side by side under an earlier plan hold the pool
+	// until they end, as a plan one step at a time made then assumes (it
+	// starts when they are done): a step launched beside them would hold
+	// the whole pool and keep their queries' next steps waiting.
+	d := decideOne(now, settings, queries, pool)
+	if d.Launch != nil {
+		d.Launch.Fills = max(pool.Ready, d.Launch.Nodes)
+	}
+	return d
+}
+
+// heldSideBySide is the nodes the steps launched side by side hold, and
+// whether those are all the steps that hold the pool: a step launched one
+// at a time holds all of it.
+func heldSideBySide(queries []Query) (int, bool) {
+	held, alone := 0, false
+	eachHolding(queries, func(a Attempt) {
+		if a.SideBySide {
+			held += a.Nodes
+		} else {
+			alone = true
+		}
+	})
+	return held, !alone
+}
+
+// decideLanes is Decide for a plan that runs steps side by side: each idle
+// lane is decided as a pool of its own, of the nodes no step holds, on the
+// sizes up to the most its plan gives a step, with its own queries; of the
+// lanes with a step to launch, the one whose step has the least slack
+// launches (the lower lane on a tie). Nodes are not taken from a running
+// step: a step waits until its size is free. Nor from the step another
+// idle lane's plan starts before this one would end (lanes ahead of their
+// plan would otherwise take the nodes of lanes on time), unless that step
+// is due and not ready: a lane waiting for tuples holds nothing.
+func decideLanes(now time.Time, settings Settings, queries []Query, pool Pool) Decision {
+	busy, sideBySide := heldSideBySide(queries)
+	if !sideBySide {
+		// A step launched one at a time, under an earlier plan, fills the
+		// pool until it ends.
+		return decideOne(now, settings, queries, pool)
+	}
+	free := Pool{Ready: max(pool.Ready-busy, 0), Coming: max(pool.Coming-busy, 0), ComingBy: pool.ComingBy}
+	lanes := make([]lane, len(settings.LaneNodes))
+	for i := range queries {
+		k := min(max(queries[i].Lane, 0), len(lanes)-1)
+		lanes[k].queries = append(lanes[k].queries, queries[i])
+	}
+	for k := range lanes {
+		l := &lanes[k]
+		l.settings = settings
+		l.settings.Sizes = slices.DeleteFunc(slices.Clone(settings.Sizes), func(size int) bool { return size > settings.LaneNodes[k] })
+		if len(l.settings.Sizes) == 0 {
+			l.settings.Sizes = settings.Sizes[:1]
+		}
+		for i := range l.queries {
+			q := &l.queries[i]
+			if name, busy := q.busyIn(k); busy {
+				l.busy = true
+				l.decision = Decision{Why: fmt.Sprintf("%s of query %s is running", name, q.Name)}
+			}
+			if _, busy := q.busy(); !busy {
+				l.idle = append(l.idle, *q)
+			}
+		}
+		if l.busy {
+			// A merge that is due does not wait for its lane: it runs
+			// beside the lane's step on free nodes, such as those its
+			// query's last batch just freed.
+			l.settings.laneBusy = true
+			if beside := decideOne(now, l.settings, l.idle, free); beside.Launch != nil {
+				l.decision = beside
+			}
+			continue
+		}
+		l.decision = decideOne(now, l.settings, l.idle, free)
+	}
+	var d Decision
+	var idle []string
+	for k := range lanes {
+		l := &lanes[k]
+		if len(l.queries) == 0 {
+			continue
+		}
+		ld := l.decision
+		d.Exhausted = append(d.Exhausted, ld.Exhausted...)
+		d.Recheck = Earliest(d.Recheck, ld.Recheck)
+		// A launch that takes nodes another lane's plan starts a step on
+		// before it ends is decided again on the nodes left.
+		for ld.Launch != nil {
+			room, why, until := roomBeside(now, pool, busy, lanes, k, *ld.Launch)
+			if room >= ld.Launch.Nodes {
+				break
+			}
+			view := Pool{Ready: room, Coming: max(free.Coming-(free.Ready-room), 0), ComingBy: free.ComingBy}
+			again := decideOne(now, l.settings, l.idle, view)
+			if again.Launch == nil {
+				again.Why = why
+				if until.After(now) {
+					again.Recheck = Earliest(again.Recheck, until)
+				}
+			}
+			d.Recheck = Earliest(d.Recheck, again.Recheck)
+			ld = again
+		}
+		switch {
+		case ld.Launch == nil:
+			idle = append(idle, fmt.Sprintf("lane %d: %s", k, ld.Why))
+		case d.Launch == nil || ld.Launch.Slack < d.Launch.Slack:
+			d.Launch = ld.Launch
+			d.Launch.SideBySide, d.Launch.Lane = true, k
+		}
+	}
+	if d.Launch != nil {
+		d.Launch.Fills = d.Launch.Nodes
+	} else {
+		d.Why = strings.Join(idle, "; ")
+	}
+	return d
+}
+
+// lane is one lane's queries and decision as decideLanes weighs them:
+// busy while a step launched in it holds the pool; idle are its queries
+// with no step holding the pool, of which it launches.
+type lane struct {
+	queries, idle []Query
+	settings      Settings
+	busy          bool
+	decision      Decision
+}
+
+// roomBeside is how many of the free nodes step, launched now in lane k,
+// may take and leave the other idle lanes the nodes of their next planned
+// steps that start before it ends (those still to come, or due, ready and
+// no looser than step):
+// at each such start, the nodes expected ready then, less those held now,
+// less the steps kept for up to then. why and until say what is kept for
+// first, and when it starts.
+func roomBeside(now time.Time, pool Pool, busy int, lanes []lane, k int, step Step) (int, string, time.Time) {
+	var q *Query
+	for i := range lanes[k].queries {
+		if lanes[k].queries[i].Name == step.Query {
+			q = &lanes[k].queries[i]
+		}
+	}
+	ends := now.Add(seconds(q.stepSeconds(step, step.Nodes)))
+	type kept struct {
+		Planned
+		lane  int
+		query string
+	}
+	var keep []kept
+	for j := range lanes {
+		other := &lanes[j]
+		if j == k || len(other.queries) == 0 || other.busy {
+			continue
+		}
+		next, owner, ok := other.nextPlanned()
+		if !ok || !next.Start.Before(ends) {
+			continue
+		}
+		if due := !next.Start.After(now); due && (other.decision.Launch == nil || other.decision.Launch.Slack > step.Slack) {
+			// Due, and not ready or looser than step: least slack
+			// goes first.
+			continue
+		}
+		keep = append(keep, kept{Planned: next, lane: j, query: owner})
+	}
+	slices.SortStableFunc(keep, func(a, b kept) int { return a.Start.Compare(b.Start) })
+	room := max(pool.Ready-busy, 0)
+	var why string
+	var until time.Time
+	held := 0
+	for _, c := range keep {
+		held += c.Nodes
+		ready := pool.Ready
+		if pool.ExpectedBy != nil && c.Start.After(now) {
+			ready = max(ready, pool.ExpectedBy(c.Start))
+		}
+		if left := ready - busy - held; left < room {
+			room = max(left, 0)
+			why = fmt.Sprintf("keeping %d nodes for lane %d: %s %d of query %s is planned to start at %s, before %s %d of query %s would end",
+				c.Nodes, c.lane, c.Kind, c.Index, c.query, c.Start.UTC().Format(time.RFC3339), step.Kind, step.Index, step.Query)
+			until = c.Start
+		}
+	}
+	return room, why, until
+}
+
+// nextPlanned is the lane's earliest planned step not launched yet, and
+// its query.
+func (l *lane) nextPlanned() (Planned, string, bool) {
+	var best Planned
+	var owner string
+	found := false
+	for i := range l.queries {
+		q := &l.queries[i]
+		if p, ok := q.nextPlanned(); ok && (!found || p.Start.Before(best.Start)) {
+			best, owner, found = p, q.Name, true
+		}
+	}
+	return best, owner, found
+}
+
+// nextInPlan reports whether step is the earliest planned step of queries
+// not launched yet.
+func nextInPlan(queries []Query, step Step) bool {
+	next, owner, ok := (&lane{queries: queries}).nextPlanned()
+	return ok && owner == step.Query && next.Kind == step.Kind && next.Index == step.Index
+}
+
+// nextPlanned is the query's first planned step not launched yet.
+func (q *Query) nextPlanned() (Planned, bool) {
+	if q.Final != nil {
+		return Planned{}, false
+	}
+	for _, p := range q.Planned {
+		switch {
+		case p.Kind == planner.StepBatch && p.Index < len(q.Batches),
+			p.Kind == planner.StepPartial && p.Index < len(q.Partials):
+			continue
+		}
+		return p, true
+	}
+	return Planned{}, false
+}
+
+// behindPlan reports whether step's planned start has passed: it is in
+// the plan in force, which started it more than lateToPlan before now.
+func (q *Query) behindPlan(now time.Time, step Step) bool {
+	for _, p := range q.Planned {
+		if p.Kind == step.Kind && p.Index == step.Index {
+			return p.Start.Add(lateToPlan).Before(now)
+		}
+	}
+	return false
+}
+
+// lateToPlan is how late a step may start and still be on time to its
+// plan: passes run at instants the plan names, give or take rounding and
+// the time a pass takes.
+const lateToPlan = time.Second
+
+// plannedNodes is the size step takes of nodes free in a lane: the plan's
+// nodes for it, when the plan has it and nodes hold them, else nodes.
+func (q *Query) plannedNodes(step Step, sizes []int, nodes int) int {
+	for _, p := range q.Planned {
+		if p.Kind == step.Kind && p.Index == step.Index {
+			return sizeFor(sizes, min(nodes, p.Nodes))
+		}
+	}
+	return nodes
+}
+
+// decideOne is Decide for queries whose steps run one at a time on pool.
+func decideOne(now time.Time, settings Settings, queries []Query, pool Pool) Decision {
 	var d Decision
 	for _, q := range queries {
 		if name, busy := q.busy(); busy {
@@ -212,8 +518,14 @@ func Decide(now time.Time, settings Settings, queries []Query, pool Pool) Decisi
 			continue
 		}
 		step.Nodes = nodes
-		if nodes > 0 {
-			step.Slack = q.Slack(now, *step, nodes)
+		if len(settings.LaneNodes) > 1 && !q.behindPlan(now, *step) {
+			// On time, a step takes the nodes it was planned for; behind
+			// its planned start (steps ran slower than planned), it
+			// catches up on as many of its lane's free nodes as there are.
+			step.Nodes = q.plannedNodes(*step, settings.Sizes, nodes)
+		}
+		if step.Nodes > 0 {
+			step.Slack = q.Slack(now, *step, step.Nodes)
 		}
 		if step.Kind == planner.StepBatch {
 			batches = append(batches, *step)
@@ -222,17 +534,17 @@ func Decide(now time.Time, settings Settings, queries []Query, pool Pool) Decisi
 		}
 	}
 	candidates := merges
-	if len(candidates) == 0 {
+	if len(candidates) == 0 && !settings.laneBusy {
 		candidates = batches
 	}
-	if len(candidates) == 0 && nodes > 0 {
+	if len(candidates) == 0 && nodes > 0 && !settings.laneBusy {
 		candidates = catchUp(now, settings.Sizes, pool, queries, nodes)
 	}
 	switch {
 	case len(candidates) == 0:
 		d.Why = "no step is ready"
 	case nodes == 0:
-		d.Why = fmt.Sprintf("%d ready nodes, fewer than the smallest pool size %d", pool.Ready, settings.Sizes[0])
+		d.Why = fmt.Sprintf("%d free nodes, fewer than the smallest pool size %d", pool.Ready, settings.Sizes[0])
 	default:
 		byName := map[string]*Query{}
 		for i := range queries {
@@ -253,13 +565,20 @@ func Decide(now time.Time, settings Settings, queries []Query, pool Pool) Decisi
 		if settings.Policy != planner.EarliestDeadline {
 			launch = sparing(now, candidates, byName)
 		}
-		if larger, recheck, ok := worthWaiting(now, settings.Sizes, pool, byName[launch.Query], launch); ok {
+		waitFor := pool
+		if len(settings.LaneNodes) > 1 {
+			// In a lane, for no more nodes than the plan gives the step.
+			waitFor.Coming = byName[launch.Query].plannedNodes(launch, settings.Sizes, pool.Coming)
+		}
+		if larger, recheck, ok := worthWaiting(now, settings.Sizes, waitFor, byName[launch.Query], launch); ok {
 			d.Why = fmt.Sprintf("waiting for %d nodes due at %s: %s %d of query %s finishes sooner on them than on the %d ready now",
 				larger, pool.ComingBy.UTC().Format(time.RFC3339), launch.Kind, launch.Index, launch.Query, nodes)
 			d.Recheck = Earliest(d.Recheck, recheck)
 			return d
 		}
-		if urgent, ready, ok := blockedBy(now, settings.Sizes, pool, queries, byName[launch.Query], launch); ok {
+		// A lane's plan is followed in its order: its next step waits for
+		// no other, the plan having placed every ready time around it.
+		if urgent, ready, ok := blockedBy(now, settings.Sizes, pool, queries, byName[launch.Query], launch); ok && !(len(settings.LaneNodes) > 1 && nextInPlan(queries, launch)) {
 			d.Why = fmt.Sprintf("holding the pool for query %s, whose next batch is ready at %s: %s %d of query %s would still run then and make it late",
 				urgent, ready.UTC().Format(time.RFC3339), launch.Kind, launch.Index, launch.Query)
 			d.Recheck = Earliest(d.Recheck, ready)
@@ -563,17 +882,31 @@ func eachHolding(queries []Query, f func(Attempt)) {
 
 // busy reports a launched step that holds the pool.
 func (q *Query) busy() (string, bool) {
+	return q.holding(func(Attempt) bool { return true })
+}
+
+// busyIn reports a launched step of the query that holds lane k: one
+// launched in that lane. A step launched in another lane, before a re-plan
+// moved the query, holds its nodes but not the lane.
+func (q *Query) busyIn(k int) (string, bool) {
+	return q.holding(func(a Attempt) bool { return a.SideBySide && a.Lane == k })
+}
+
+// holding names the query's launched step that holds the pool, of those
+// in.
+func (q *Query) holding(in func(Attempt) bool) (string, bool) {
+	holds := func(a Attempt) bool { return (a.State == Pending || a.State == Running) && in(a) }
 	for i, b := range q.Batches {
-		if b.State == Pending || b.State == Running {
+		if holds(b.Attempt) {
 			return fmt.Sprintf("batch %d", i), true
 		}
 	}
 	for k, p := range q.Partials {
-		if p.State == Pending || p.State == Running {
+		if holds(p) {
 			return fmt.Sprintf("partial merge %d", k), true
 		}
 	}
-	if f := q.Final; f != nil && (f.State == Pending || f.State == Running) {
+	if f := q.Final; f != nil && holds(*f) {
 		return "the final merge", true
 	}
 	return "", false
@@ -854,23 +1187,26 @@ func NextRequestChange(origin time.Time, requests []planner.NodeLevel, now time.
 // last allowed attempt lags for good and is not waited for: nothing more of
 // it will run, and holding nodes for it kept the pool up indefinitely. Nor
 // is a query whose final merge succeeded, whatever batches the plan cut
-// for it that never ran.
+// for it that never ran. In a plan of lanes, each lane lags on its own,
+// and the nodes of the lanes that lag add up.
 func BehindSchedule(doc *planner.Document, queries []Query, maxAttempts int, now time.Time) int {
 	byName := map[string]*Query{}
 	for i := range queries {
 		byName[queries[i].Name] = &queries[i]
 	}
+	judged := map[int]bool{}
+	lagging := 0
 	for _, s := range doc.Steps {
 		q := byName[s.Query]
-		if q == nil || q.succeeded() || stepSucceeded(q, s) || failedOutQuery(q, maxAttempts) {
+		if judged[s.Lane] || q == nil || q.succeeded() || stepSucceeded(q, s) || failedOutQuery(q, maxAttempts) {
 			continue
 		}
-		if doc.Origin.Add(seconds(s.Start)).After(now) {
-			return 0
+		judged[s.Lane] = true
+		if !doc.Origin.Add(seconds(s.Start)).After(now) {
+			lagging += s.Nodes
 		}
-		return s.Nodes
 	}
-	return 0
+	return lagging
 }
 
 // FailedOut reports whether a failed attempt was the step's last allowed
@@ -1026,14 +1362,6 @@ func StuckRecheck(now time.Time, rule StuckRule, queries []Query) time.Time {
 		}
 	}
 	return next
-}
-
-// Holding is the pool size the step holding the pool was launched on, 0
-// when no step holds it.
-func Holding(queries []Query) int {
-	nodes := 0
-	eachHolding(queries, func(a Attempt) { nodes = max(nodes, a.Nodes) })
-	return nodes
 }
 
 // ExpectedReady is how many nodes the plan's executable timeline expects

@@ -59,7 +59,7 @@ func TestDecide(t *testing.T) {
 			now:     30,
 			queries: []Query{query("a", 200, 300), query("b", 60, 300)},
 			ready:   2,
-			want:    Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Slack: 9 * time.Second}},
+			want:    Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Fills: 2, Slack: 9 * time.Second}},
 		},
 		{
 			// b's input cannot be read: a, with more slack, goes first.
@@ -67,7 +67,7 @@ func TestDecide(t *testing.T) {
 			now:     30,
 			queries: []Query{query("a", 200, 300), func() Query { q := query("b", 60, 300); q.Held = true; return q }()},
 			ready:   2,
-			want:    Decision{Launch: &Step{Query: "a", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Slack: 149 * time.Second}},
+			want:    Decision{Launch: &Step{Query: "a", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Fills: 2, Slack: 149 * time.Second}},
 		},
 		{
 			// A held query's running batch still holds the pool.
@@ -91,7 +91,7 @@ func TestDecide(t *testing.T) {
 			},
 			queries: []Query{query("a", 200, 300), query("b", 60, 300)},
 			ready:   4,
-			want:    Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 4, Slack: 30*time.Second - 16*time.Second}},
+			want:    Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 4, Fills: 4, Slack: 30*time.Second - 16*time.Second}},
 		},
 		{
 			name:    "one step at a time",
@@ -130,14 +130,14 @@ func TestDecide(t *testing.T) {
 			now:     100,
 			queries: []Query{query("a", 200, 950, done(0, 900))},
 			ready:   10,
-			want:    Decision{Launch: &Step{Query: "a", Kind: planner.StepBatch, Index: 1, FromTuple: 900, ToTuple: 950, Nodes: 10, Slack: 100*time.Second - 2100*time.Millisecond}},
+			want:    Decision{Launch: &Step{Query: "a", Kind: planner.StepBatch, Index: 1, FromTuple: 900, ToTuple: 950, Nodes: 10, Fills: 10, Slack: 100*time.Second - 2100*time.Millisecond}},
 		},
 		{
 			name:    "final merge after the last batch",
 			now:     104,
 			queries: []Query{query("a", 200, 1000, done(0, 900), done(900, 1000))},
 			ready:   2,
-			want:    Decision{Launch: &Step{Query: "a", Kind: planner.StepFinal, Index: 0, Inputs: 2, FromTuple: 0, ToTuple: 1000, Nodes: 2, Slack: 95 * time.Second}},
+			want:    Decision{Launch: &Step{Query: "a", Kind: planner.StepFinal, Index: 0, Inputs: 2, FromTuple: 0, ToTuple: 1000, Nodes: 2, Fills: 2, Slack: 95 * time.Second}},
 		},
 		{
 			// b's batch takes 2 s on the 2 ready nodes and 1.2 s on 10
@@ -162,7 +162,7 @@ func TestDecide(t *testing.T) {
 			ready:    2,
 			coming:   10,
 			comingBy: at(31),
-			want:     Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Slack: 9 * time.Second}},
+			want:     Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Fills: 2, Slack: 9 * time.Second}},
 		},
 		{
 			// Due at 29.5 s, the 10 nodes would save 0.8 s: waited for
@@ -185,7 +185,7 @@ func TestDecide(t *testing.T) {
 			ready:    2,
 			coming:   10,
 			comingBy: at(29),
-			want:     Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Slack: 9 * time.Second}},
+			want:     Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Fills: 2, Slack: 9 * time.Second}},
 		},
 		{
 			// 3 more nodes make no pool size larger than 4.
@@ -195,14 +195,14 @@ func TestDecide(t *testing.T) {
 			ready:    4,
 			coming:   7,
 			comingBy: at(30.1),
-			want:     Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 4, Slack: 30*time.Second - 16*time.Second}},
+			want:     Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 4, Fills: 4, Slack: 30*time.Second - 16*time.Second}},
 		},
 		{
 			name:    "too few ready nodes",
 			now:     30,
 			queries: []Query{query("a", 200, 300)},
 			ready:   1,
-			want:    Decision{Why: "1 ready nodes, fewer than the smallest pool size 2"},
+			want:    Decision{Why: "1 free nodes, fewer than the smallest pool size 2"},
 		},
 		{
 			name:    "failed batch waits for its backoff",
@@ -216,7 +216,7 @@ func TestDecide(t *testing.T) {
 			now:     80,
 			queries: []Query{query("a", 200, 300, Batch{From: 0, To: 100, Attempt: Attempt{Number: 1, State: Failed, Ended: at(20)}})},
 			ready:   2,
-			want:    Decision{Launch: &Step{Query: "a", Kind: planner.StepBatch, Attempt: 2, FromTuple: 0, ToTuple: 100, Nodes: 2, Slack: 200*time.Second - 80*time.Second - 21*time.Second}},
+			want:    Decision{Launch: &Step{Query: "a", Kind: planner.StepBatch, Attempt: 2, FromTuple: 0, ToTuple: 100, Nodes: 2, Fills: 2, Slack: 200*time.Second - 80*time.Second - 21*time.Second}},
 		},
 		{
 			name:    "attempts exhausted",
@@ -656,5 +656,192 @@ func TestTheTailMarginHoldsThePoolButCatchesUpByTheDeadline(t *testing.T) {
 		if got := Decide(at(90), settings, []Query{behind(margin)}, Pool{Ready: 2}); got.Launch != nil {
 			t.Errorf("tail margin %g: launch %+v, want none: in time by the deadline", margin, got.Launch)
 		}
+	}
+}
+
+// inLane is query q in lane lane of a plan that runs steps side by side.
+func inLane(q Query, lane int) Query {
+	q.Lane = lane
+	return q
+}
+
+func TestDecideInLanes(t *testing.T) {
+	lanes := settings
+	lanes.LaneNodes = []int{4, 2}
+	running := func(from, to int64, nodes, lane int) Batch {
+		return Batch{From: from, To: to, Attempt: Attempt{State: Running, Nodes: nodes, SideBySide: true, Lane: lane}}
+	}
+	tests := []struct {
+		name    string
+		queries []Query
+		ready   int
+		want    Decision
+	}{
+		{
+			// Both lanes idle: the step with the least slack of either
+			// lane goes first, on no more than its lane's nodes, and its
+			// executors fill only those.
+			name:    "least slack across lanes",
+			queries: []Query{inLane(query("a", 200, 300), 0), inLane(query("b", 60, 300), 1)},
+			ready:   6,
+			want:    Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Fills: 2, SideBySide: true, Lane: 1, Slack: 9 * time.Second}},
+		},
+		{
+			// b runs in lane 1 on 2 of the 6 nodes: a's lane launches
+			// beside it on 4.
+			name:    "side by side",
+			queries: []Query{inLane(query("a", 200, 300), 0), inLane(query("b", 60, 300, running(0, 100, 2, 1)), 1)},
+			ready:   6,
+			want:    Decision{Launch: &Step{Query: "a", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 4, Fills: 4, SideBySide: true, Lane: 0, Slack: 200*time.Second - 30*time.Second - 16*time.Second}},
+		},
+		{
+			// 3 nodes free make lane 0's size 2, not its 4: a step never
+			// takes nodes a running one holds.
+			name:    "the free nodes only",
+			queries: []Query{inLane(query("a", 200, 300), 0), inLane(query("b", 60, 300, running(0, 100, 2, 1)), 1)},
+			ready:   5,
+			want:    Decision{Launch: &Step{Query: "a", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Fills: 2, SideBySide: true, Lane: 0, Slack: 200*time.Second - 30*time.Second - 21*time.Second}},
+		},
+		{
+			name:    "waits for free nodes",
+			queries: []Query{inLane(query("a", 200, 300), 0), inLane(query("b", 60, 300, running(0, 100, 2, 1)), 1)},
+			ready:   3,
+			want:    Decision{Why: "lane 0: 1 free nodes, fewer than the smallest pool size 2; lane 1: batch 0 of query b is running"},
+		},
+		{
+			// One step of a lane at a time: c, the tightest, waits for a,
+			// though nodes are free.
+			name: "one step a lane",
+			queries: []Query{
+				inLane(query("a", 200, 300, running(0, 100, 4, 0)), 0), inLane(query("c", 50, 300), 0),
+				inLane(query("b", 60, 300, done(0, 100)), 1),
+			},
+			ready: 10,
+			want:  Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, Index: 1, FromTuple: 100, ToTuple: 200, Nodes: 2, Fills: 2, SideBySide: true, Lane: 1, Slack: 60*time.Second - 30*time.Second - 19*time.Second}},
+		},
+		{
+			// b's batch was launched in lane 0 before a re-plan moved b to
+			// lane 1: it holds its nodes, not lane 1, where c launches.
+			name:    "a step launched in another lane",
+			queries: []Query{inLane(query("b", 60, 300, running(0, 100, 2, 0)), 1), inLane(query("c", 70, 300), 1)},
+			ready:   4,
+			want:    Decision{Launch: &Step{Query: "c", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Fills: 2, SideBySide: true, Lane: 1, Slack: 19 * time.Second}},
+		},
+		{
+			// A lane the plan does not know (a plan of fewer lanes than the
+			// query was launched in) is the last one.
+			name:    "a lane out of range",
+			queries: []Query{inLane(query("b", 60, 300), 7)},
+			ready:   6,
+			want:    Decision{Launch: &Step{Query: "b", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Fills: 2, SideBySide: true, Lane: 1, Slack: 9 * time.Second}},
+		},
+	}
+	planned := func(q Query, start float64, nodes int) Query {
+		q.Planned = []Planned{{Kind: planner.StepBatch, Index: len(q.Batches), Start: at(start), Nodes: nodes}}
+		return q
+	}
+	tests = append(tests, []struct {
+		name    string
+		queries []Query
+		ready   int
+		want    Decision
+	}{
+		{
+			// A step launched one at a time, under an earlier plan, fills
+			// the pool: no lane launches beside it.
+			name:    "a step alone holds the whole pool",
+			queries: []Query{inLane(query("a", 200, 300, Batch{From: 0, To: 100, Attempt: Attempt{State: Running, Nodes: 2}}), 0), inLane(query("b", 60, 300), 1)},
+			ready:   6,
+			want:    Decision{Why: "batch 0 of query a is running"},
+		},
+		{
+			// a's 2 s batch on 2 nodes would end at 32 s; lane 1's plan
+			// starts b's batch on 2 at 31 s, and 2 nodes are free.
+			name:    "keeps the nodes of another lane's planned step",
+			queries: []Query{inLane(query("a", 200, 300), 0), planned(inLane(query("b", 60, 50), 1), 31, 2)},
+			ready:   2,
+			want: Decision{
+				Why:     "lane 0: keeping 2 nodes for lane 1: batch 0 of query b is planned to start at 2026-12-01T00:00:31Z, before batch 0 of query a would end; lane 1: no step is ready",
+				Recheck: at(31),
+			},
+		},
+		{
+			// A lane whose planned step is due and not ready (its tuples
+			// are late) holds nothing.
+			name:    "a lane waiting for tuples holds nothing",
+			queries: []Query{inLane(query("a", 200, 300), 0), planned(inLane(query("b", 60, 50), 1), 20, 2)},
+			ready:   2,
+			// b's window closing is when to look again.
+			want: Decision{Launch: &Step{Query: "a", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Fills: 2, SideBySide: true, Slack: 149 * time.Second}, Recheck: at(100)},
+		},
+		{
+			// On time to its plan, a step takes the nodes planned for it,
+			// though its lane has more free.
+			name:    "on time, the nodes planned",
+			queries: []Query{planned(inLane(query("a", 200, 300), 0), 30, 2), inLane(query("b", 60, 0), 1)},
+			ready:   6,
+			want:    Decision{Launch: &Step{Query: "a", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Fills: 2, SideBySide: true, Slack: 149 * time.Second}, Recheck: at(100)},
+		},
+		{
+			// Behind its planned start (steps ran slower than planned), it
+			// catches up on its lane's free nodes.
+			name:    "behind the plan, the lane's free nodes",
+			queries: []Query{planned(inLane(query("a", 200, 300), 0), 20, 2), inLane(query("b", 60, 0), 1)},
+			ready:   6,
+			want:    Decision{Launch: &Step{Query: "a", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 4, Fills: 4, SideBySide: true, Slack: 154 * time.Second}, Recheck: at(100)},
+		},
+		{
+			// b's planned step is due and ready, but a is tighter: least
+			// slack first, a does not keep b's nodes.
+			name:    "a tighter step before a looser one's due step",
+			queries: []Query{inLane(query("a", 60, 300), 0), planned(inLane(query("b", 200, 300), 1), 20, 2)},
+			ready:   2,
+			want:    Decision{Launch: &Step{Query: "a", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 2, Fills: 2, SideBySide: true, Slack: 9 * time.Second}},
+		},
+	}...)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Decide(at(30), lanes, tc.queries, Pool{Ready: tc.ready})
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("decision (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Nodes the plan expects by the time another lane's step starts are that
+// step's: a lane launches on the nodes ready now when more are due by then.
+func TestDecideInLanesCountsTheNodesComing(t *testing.T) {
+	lanes := settings
+	lanes.LaneNodes = []int{4, 2}
+	b := inLane(query("b", 60, 50), 1)
+	b.Planned = []Planned{{Kind: planner.StepBatch, Start: at(31), Nodes: 2}}
+	queries := []Query{inLane(query("a", 200, 300), 0), b}
+	pool := Pool{Ready: 2, Coming: 4, ComingBy: at(31), ExpectedBy: func(t time.Time) int {
+		if t.Before(at(31)) {
+			return 2
+		}
+		return 4
+	}}
+	got := Decide(at(30), lanes, queries, pool)
+	if got.Launch == nil || got.Launch.Query != "a" || got.Launch.Nodes != 2 {
+		t.Errorf("decision %+v, want a's batch on the 2 ready nodes", got)
+	}
+	pool.ExpectedBy = func(time.Time) int { return 2 }
+	if got := Decide(at(30), lanes, queries, pool); got.Launch != nil {
+		t.Errorf("with no nodes coming, launched %+v over b's planned nodes", got.Launch)
+	}
+}
+
+// Steps launched side by side under an earlier plan hold the pool for a
+// plan one step at a time, which starts when they end: nothing launches
+// beside them.
+func TestDecideAloneAfterStepsSideBySide(t *testing.T) {
+	queries := []Query{
+		query("a", 200, 300, Batch{From: 0, To: 100, Attempt: Attempt{State: Running, Nodes: 2, SideBySide: true}}),
+		query("b", 60, 300),
+	}
+	if got := Decide(at(30), settings, queries, Pool{Ready: 6}); got.Launch != nil || got.Why != "batch 0 of query a is running" {
+		t.Errorf("beside a step launched side by side, decided %+v", got)
 	}
 }

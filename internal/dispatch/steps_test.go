@@ -180,11 +180,12 @@ func TestNodesLost(t *testing.T) {
 		})
 	}
 	running := Batch{From: 100, To: 200, Attempt: Attempt{State: Running, Nodes: 4}}
-	if got := Holding([]Query{query("a", 900, 300, done(0, 100)), query("b", 900, 300, running)}); got != 4 {
-		t.Errorf("Holding = %d, want 4", got)
+	beside := Batch{From: 0, To: 100, Attempt: Attempt{State: Pending, Nodes: 2}}
+	if got := Busy([]Query{query("a", 900, 300, done(0, 100)), query("b", 900, 300, running), query("c", 900, 300, beside)}); got != 6 {
+		t.Errorf("Busy = %d, want 6 (steps side by side add up)", got)
 	}
-	if got := Holding([]Query{query("a", 900, 300, done(0, 100))}); got != 0 {
-		t.Errorf("Holding with nothing running = %d, want 0", got)
+	if got := Busy([]Query{query("a", 900, 300, done(0, 100))}); got != 0 {
+		t.Errorf("Busy with nothing running = %d, want 0", got)
 	}
 }
 

@@ -394,3 +394,35 @@ func TestRenderDrawsASharedBatchOnce(t *testing.T) {
 		t.Errorf("a member the plan does not have: error %v, want it named", err)
 	}
 }
+
+// A plan of steps side by side groups its queries' rows by lane and names
+// each row's lane; a plan one step at a time keeps the plan's order.
+func TestRenderGroupsRowsByLane(t *testing.T) {
+	fig := sample()
+	fig.Plan.Chosen.Lanes = 2
+	for i := range fig.Plan.Steps {
+		if fig.Plan.Steps[i].Query == "sessions" {
+			fig.Plan.Steps[i].Lane = 1
+		}
+	}
+	queries, lanes := byLane(fig.Plan)
+	var names []string
+	for _, q := range queries {
+		names = append(names, q.Name)
+	}
+	if diff := cmp.Diff([]string{"revenue", "idle", "sessions"}, names); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+	if lanes["sessions"] != 1 || lanes["revenue"] != 0 {
+		t.Errorf("lanes %v, want sessions in lane 1 and revenue in lane 0", lanes)
+	}
+	shape := parseSVG(t, render(t, fig))
+	for _, want := range []string{"lane 0 · revenue", "lane 1 · sessions"} {
+		if count(shape.texts, want) != 1 {
+			t.Errorf("the figure names row %q %d times, want once", want, count(shape.texts, want))
+		}
+	}
+	if _, lanes := byLane(sample().Plan); lanes != nil {
+		t.Errorf("a plan one step at a time has lanes %v", lanes)
+	}
+}

@@ -1,7 +1,10 @@
 package gantt
 
 import (
+	"cmp"
+	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot"
@@ -139,13 +142,16 @@ func styleAxes(p *plot.Plot) {
 func ganttPlot(fig Figure, xMax float64) *plot.Plot {
 	p := plot.New()
 	styleAxes(p)
-	queries := fig.Plan.Queries
+	queries, lanes := byLane(fig.Plan)
 	rowOf := make(map[string]float64, len(queries))
 	ticks := make([]plot.Tick, len(queries))
 	for i, q := range queries {
 		row := float64(len(queries) - 1 - i)
 		rowOf[q.Name] = row
 		ticks[i] = plot.Tick{Value: row, Label: q.Name}
+		if lanes != nil {
+			ticks[i].Label = fmt.Sprintf("lane %d · %s", lanes[q.Name], q.Name)
+		}
 	}
 	p.X.Min, p.X.Max = 0, xMax
 	p.Y.Min, p.Y.Max = -0.5, float64(max(len(queries), 1))-0.5
@@ -162,6 +168,25 @@ func ganttPlot(fig Figure, xMax float64) *plot.Plot {
 	p.Add(&stepBars{steps: fig.Plan.Steps, rowOf: rowOf})
 	p.Add(&deadlineMarks{queries: queries, rowOf: rowOf})
 	return p
+}
+
+// byLane is the plan's queries, grouped by the lane their steps run in
+// when the plan runs steps side by side (so that a lane's steps read along
+// its rows, beside the other lanes'), with each query's lane; lanes is nil
+// when steps run one at a time.
+func byLane(doc planner.Document) ([]planner.QueryPlan, map[string]int) {
+	if doc.Chosen.Lanes < 2 {
+		return doc.Queries, nil
+	}
+	lanes := make(map[string]int, len(doc.Queries))
+	for _, s := range doc.Steps {
+		if _, ok := lanes[s.Query]; !ok {
+			lanes[s.Query] = s.Lane
+		}
+	}
+	queries := slices.Clone(doc.Queries)
+	slices.SortStableFunc(queries, func(a, b planner.QueryPlan) int { return cmp.Compare(lanes[a.Name], lanes[b.Name]) })
+	return queries, lanes
 }
 
 // nodesPlot draws the node timelines as steps: each level holds from its

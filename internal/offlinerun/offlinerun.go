@@ -244,8 +244,10 @@ type sim struct {
 	sources []stream
 	polled  []bool
 	// nodes are when the nodes asked for are ready, oldest first.
-	nodes   []time.Time
-	running *running
+	nodes []time.Time
+	// running are the steps on the pool: one at a time, or one a lane
+	// in a plan that runs steps side by side.
+	running []running
 	result  Result
 }
 
@@ -402,8 +404,15 @@ func (s *sim) run() (Result, error) {
 			s.result.Leads = append(s.result.Leads, d.Lead.Seconds())
 		}
 		s.resize(now, d.Request)
-		if l := d.Launch; l != nil && s.running == nil {
-			s.launch(now, *l)
+		if l := d.Launch; l != nil {
+			if err := s.launch(now, *l, obs.Ready); err != nil {
+				return Result{}, err
+			}
+			if s.doc.Chosen.Lanes > 1 {
+				// Another lane may launch at the same instant, as the
+				// controller's next pass does once it sees this step.
+				continue
+			}
 		}
 		if s.done(now) || now.After(s.horizon()) {
 			break
@@ -479,8 +488,21 @@ func (s *sim) resize(now time.Time, wanted int) {
 	s.result.MaxNodes = max(s.result.MaxNodes, wanted)
 }
 
-func (s *sim) launch(now time.Time, l dispatch.Step) {
+// launch starts step l on the pool, of which the pass saw ready nodes; a
+// step that needs nodes another step holds, or a second step of a query at
+// once, is dispatch's error.
+func (s *sim) launch(now time.Time, l dispatch.Step, ready int) error {
 	qi := slices.IndexFunc(s.w.Queries, func(q planner.Query) bool { return q.Name == l.Query })
+	held := 0
+	for _, r := range s.running {
+		if r.query == qi {
+			return fmt.Errorf("offlinerun: at %s dispatch launched %s %d of query %s while its %s %d runs", now.Sub(s.origin), l.Kind, l.Index, l.Query, r.kind, r.index)
+		}
+		held += r.step.Nodes
+	}
+	if held+l.Nodes > ready {
+		return fmt.Errorf("offlinerun: at %s dispatch launched %s %d of query %s on %d nodes, with %d of %d ready held by running steps", now.Sub(s.origin), l.Kind, l.Index, l.Query, l.Nodes, held, ready)
+	}
 	q := &s.steps[qi]
 	truth := s.truth[qi]
 	modelled := truth.MergeSeconds(l.Nodes, l.Inputs)
@@ -489,7 +511,7 @@ func (s *sim) launch(now time.Time, l dispatch.Step) {
 	}
 	slowdown := max(1+s.o.Noise.Mean+s.o.Noise.StdDev*s.rng.NormFloat64(), fastest)
 	end := now.Add(time.Duration(modelled * slowdown * float64(time.Second)))
-	attempt := dispatch.Attempt{Number: l.Attempt, State: dispatch.Running, Started: now, Launched: now, Nodes: l.Nodes, Inputs: l.Inputs}
+	attempt := dispatch.Attempt{Number: l.Attempt, State: dispatch.Running, Started: now, Launched: now, Nodes: l.Nodes, Inputs: l.Inputs, SideBySide: l.SideBySide, Lane: l.Lane}
 	switch l.Kind {
 	case planner.StepBatch:
 		q.batches = append(q.batches, dispatch.Batch{From: l.FromTuple, To: l.ToTuple, Attempt: attempt})
@@ -500,31 +522,34 @@ func (s *sim) launch(now time.Time, l dispatch.Step) {
 	}
 	step := planner.Step{
 		Query: l.Query, Kind: l.Kind, Index: l.Index, FromTuple: l.FromTuple, ToTuple: l.ToTuple, Inputs: l.Inputs,
-		Start: now.Sub(s.origin).Seconds(), End: end.Sub(s.origin).Seconds(), Nodes: l.Nodes,
+		Start: now.Sub(s.origin).Seconds(), End: end.Sub(s.origin).Seconds(), Nodes: l.Nodes, Lane: l.Lane,
 	}
-	s.running = &running{query: qi, kind: l.Kind, index: l.Index, end: end, step: step}
+	s.running = append(s.running, running{query: qi, kind: l.Kind, index: l.Index, end: end, step: step})
+	return nil
 }
 
-// finishStep ends the running step if it is due: the operator's next pass
-// observes it, and learns from it.
+// finishStep ends the running steps that are due, in the order they end:
+// the operator's next pass observes them, and learns from them.
 func (s *sim) finishStep(now time.Time) {
-	r := s.running
-	if r == nil || r.end.After(now) {
-		return
-	}
-	q := &s.steps[r.query]
-	var a *dispatch.Attempt
-	switch r.kind {
-	case planner.StepBatch:
-		a = &q.batches[r.index].Attempt
-	case planner.StepPartial:
-		a = &q.partials[r.index]
-	default:
-		a = q.final
-	}
-	a.State, a.Ended = dispatch.Succeeded, r.end
-	s.result.Steps = append(s.result.Steps, r.step)
-	s.running = nil
+	slices.SortStableFunc(s.running, func(a, b running) int { return a.end.Compare(b.end) })
+	s.running = slices.DeleteFunc(s.running, func(r running) bool {
+		if r.end.After(now) {
+			return false
+		}
+		q := &s.steps[r.query]
+		var a *dispatch.Attempt
+		switch r.kind {
+		case planner.StepBatch:
+			a = &q.batches[r.index].Attempt
+		case planner.StepPartial:
+			a = &q.partials[r.index]
+		default:
+			a = q.final
+		}
+		a.State, a.Ended = dispatch.Succeeded, r.end
+		s.result.Steps = append(s.result.Steps, r.step)
+		return true
+	})
 }
 
 // finished says whether the query's final merge has succeeded.
@@ -544,11 +569,11 @@ func (s *sim) done(now time.Time) bool {
 
 // next is the next instant anything can change: what the pass decisions
 // wait for (next: a batch fills up, a window closes, the pool's requests
-// change, a planned step is due, a polled stream is looked at), the running
+// change, a planned step is due, a polled stream is looked at), a running
 // step ends, or a node arrives.
 func (s *sim) next(now, next time.Time) time.Time {
-	if s.running != nil {
-		next = dispatch.Earliest(next, s.running.end)
+	for _, r := range s.running {
+		next = dispatch.Earliest(next, r.end)
 	}
 	for _, ready := range s.nodes {
 		if ready.After(now) {

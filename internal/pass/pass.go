@@ -204,11 +204,14 @@ type Rules struct {
 
 // Settings are dispatch's settings under the plan in force: its order is
 // the plan's when the plan has one (only the other order met every
-// deadline), else the spec's.
+// deadline), else the spec's; its lanes are the plan's.
 func (s *Snapshot) Settings() dispatch.Settings {
 	out := s.Rules.Dispatch
 	if s.Plan != nil && s.Plan.Doc.Chosen.Policy != "" {
 		out.Policy = s.Plan.Doc.Chosen.Policy
+	}
+	if s.Plan != nil {
+		out.LaneNodes = s.Plan.Doc.LaneNodes()
 	}
 	return out
 }
@@ -276,7 +279,7 @@ func RunTime(s *Snapshot) ([]dispatch.Query, error) {
 			BatchSize:  plan.BatchSize, BatchEnds: doc.BatchEnds(q.Name), ExpectedTotal: doc.PlannedTotal(q.Name),
 			Arrived: q.Arrived, ArrivalOf: q.ArrivalOf, Held: q.Held,
 			Batches: slices.Clone(q.Batches), Partials: slices.Clone(q.Partials),
-			Shared: sharedBatches(doc, q.Name),
+			Shared: sharedBatches(doc, q.Name), Lane: doc.LaneOf(q.Name), Planned: plannedSteps(doc, q.Name),
 		}
 		if q.Final != nil {
 			f := *q.Final
@@ -288,6 +291,18 @@ func RunTime(s *Snapshot) ([]dispatch.Query, error) {
 		out = append(out, dq)
 	}
 	return out, nil
+}
+
+// plannedSteps are the steps of doc that run query, in start order, as
+// dispatch weighs them for a plan of lanes.
+func plannedSteps(doc *planner.Document, query string) []dispatch.Planned {
+	var out []dispatch.Planned
+	for _, st := range doc.Steps {
+		if st.Query == query || slices.Contains(st.Members, query) {
+			out = append(out, dispatch.Planned{Kind: st.Kind, Index: st.Index, Start: doc.Origin.Add(costmodel.Duration(st.Start)), Nodes: st.Nodes})
+		}
+	}
+	return out
 }
 
 // Verdict is whether the plan in force holds (Reason "") and, when it does
@@ -348,7 +363,7 @@ func Judge(s *Snapshot) (Verdict, error) {
 	if exhausted := dispatch.Exhausted(s.Now, s.Settings(), dqs); len(exhausted) > 0 && s.Plan.Reason != StepFailed {
 		return Verdict{Reason: StepFailed, Exhausted: exhausted}, nil
 	}
-	need := max(dispatch.Holding(dqs), dispatch.BehindSchedule(doc, dqs, s.Rules.Dispatch.MaxAttempts, s.Now))
+	need := max(dispatch.Busy(dqs), dispatch.BehindSchedule(doc, dqs, s.Rules.Dispatch.MaxAttempts, s.Now))
 	expected := dispatch.ExpectedReady(doc.Origin, doc.Requests, s.Lead, s.Now)
 	if dispatch.NodesLost(s.PreviousReady, s.Ready, need, expected) {
 		return Verdict{Reason: NodesLost, Lost: &Lost{From: s.PreviousReady, To: s.Ready, Need: need, Expected: expected}}, nil
@@ -639,16 +654,19 @@ type Actions struct {
 // (RunTime, after any stuck step was cancelled).
 func Act(s *Snapshot, dqs []dispatch.Query) Actions {
 	doc := &s.Plan.Doc
-	a := Actions{
-		Request: max(dispatch.RequestAt(doc.Origin, doc.Requests, s.Now), dispatch.BehindSchedule(doc, dqs, s.Rules.Dispatch.MaxAttempts, s.Now)),
-		Busy:    dispatch.Busy(dqs),
-		Pool:    dispatch.Pool{Ready: s.Ready},
-	}
+	a := Actions{Busy: dispatch.Busy(dqs), Pool: dispatch.Pool{Ready: s.Ready}}
 	a.Pool.Coming, a.Pool.ComingBy = dispatch.Coming(doc.Origin, doc.Requests, doc.Nodes, s.Lead, s.Now)
+	a.Pool.ExpectedBy = func(t time.Time) int { return dispatch.ExpectedReady(doc.Origin, doc.Requests, s.Lead, t) }
 	a.Decision = dispatch.Decide(s.Now, s.Settings(), dqs, a.Pool)
+	// Never fewer than the steps running and the one launched now hold:
+	// steps side by side that run late hold more than the plan's timeline
+	// has left for them.
+	held := a.Busy
 	if l := a.Decision.Launch; l != nil {
 		l.Members = dispatch.SharedMembers(s.Now, s.Settings(), dqs, *l)
+		held += l.Nodes
 	}
+	a.Request = max(dispatch.RequestAt(doc.Origin, doc.Requests, s.Now), dispatch.BehindSchedule(doc, dqs, s.Rules.Dispatch.MaxAttempts, s.Now), held)
 	next := dispatch.Earliest(a.Decision.Recheck, dispatch.StuckRecheck(s.Now, s.Rules.Stuck, dqs))
 	if t := dispatch.NextRequestChange(doc.Origin, doc.Requests, s.Now); !t.IsZero() {
 		// NextRequestChange rounds down; the change is seen from the next

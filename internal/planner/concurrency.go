@@ -26,26 +26,50 @@ const maxLanes = 4
 
 // planAlone plans w with every query on its own: one step at a time on the
 // whole pool, and, with Planning.Concurrent, also in lanes; the cheaper
-// plan that meets every deadline is taken.
+// plan that meets every deadline is taken. When none does, the lanes are
+// taken, late by the least: with deadlines missed anyway (the tail of a
+// window that ran slow, many last batches and merges at once), steps side
+// by side finish more of them sooner, and a plan one step at a time would
+// first wait for every step running side by side to end.
 func planAlone(ctx context.Context, w Workload) (Document, error) {
 	best, err := planSequential(ctx, w)
 	if err != nil || !w.Planning.Concurrent || w.Planning.GridOnly {
 		return best, err
 	}
 	grid := best.Candidates
+	var late *Document
 	for lanes := 2; lanes <= min(maxLanes, len(w.Queries)); lanes++ {
-		doc, ok, err := planLanes(ctx, w, lanes, grid)
+		doc, ok, err := planLanes(ctx, w, lanes, grid, !best.Chosen.Feasible)
 		if shapeRefused(err) {
 			continue
 		}
 		if err != nil {
 			return Document{}, err
 		}
-		if ok && cheaper(doc, best, w.Planning.Objective) {
-			best = doc
+		switch {
+		case !ok:
+		case doc.Chosen.Feasible:
+			if cheaper(doc, best, w.Planning.Objective) {
+				best = doc
+			}
+		case late == nil || lateBy(doc) < lateBy(*late)-eps:
+			late = &doc
 		}
 	}
+	if !best.Chosen.Feasible && late != nil {
+		return *late, nil
+	}
 	return best, nil
+}
+
+// lateBy is how late the latest query of doc's plan finishes after its
+// deadline.
+func lateBy(doc Document) float64 {
+	late := math.Inf(-1)
+	for _, q := range doc.Queries {
+		late = max(late, -q.Slack)
+	}
+	return late
 }
 
 // laneWork is what a query asks of the pool: its whole window as batches
@@ -84,10 +108,14 @@ func laneOf(w Workload, lanes int) []int {
 }
 
 // planLanes plans w in the given number of lanes; ok is false when the
-// pool has no size within each lane's share, or a lane meets no deadline
-// plan with the workload's order. The plan keeps grid, the candidates of
-// the plan one step at a time, beside it.
-func planLanes(ctx context.Context, w Workload, lanes int, grid []Candidate) (Document, bool, error) {
+// pool has no size within each lane's share, a lane's plan takes the
+// other order, or, unless late is set, a lane meets no deadline plan.
+// With late, a plan with a lane that misses a deadline is kept, late by
+// its latest lane: when no plan meets every deadline, steps side by side
+// may still be the least late (the tail of a window that ran slow, many
+// last batches and merges at once). The plan keeps grid, the candidates
+// of the plan one step at a time, beside it.
+func planLanes(ctx context.Context, w Workload, lanes int, grid []Candidate, late bool) (Document, bool, error) {
 	share := w.Pool.Sizes[len(w.Pool.Sizes)-1] / lanes
 	var sizes []int
 	for _, s := range w.Pool.Sizes {
@@ -100,20 +128,12 @@ func planLanes(ctx context.Context, w Workload, lanes int, grid []Candidate) (Do
 	}
 	lane := laneOf(w, lanes)
 	docs := make([]Document, lanes)
+	pools := lanePools(w.Pool, lanes, share)
 	for k := range lanes {
 		lw := w
 		lw.Planning.Concurrent = false
+		lw.Pool = pools[k]
 		lw.Pool.Sizes = sizes
-		if k > 0 {
-			// The idle nodes and those ready now are the first lane's;
-			// the others ask for theirs.
-			lw.Pool.IdleNodes = 0
-			if w.Pool.Now != nil {
-				lw.Pool.Now = &PoolNow{}
-			}
-		} else {
-			lw.Pool.IdleNodes = min(w.Pool.IdleNodes, share)
-		}
 		lw.Queries = nil
 		for i, q := range w.Queries {
 			if lane[i] == k {
@@ -128,13 +148,67 @@ func planLanes(ctx context.Context, w Workload, lanes int, grid []Candidate) (Do
 		if err != nil {
 			return Document{}, false, err
 		}
-		if !doc.Chosen.Feasible || doc.Chosen.Policy != w.Planning.Policy {
+		if !doc.Chosen.Feasible && !late || doc.Chosen.Policy != w.Planning.Policy {
 			// Dispatch follows one order for the whole schedule.
 			return Document{}, false, nil
 		}
 		docs[k] = doc
 	}
 	return joinLanes(w, docs, grid), true, nil
+}
+
+// lanePools are pool split among lanes of share nodes each: the idle
+// nodes are the first lane's; the nodes ready now, then those on their
+// way, are dealt to the lanes in turn, the smallest size at a time, up to a
+// share each, so that every lane can run a step without waiting a lead
+// time; every lane may ask for more a lead time from now. A plan made
+// before its window (no PoolNow) has every lane's nodes there when it
+// starts, as a plan one step at a time does.
+func lanePools(pool Pool, lanes, share int) []Pool {
+	out := make([]Pool, lanes)
+	for k := range out {
+		out[k] = pool
+		out[k].IdleNodes = 0
+		if k == 0 {
+			out[k].IdleNodes = min(pool.IdleNodes, share)
+		}
+	}
+	if pool.Now == nil {
+		return out
+	}
+	unit := max(pool.Sizes[0], 1)
+	ready := deal(pool.Now.Ready, lanes, share, unit)
+	coming := deal(max(pool.Now.Requested-pool.Now.Ready, 0), lanes, share, unit, ready...)
+	for k := range out {
+		now := *pool.Now
+		now.Ready, now.Requested = ready[k], ready[k]+coming[k]
+		out[k].Now = &now
+	}
+	return out
+}
+
+// deal is nodes dealt to lanes in turn, unit at a time (what is left of
+// the last unit to the next lane in turn), no lane beyond share with what
+// it holds already (held, by lane).
+func deal(nodes, lanes, share, unit int, held ...int) []int {
+	out := make([]int, lanes)
+	room := func(k int) int {
+		if k < len(held) {
+			return share - held[k] - out[k]
+		}
+		return share - out[k]
+	}
+	for k, stuck := 0, 0; nodes > 0 && stuck < lanes; k = (k + 1) % lanes {
+		give := min(unit, nodes, room(k))
+		if give <= 0 {
+			stuck++
+			continue
+		}
+		stuck = 0
+		out[k] += give
+		nodes -= give
+	}
+	return out
 }
 
 // joinLanes is one plan of the lanes' plans: their steps in start order,
@@ -167,7 +241,17 @@ func joinLanes(w Workload, docs []Document, grid []Candidate) Document {
 	doc.Chosen.BatchSizeFactor = docs[0].Chosen.BatchSizeFactor
 	doc.Chosen.Cost, doc.Chosen.ExecutableCost = Cost(doc.Nodes, w.Pool), Cost(doc.Requests, w.Pool)
 	doc.Chosen.Feasible, doc.Chosen.Policy, doc.Chosen.Improved, doc.Chosen.Lanes = true, w.Planning.Policy, true, len(docs)
-	doc.MaxSupportedRateFactor = rate
+	for _, d := range docs {
+		if f := d.Chosen.Failure; !d.Chosen.Feasible {
+			doc.Chosen.Feasible, doc.MaxSupportedRateFactor = false, 0
+			if f != nil && (doc.Chosen.Failure == nil || f.LateSeconds > doc.Chosen.Failure.LateSeconds) {
+				doc.Chosen.Failure = f
+			}
+		}
+	}
+	if doc.Chosen.Feasible {
+		doc.MaxSupportedRateFactor = rate
+	}
 	return doc
 }
 

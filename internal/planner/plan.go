@@ -81,6 +81,33 @@ func (d *Document) BatchEnds(query string) []int64 {
 	return ends
 }
 
+// LaneOf is the lane the plan runs query's steps in (Step.Lane); 0 in a
+// plan whose steps run one at a time, or that does not cover query.
+func (d *Document) LaneOf(query string) int {
+	for _, s := range d.Steps {
+		if s.Query == query || slices.Contains(s.Members, query) {
+			return s.Lane
+		}
+	}
+	return 0
+}
+
+// LaneNodes is, by lane, the most nodes a step of that lane runs on: what
+// the lane may take of the pool at run time, the rest being the other
+// lanes'. Nil for a plan whose steps run one at a time.
+func (d *Document) LaneNodes() []int {
+	if d.Chosen.Lanes <= 1 {
+		return nil
+	}
+	out := make([]int, d.Chosen.Lanes)
+	for _, s := range d.Steps {
+		if s.Lane >= 0 && s.Lane < len(out) {
+			out[s.Lane] = max(out[s.Lane], s.Nodes)
+		}
+	}
+	return out
+}
+
 // Candidate is one cell of the initialNodes × batchSizeFactor grid.
 type Candidate struct {
 	InitialNodes    int     `json:"initialNodes"`

@@ -57,6 +57,11 @@ type Step struct {
 	// that attempt's name: Attempt − NamesTaken attempts really ran and
 	// failed before this one. It is the laxity.dev/names-taken annotation.
 	NamesTaken int
+	// SideBySide marks a step launched beside others, in lane Lane: its
+	// executors fill its Nodes only (ReadyNodes equals Nodes). It is the
+	// laxity.dev/lane annotation.
+	SideBySide bool
+	Lane       int
 	// LaunchedAt is when laxity created the step, on its clock; zero when
 	// unknown (a step created before laxity recorded it). It is the
 	// laxity.dev/launched-at annotation.

@@ -93,6 +93,10 @@ const (
 	// result, as member=location pairs separated by commas, in the order
 	// of AnnotationMembers; absent on a step of one query.
 	AnnotationMemberResults = "laxity.dev/member-results"
+	// AnnotationLane is the lane of a step launched side by side with
+	// others (spec.planning.concurrency Concurrent): its executors fill
+	// its own nodes only. Absent on a step that runs alone on the pool.
+	AnnotationLane = "laxity.dev/lane"
 )
 
 // KeyPrefix starts every label and annotation laxity sets; the annotations
@@ -103,6 +107,7 @@ var contractAnnotations = map[string]bool{
 	AnnotationBatchIndex: true, AnnotationFromTuple: true, AnnotationToTuple: true, AnnotationInputs: true,
 	AnnotationNodes: true, AnnotationAttempt: true, AnnotationResult: true,
 	AnnotationNamesTaken: true, AnnotationLaunchedAt: true, AnnotationMembers: true, AnnotationMemberResults: true,
+	AnnotationLane: true,
 }
 
 // reservedSliceKeys are the names laxity's own arguments use.
@@ -359,6 +364,9 @@ func annotations(s Step, result string) map[string]string {
 	}
 	if s.NamesTaken > 0 {
 		a[AnnotationNamesTaken] = strconv.Itoa(s.NamesTaken)
+	}
+	if s.SideBySide {
+		a[AnnotationLane] = strconv.Itoa(s.Lane)
 	}
 	if !s.LaunchedAt.IsZero() {
 		a[AnnotationLaunchedAt] = s.LaunchedAt.UTC().Format(time.RFC3339)

@@ -78,7 +78,7 @@ func StepOf(app metav1.Object) (string, Step, error) {
 		}
 		*dst = n
 	}
-	var index, attempt, nodes, inputs, taken int64
+	var index, attempt, nodes, inputs, taken, lane int64
 	read(&index, AnnotationBatchIndex, true, 0, math.MaxInt32)
 	read(&attempt, AnnotationAttempt, false, 0, math.MaxInt32)
 	read(&taken, AnnotationNamesTaken, false, 0, math.MaxInt32)
@@ -93,6 +93,10 @@ func StepOf(app metav1.Object) (string, Step, error) {
 		s.LaunchedAt = t
 	}
 	read(&nodes, AnnotationNodes, true, 1, math.MaxInt32)
+	if _, ok := annotations[AnnotationLane]; ok {
+		read(&lane, AnnotationLane, true, 0, math.MaxInt32)
+		s.SideBySide, s.Lane = true, int(lane)
+	}
 	if s.Kind == planner.StepBatch {
 		read(&s.FromTuple, AnnotationFromTuple, true, 0, math.MaxInt64)
 		read(&s.ToTuple, AnnotationToTuple, true, 0, math.MaxInt64)

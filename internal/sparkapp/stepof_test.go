@@ -20,6 +20,8 @@ func TestStepOfRoundTrip(t *testing.T) {
 		retry(final(0, "s3a://r/b0"), 12),
 		taken(retry(batch(5, 30, 40), 2), 1),
 		launchedAt(retry(partial(1, "s3a://r/b3"), 1), time.Date(2026, 12, 2, 7, 0, 5, 0, time.UTC)),
+		inLane(batch(2, 20, 30), 0),
+		inLane(retry(final(1, "s3a://r/b0"), 2), 3),
 	} {
 		app, err := Render(query(minimalTemplate), schedule(), s, locations)
 		if err != nil {
@@ -100,6 +102,8 @@ func TestStepOfErrors(t *testing.T) {
 		{name: "query name not a label", change: label(LabelQuery, "Q1"), want: "is not a DNS-1035 label"},
 		{name: "more names taken than attempts", change: annotate(AnnotationNamesTaken, "2"), want: "annotation laxity.dev/names-taken is 2, more than the attempt 1"},
 		{name: "bad names taken", change: annotate(AnnotationNamesTaken, "-1"), want: `annotation laxity.dev/names-taken is "-1"`},
+		{name: "bad lane", change: annotate(AnnotationLane, "left"), want: `annotation laxity.dev/lane is "left"`},
+		{name: "negative lane", change: annotate(AnnotationLane, "-2"), want: `annotation laxity.dev/lane is "-2"`},
 		{name: "bad launch time", change: annotate(AnnotationLaunchedAt, "yesterday"), want: `annotation laxity.dev/launched-at is "yesterday", want an RFC 3339 time`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,3 +126,5 @@ func TestStepOfErrors(t *testing.T) {
 func taken(s Step, n int) Step { s.NamesTaken = n; return s }
 
 func launchedAt(s Step, t time.Time) Step { s.LaunchedAt = t; return s }
+
+func inLane(s Step, lane int) Step { s.SideBySide, s.Lane = true, lane; return s }

@@ -128,6 +128,7 @@ func planningOf(spec laxityv1alpha1.Planning) planner.Planning {
 		Policy:           planner.Policy(spec.Policy),
 		Objective:        planner.Objective(spec.Objective),
 		GridOnly:         spec.Search == laxityv1alpha1.SearchGrid,
+		Concurrent:       spec.Concurrency == laxityv1alpha1.ConcurrencyConcurrent,
 	}
 	if len(spec.BatchSizeFactors) > 0 {
 		p.BatchSizeFactors = nil
