@@ -578,7 +578,7 @@ func decideOne(now time.Time, settings Settings, queries []Query, pool Pool) Dec
 		}
 		// A lane's plan is followed in its order: its next step waits for
 		// no other, the plan having placed every ready time around it.
-		if urgent, ready, ok := blockedBy(now, settings.Sizes, pool, queries, byName[launch.Query], launch); ok && !(len(settings.LaneNodes) > 1 && nextInPlan(queries, launch)) {
+		if urgent, ready, ok := blockedBy(now, settings.Sizes, pool, queries, byName[launch.Query], launch); ok && (len(settings.LaneNodes) <= 1 || !nextInPlan(queries, launch)) {
 			d.Why = fmt.Sprintf("holding the pool for query %s, whose next batch is ready at %s: %s %d of query %s would still run then and make it late",
 				urgent, ready.UTC().Format(time.RFC3339), launch.Kind, launch.Index, launch.Query)
 			d.Recheck = Earliest(d.Recheck, ready)

@@ -52,7 +52,7 @@ import (
 // placing them and Karpenter provisioning the nodes. The workload is
 // config/samples/three-queries.yaml scaled from half an hour to two
 // minutes: a window of 120 s that turns six times busier for its last 40 s,
-// deadlines 20, 30 and 40 s after it, so the plan grows the pool for the
+// deadlines 30, 40 and 50 s after it, so the plan grows the pool for the
 // busy part and releases it after.
 //
 // The three backends that resize a Karpenter pool (scale, placeholder,
@@ -121,9 +121,9 @@ func threeQueries(ns string, open time.Time) []*laxityv1alpha1.IntermittentQuery
 			CostModel(builder.CostModel(batch, merge)).Template(sparkTemplate(mainClass)).Obj()
 	}
 	return []*laxityv1alpha1.IntermittentQuery{
-		query("errors-by-service", "dev.laxity.examples.ErrorsByService", 20*time.Second, builder.BatchCost("4", "1e-6", "3e-5")),
-		query("latency-percentiles", "dev.laxity.examples.LatencyPercentiles", 30*time.Second, builder.BatchCost("5", "2e-6", "5e-5")),
-		query("active-users", "dev.laxity.examples.ActiveUsers", 40*time.Second, builder.BatchCost("3", "5e-7", "2e-5")),
+		query("errors-by-service", "dev.laxity.examples.ErrorsByService", 30*time.Second, builder.BatchCost("4", "1e-6", "3e-5")),
+		query("latency-percentiles", "dev.laxity.examples.LatencyPercentiles", 40*time.Second, builder.BatchCost("5", "2e-6", "5e-5")),
+		query("active-users", "dev.laxity.examples.ActiveUsers", 50*time.Second, builder.BatchCost("3", "5e-7", "2e-5")),
 	}
 }
 
