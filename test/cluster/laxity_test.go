@@ -94,8 +94,9 @@ const (
 	// driverCPU and driverMemory are what a driver asks.
 	driverCPU    = "1"
 	driverMemory = "1408Mi"
-	// runs is how many backends' runs share the cluster.
-	runs = 3
+	// runs is how many runs share the cluster: the three backends', and
+	// steps side by side on the scale backend.
+	runs = 4
 )
 
 func sparkTemplate(mainClass string) string {
@@ -145,7 +146,7 @@ func eventsSchedule(ns, poolName string, backend laxityv1alpha1.PoolBackend) *la
 }
 
 var _ = Describe("laxity on the local cluster", Ordered, func() {
-	var scaleRun, placeholderRun, bufferRun *laxityRun
+	var scaleRun, placeholderRun, bufferRun, lanesRun *laxityRun
 
 	BeforeAll(func(ctx SpecContext) {
 		c := theCluster.Client
@@ -156,11 +157,11 @@ var _ = Describe("laxity on the local cluster", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(stopSpark)
 
-		// One node for every run's drivers, two of them each (a step's and
-		// the next one's while the first ends).
+		// One node for every run's drivers, three of them each (a step's
+		// and the next one's while the first ends, and a second lane's).
 		driverType, err := localcluster.InstanceTypeFor(corev1.ResourceList{
 			corev1.ResourceCPU: resource.MustParse(driverCPU), corev1.ResourceMemory: resource.MustParse(driverMemory),
-		}, 2*runs)
+		}, 3*runs)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(c.Create(ctx, localcluster.NewNodePool(driverPool, ptr.To[int64](1), driverType))).To(Succeed())
 		DeferCleanup(deletePool, driverPool)
@@ -173,6 +174,7 @@ var _ = Describe("laxity on the local cluster", Ordered, func() {
 		scaleRun = startScaleRun(ctx, open)
 		placeholderRun = startPlaceholderRun(ctx, open)
 		bufferRun = startCapacityBufferRun(ctx, open)
+		lanesRun = startLanesRun(ctx, open)
 		Eventually(ctx, func(g Gomega) {
 			expectReadyNodes(ctx, g, driverPool, 1)
 		}).WithTimeout(windowOpensIn).Should(Succeed())
@@ -219,6 +221,59 @@ var _ = Describe("laxity on the local cluster", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(conditions).To(ContainElement(And(HaveKeyWithValue("type", "ReadyForProvisioning"), HaveKeyWithValue("status", "True"))),
 			"the CapacityBuffer's conditions: %v", conditions)
+	}, SpecTimeout(6*time.Minute))
+
+	It("runs the sample with steps side by side on a static NodePool: two steps at once, each with executors for its own nodes, every executor placed on a pool node at once, every deadline met, nodes released", func(ctx SpecContext) {
+		lanesRun.finish(ctx)
+		lanesRun.check()
+		c := theCluster.Client
+		By("the plan running steps in lanes")
+		var es laxityv1alpha1.ElasticSchedule
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: lanesRun.ns, Name: "events"}, &es)).To(Succeed())
+		Expect(es.Status.Chosen).NotTo(BeNil())
+		Expect(es.Status.Chosen.Lanes).To(BeNumerically(">=", 2), "the plan: %+v", es.Status.Chosen)
+
+		By("two SparkApplications running at once, in two lanes, on nodes that were Ready")
+		o := lanesRun.obs
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		type ran struct {
+			name       string
+			lane       string
+			nodes      int64
+			start, end time.Time
+		}
+		var apps []ran
+		for name, app := range o.apps {
+			obs := sparkapp.Observe(app)
+			lane, sideBySide := app.GetAnnotations()[sparkapp.AnnotationLane]
+			Expect(sideBySide).To(BeTrue(), "step %s ran alone on the pool, under a plan of lanes", name)
+			nodes, err := strconv.ParseInt(app.GetAnnotations()[sparkapp.AnnotationNodes], 10, 64)
+			Expect(err).NotTo(HaveOccurred())
+			instances, _, err := unstructured.NestedInt64(app.Object, "spec", "executor", "instances")
+			Expect(err).NotTo(HaveOccurred())
+			Expect(instances).To(Equal(nodes), "step %s: one executor per node of its own", name)
+			Expect(obs.Started).NotTo(BeNil(), "step %s never started", name)
+			Expect(obs.Ended).NotTo(BeNil(), "step %s never ended", name)
+			apps = append(apps, ran{name: name, lane: lane, nodes: nodes, start: *obs.Started, end: *obs.Ended})
+		}
+		together := 0
+		var pairs []string
+		for i, a := range apps {
+			held := a.nodes
+			for j, b := range apps {
+				if i != j && !b.start.After(a.start) && b.end.After(a.start) {
+					held += b.nodes
+					if b.lane != a.lane {
+						together++
+						pairs = append(pairs, a.name+" beside "+b.name)
+					}
+				}
+			}
+			Expect(held).To(BeNumerically("<=", o.readyAt(a.start)), "when %s started, the steps running held %d nodes", a.name, held)
+		}
+		AddReportEntry("lanes: steps that started beside a running step of another lane", strings.Join(pairs, ", "), ReportEntryVisibilityAlways)
+		Expect(together).To(BeNumerically(">", 0), "no two steps of different lanes ran at once")
 	}, SpecTimeout(6*time.Minute))
 })
 
@@ -288,6 +343,41 @@ func startScaleRun(ctx context.Context, open time.Time) *laxityRun {
 	r.strictCount = true
 	return r
 }
+
+// startLanesRun is the scale backend's run with steps side by side
+// (spec.planning.concurrency Concurrent) on a NodePool of its own. Two
+// lanes of two nodes run every query's last batch and merge after the
+// window closes, where one step at a time on four nodes would bill more.
+// Two steps at once also wait for pods twice over on a busy machine, so
+// the plan keeps more headroom than the other runs (lanesMarginPercent).
+func startLanesRun(ctx context.Context, open time.Time) *laxityRun {
+	ns := namespace(ctx, "laxity-lanes")
+	poolName := "laxity-" + ns
+	np := localcluster.NewNodePool(poolName, ptr.To[int64](0))
+	np.SetAnnotations(map[string]string{tenancy.AllowedNamespacesAnnotation: ns})
+	Expect(theCluster.Client.Create(ctx, np)).To(Succeed())
+	DeferCleanup(deletePool, poolName)
+	target := func(ctx context.Context) (int64, error) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(localcluster.NodePoolKind)
+		if err := theCluster.Client.Get(ctx, client.ObjectKey{Name: poolName}, u); err != nil {
+			return 0, err
+		}
+		n, _, err := unstructured.NestedInt64(u.Object, "spec", "replicas")
+		return n, err
+	}
+	backend := builder.ScaleBackend(localcluster.NodePoolKind.GroupVersion().String(), localcluster.NodePoolKind.Kind, poolName)
+	r := startRun(ctx, "lanes", ns, poolName, backend, target, open, func(p *laxityv1alpha1.Planning) {
+		p.Concurrency = laxityv1alpha1.ConcurrencyConcurrent
+		p.RuntimeMarginPercent = ptr.To[int32](lanesMarginPercent)
+	})
+	r.strictCount = true
+	return r
+}
+
+// lanesMarginPercent is the runtime margin of the run with steps side by
+// side.
+const lanesMarginPercent = 50
 
 // startPlaceholderRun makes a dynamic NodePool and a schedule holding its
 // nodes with placeholder pods; laxity's requests are the placeholders and
@@ -374,9 +464,13 @@ func startCapacityBufferRun(ctx context.Context, open time.Time) *laxityRun {
 	return r
 }
 
-func startRun(ctx context.Context, name, ns, poolName string, backend laxityv1alpha1.PoolBackend, target func(context.Context) (int64, error), open time.Time) *laxityRun {
+func startRun(ctx context.Context, name, ns, poolName string, backend laxityv1alpha1.PoolBackend, target func(context.Context) (int64, error), open time.Time, planning ...func(*laxityv1alpha1.Planning)) *laxityRun {
 	r := &laxityRun{name: name, ns: ns, pool: poolName, queries: threeQueries(ns, open)}
-	Expect(theCluster.Client.Create(ctx, eventsSchedule(ns, poolName, backend))).To(Succeed())
+	es := eventsSchedule(ns, poolName, backend)
+	for _, p := range planning {
+		p(&es.Spec.Planning)
+	}
+	Expect(theCluster.Client.Create(ctx, es)).To(Succeed())
 	for _, q := range r.queries {
 		Expect(theCluster.Client.Create(ctx, q)).To(Succeed())
 	}
@@ -687,6 +781,18 @@ func (o *observer) reached(from, to time.Time, n int64) (claimed, readied time.T
 		}
 	}
 	return claimed, readied
+}
+
+// readyAt is the most Ready nodes the polls saw around t: a step's start
+// is in whole seconds, and a poll sees nodes up to a period late.
+func (o *observer) readyAt(t time.Time) int64 {
+	most := 0
+	for i, at := range o.polls {
+		if !at.Before(t.Add(-time.Second)) && !at.After(t.Add(time.Second+o.period)) {
+			most = max(most, o.readyCount[i])
+		}
+	}
+	return int64(most)
 }
 
 // firstLaunch is when the first SparkApplication created after from and
