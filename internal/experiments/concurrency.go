@@ -79,7 +79,7 @@ step at a time, and a second lane would only hold more nodes. At 4x, one
 step at a time needs a large pool after the window closes to run every
 query's last batch and merge in time; side by side, the lanes run them on
 a few nodes each. At 2x with no margin the plan one step at a time grows
-only to 4 nodes, and lanes save little.
+only to 4 nodes, and no plan in lanes bills less.
 
 `)
 	return sideBySideRun(b, base)

@@ -128,7 +128,7 @@ func TestLanesRunAsPlanned(t *testing.T) {
 // average, learning as the operator does), a plan of lanes run by the
 // operator, re-planning as it does, bills at least 10% less than the plan
 // one step at a time at 2x and 4x the sample's rates, and misses at most
-// 1% of the queries' deadlines (measured: 2 and 4 of 520 here, where one
+// 1% of the queries' deadlines (measured: 4 and 5 of 520 here, where one
 // step at a time misses none, which is why steps side by side are not the
 // default); every run keeps each query one step at a time and the pool's
 // nodes.

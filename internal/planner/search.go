@@ -206,7 +206,11 @@ func (p *prepared) plan() Document {
 		// rounding and wins on the other cost, so a chain of such moves
 		// can drift above the cheapest candidate; that plan is not taken.
 		grid := p.budget.events - searchStart
-		until := p.budget.events + max(improvementShare*grid, minImprovementEvents)
+		least := minImprovementEvents
+		if share := w.Planning.improvementShare; share > 0 {
+			least = int(share * minImprovementEvents)
+		}
+		until := p.budget.events + max(improvementShare*grid, least)
 		if o := p.improve(start, initial, until); o != nil && (failure != nil || o.better(best, w.Planning.Objective) && o.objectiveCost(w.Planning.Objective) <= cheapest+costTolerance) {
 			best, failure = o, nil
 		}
