@@ -223,6 +223,7 @@ func TestReadTyped(t *testing.T) {
 		RateTolerancePercent: ptr(int32(2)),
 		Learning:             v1alpha1.LearningApply,
 		Sharing:              v1alpha1.SharingAuto,
+		Concurrency:          v1alpha1.ConcurrencySequential,
 	}
 	if diff := cmp.Diff(wantPlanning, es.Object.Spec.Planning); diff != "" {
 		t.Errorf("schedule planning defaults mismatch (-want +got):\n%s", diff)

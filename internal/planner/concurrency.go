@@ -147,10 +147,8 @@ func planLanes(ctx context.Context, w Workload, lanes int, grid []Candidate, lat
 		// A lane's improvement phase gets its share of the least work, so
 		// that the lanes together search about as long as one plan; a lane
 		// that finds no plan in its share searches again with the whole.
-		lw.Planning.improvementShare = float64(len(lw.Queries)) / float64(len(w.Queries))
-		doc, err := planSequential(ctx, lw)
+		doc, err := planSequentialShare(ctx, lw, float64(len(lw.Queries))/float64(len(w.Queries)))
 		if err == nil && !doc.Chosen.Feasible {
-			lw.Planning.improvementShare = 1
 			doc, err = planSequential(ctx, lw)
 		}
 		if err != nil {

@@ -22,6 +22,11 @@ type prepared struct {
 	cuts [][]int64
 	// budget ends the search when the caller's context does.
 	budget *budget
+	// improvementShare scales the least work the improvement phase may do
+	// (minImprovementEvents); zero is 1. A lane of a plan with steps side
+	// by side gets its share of the queries, so that the lanes together
+	// search about as long as the plan one step at a time.
+	improvementShare float64
 	// noPlan is set when a bound proves that no plan meets every deadline
 	// (provablyLate): neither the reshaping nor the other order is tried.
 	noPlan bool
@@ -124,10 +129,17 @@ func shapeRefused(err error) bool {
 // planSequential is PlanContext with every query planned alone and every
 // step on the whole pool, one at a time.
 func planSequential(ctx context.Context, w Workload) (doc Document, err error) {
+	return planSequentialShare(ctx, w, 1)
+}
+
+// planSequentialShare is planSequential with the improvement phase's least
+// work scaled by share (prepared.improvementShare).
+func planSequentialShare(ctx context.Context, w Workload, share float64) (doc Document, err error) {
 	p, err := prepare(w)
 	if err != nil {
 		return Document{}, err
 	}
+	p.improvementShare = share
 	p.budget = &budget{ctx: ctx}
 	defer recoverBudget(&err)
 	p.budget.check()
@@ -207,7 +219,7 @@ func (p *prepared) plan() Document {
 		// can drift above the cheapest candidate; that plan is not taken.
 		grid := p.budget.events - searchStart
 		least := minImprovementEvents
-		if share := w.Planning.improvementShare; share > 0 {
+		if share := p.improvementShare; share > 0 {
 			least = int(share * minImprovementEvents)
 		}
 		until := p.budget.events + max(improvementShare*grid, least)

@@ -167,11 +167,6 @@ type Planning struct {
 	// when it bills less. Off, steps run one at a time on the whole pool.
 	Concurrent bool
 
-	// improvementShare scales the least work the improvement phase may do
-	// (minImprovementEvents); zero is 1. A lane of a plan with steps side
-	// by side gets its share of the queries, so that the lanes together
-	// search about as long as the plan one step at a time.
-	improvementShare float64
 }
 
 // Query is one recurring query over one window of its stream.
