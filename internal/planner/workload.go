@@ -166,7 +166,6 @@ type Planning struct {
 	// run their steps side by side (see concurrency.go), and takes that plan
 	// when it bills less. Off, steps run one at a time on the whole pool.
 	Concurrent bool
-
 }
 
 // Query is one recurring query over one window of its stream.
