@@ -79,6 +79,7 @@ var _ = Describe("Defaults", func() {
 			RateTolerancePercent: ptr.To[int32](2),
 			Learning:             laxityv1alpha1.LearningApply,
 			Sharing:              laxityv1alpha1.SharingAuto,
+			Concurrency:          laxityv1alpha1.ConcurrencySequential,
 		}
 		// idleNodes and releaseAfterIdle default to values derived from other
 		// fields, so the API server leaves them unset.
