@@ -469,12 +469,18 @@ func (q *Query) nextPlanned() (Planned, bool) {
 // behindPlan reports whether step's planned start has passed: it is in
 // the plan in force, which started it more than lateToPlan before now.
 func (q *Query) behindPlan(now time.Time, step Step) bool {
+	p, ok := q.planned(step)
+	return ok && p.Start.Add(lateToPlan).Before(now)
+}
+
+// planned is step as the plan in force has it, if it does.
+func (q *Query) planned(step Step) (Planned, bool) {
 	for _, p := range q.Planned {
 		if p.Kind == step.Kind && p.Index == step.Index {
-			return p.Start.Add(lateToPlan).Before(now)
+			return p, true
 		}
 	}
-	return false
+	return Planned{}, false
 }
 
 // lateToPlan is how late a step may start and still be on time to its
@@ -485,10 +491,8 @@ const lateToPlan = time.Second
 // plannedNodes is the size step takes of nodes free in a lane: the plan's
 // nodes for it, when the plan has it and nodes hold them, else nodes.
 func (q *Query) plannedNodes(step Step, sizes []int, nodes int) int {
-	for _, p := range q.Planned {
-		if p.Kind == step.Kind && p.Index == step.Index {
-			return sizeFor(sizes, min(nodes, p.Nodes))
-		}
+	if p, ok := q.planned(step); ok {
+		return sizeFor(sizes, min(nodes, p.Nodes))
 	}
 	return nodes
 }

@@ -320,11 +320,16 @@ type laxityRun struct {
 	done time.Time
 }
 
-// startScaleRun makes a static NodePool of zero replicas, annotated to let
-// the namespace's schedules resize it, and a schedule resizing it through
-// /scale.
+// startScaleRun is the run of the scale backend on a static NodePool.
 func startScaleRun(ctx context.Context, open time.Time) *laxityRun {
-	ns := namespace(ctx, "laxity-scale")
+	return startStaticRun(ctx, "scale", open)
+}
+
+// startStaticRun makes a static NodePool of zero replicas, annotated to let
+// the run's namespace resize it, and a schedule resizing it through /scale
+// with the given planning changes.
+func startStaticRun(ctx context.Context, name string, open time.Time, planning ...func(*laxityv1alpha1.Planning)) *laxityRun {
+	ns := namespace(ctx, "laxity-"+strings.ToLower(name))
 	poolName := "laxity-" + ns
 	np := localcluster.NewNodePool(poolName, ptr.To[int64](0))
 	// A NodePool is cluster-scoped: the annotation is how its owner lets
@@ -342,7 +347,7 @@ func startScaleRun(ctx context.Context, open time.Time) *laxityRun {
 		return n, err
 	}
 	backend := builder.ScaleBackend(localcluster.NodePoolKind.GroupVersion().String(), localcluster.NodePoolKind.Kind, poolName)
-	r := startRun(ctx, "scale", ns, poolName, backend, target, open)
+	r := startRun(ctx, name, ns, poolName, backend, target, open, planning...)
 	r.strictCount = true
 	return r
 }
@@ -354,28 +359,10 @@ func startScaleRun(ctx context.Context, open time.Time) *laxityRun {
 // Two steps at once also wait for pods twice over on a busy machine, so
 // the plan keeps more headroom than the other runs (lanesMarginPercent).
 func startLanesRun(ctx context.Context, open time.Time) *laxityRun {
-	ns := namespace(ctx, "laxity-lanes")
-	poolName := "laxity-" + ns
-	np := localcluster.NewNodePool(poolName, ptr.To[int64](0))
-	np.SetAnnotations(map[string]string{tenancy.AllowedNamespacesAnnotation: ns})
-	Expect(theCluster.Client.Create(ctx, np)).To(Succeed())
-	DeferCleanup(deletePool, poolName)
-	target := func(ctx context.Context) (int64, error) {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(localcluster.NodePoolKind)
-		if err := theCluster.Client.Get(ctx, client.ObjectKey{Name: poolName}, u); err != nil {
-			return 0, err
-		}
-		n, _, err := unstructured.NestedInt64(u.Object, "spec", "replicas")
-		return n, err
-	}
-	backend := builder.ScaleBackend(localcluster.NodePoolKind.GroupVersion().String(), localcluster.NodePoolKind.Kind, poolName)
-	r := startRun(ctx, "lanes", ns, poolName, backend, target, open, func(p *laxityv1alpha1.Planning) {
+	return startStaticRun(ctx, "lanes", open, func(p *laxityv1alpha1.Planning) {
 		p.Concurrency = laxityv1alpha1.ConcurrencyConcurrent
 		p.RuntimeMarginPercent = ptr.To[int32](lanesMarginPercent)
 	})
-	r.strictCount = true
-	return r
 }
 
 // lanesMarginPercent is the runtime margin of the run with steps side by
