@@ -22,6 +22,12 @@
 # The local cluster runs on the wall clock and mostly waits (for its nodes'
 # lead time, for the steps of its two-minute windows), so it starts first and
 # runs beside the rest; its output is kept apart and printed when it ends.
+# Its deadlines are real seconds, so whatever runs beside it runs at a lower
+# CPU priority (nice): the envtest suites, which wait on their API servers,
+# a little lower; the tests that only compute (unit, property and fuzz
+# tests, the experiments) lowest. On two cores they would otherwise delay
+# every pod of the cluster's steps by seconds and make it miss deadlines
+# that it meets with a second to spare when alone.
 # The envtest suites mostly wait for their API server, which is why the
 # controllers suite's two halves run side by side with the other suites.
 #
@@ -40,6 +46,10 @@ GO_TEST_FLAGS="${GO_TEST_FLAGS:--race -count=1 -timeout 60m}"
 GINKGO_TEST_FLAGS="${GINKGO_TEST_FLAGS:---ginkgo.randomize-all}"
 CLUSTER_TEST_FLAGS="${CLUSTER_TEST_FLAGS:--count=1 -timeout 40m}"
 export KUBEBUILDER_ASSETS
+
+# CPU priorities (nice increments) of what runs beside the local cluster.
+waits=(nice -n 5)
+computes=(nice -n 15)
 
 started=${SECONDS}
 timings=()
@@ -96,10 +106,10 @@ trap stop_all EXIT
 
 t=${SECONDS}
 # shellcheck disable=SC2086 # word splitting of the flags and packages
-if [[ -n "${pure_plain}" ]]; then go test ${GO_TEST_FLAGS/-race/} ${pure_plain}; fi
+if [[ -n "${pure_plain}" ]]; then "${computes[@]}" go test ${GO_TEST_FLAGS/-race/} ${pure_plain}; fi
 # shellcheck disable=SC2086
-if [[ -n "${impure}" ]]; then go test ${GO_TEST_FLAGS} ${impure}; fi
-(cd examples/spark && python3 -m unittest discover -s tests -t .)
+if [[ -n "${impure}" ]]; then "${computes[@]}" go test ${GO_TEST_FLAGS} ${impure}; fi
+(cd examples/spark && "${computes[@]}" python3 -m unittest discover -s tests -t .)
 phase "unit, property and fuzz-seed tests" "${t}"
 
 # The controllers suite's stories call the reconcilers from the test's own
@@ -125,21 +135,21 @@ background() {
 }
 # shellcheck disable=SC2086 # word splitting of the flags and packages
 if grep -qxF "${controllers}" <<<"${suites}"; then
-	background go test ${GO_TEST_FLAGS/-race/} -run '^TestControllers$' "${controllers}" ${GINKGO_TEST_FLAGS} --ginkgo.label-filter='!concurrent'
-	background go test ${GO_TEST_FLAGS} "${controllers}" ${GINKGO_TEST_FLAGS} --ginkgo.label-filter=concurrent
+	background "${waits[@]}" go test ${GO_TEST_FLAGS/-race/} -run '^TestControllers$' "${controllers}" ${GINKGO_TEST_FLAGS} --ginkgo.label-filter='!concurrent'
+	background "${waits[@]}" go test ${GO_TEST_FLAGS} "${controllers}" ${GINKGO_TEST_FLAGS} --ginkgo.label-filter=concurrent
 fi
 # shellcheck disable=SC2086
-if [[ -n "${other_suites}" ]]; then background go test ${GO_TEST_FLAGS} ${other_suites} ${GINKGO_TEST_FLAGS}; fi
+if [[ -n "${other_suites}" ]]; then background "${waits[@]}" go test ${GO_TEST_FLAGS} ${other_suites} ${GINKGO_TEST_FLAGS}; fi
 # The experiments' goroutines are eachSeed's, one per seed, all reading the
 # same workload, plan and learning state: one claims test that draws 100 of
 # them is enough for the race detector to find a write to what they share,
 # and the rest runs without it, with four times the runs it takes under the
 # race detector (raceEnabled) and still sooner.
 # shellcheck disable=SC2086
-background go test ${GO_TEST_FLAGS/-race/} "${experiments}"
+background "${computes[@]}" go test ${GO_TEST_FLAGS/-race/} "${experiments}"
 # shellcheck disable=SC2086
-background go test ${GO_TEST_FLAGS} -run '^TestTheVariableRateDefaultsClaimsHold$' "${experiments}"
-background hack/test-alerts.sh
+background "${computes[@]}" go test ${GO_TEST_FLAGS} -run '^TestTheVariableRateDefaultsClaimsHold$' "${experiments}"
+background "${waits[@]}" hack/test-alerts.sh
 suites_status=0
 for i in "${!jobs_pids[@]}"; do
 	wait "${jobs_pids[i]}" || suites_status=$?

@@ -99,6 +99,7 @@ var _ = BeforeSuite(func() {
 	_, err = envtest.InstallCRDs(restConfig, envtest.CRDInstallOptions{
 		Paths:              []string{filepath.Join(repoRoot, "test", "chart", "testdata", "crds")},
 		ErrorIfPathMissing: true,
+		MaxTime:            testenv.SlowControlPlane,
 	})
 	Expect(err).NotTo(HaveOccurred())
 })

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -91,6 +92,11 @@ func WithAPIServerFlag(name, value string) Option {
 // apiextensions kinds (suites that change a CRD) and laxity's kinds.
 func NewScheme() (*runtime.Scheme, error) { return controlplane.NewScheme() }
 
+// SlowControlPlane is how long a suite waits for the control plane to start
+// or stop and for its CRDs to be served. envtest's defaults (10–20 s) are
+// too short on a two-core machine that runs every suite at once.
+const SlowControlPlane = 2 * time.Minute
+
 // Start starts a kube-apiserver and etcd from KUBEBUILDER_ASSETS with
 // laxity's CRDs (unless WithoutLaxityCRDs) and the chosen third-party CRDs,
 // and waits until every CRD is served.
@@ -112,7 +118,14 @@ func Start(opts ...Option) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: crds, Scheme: scheme}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		CRDs:                     crds,
+		CRDInstallOptions:        envtest.CRDInstallOptions{MaxTime: SlowControlPlane},
+		Scheme:                   scheme,
+		ControlPlaneStartTimeout: SlowControlPlane,
+		ControlPlaneStopTimeout:  SlowControlPlane,
+	}
 	if len(s.apiServerFlags) > 0 {
 		apiServer := &envtest.APIServer{}
 		for _, flag := range s.apiServerFlags {
