@@ -134,6 +134,27 @@ cannot take the whole pool to catch up as a step one at a time does, and a
 re-plan late in the window waits for every running step to end. That is
 why ` + "`Sequential`" + ` stays the default.
 
+Against an exact optimum with steps side by side:
+` + "`TestPlannerSideBySideAgainstTheOptimum`" + ` in internal/planner searches,
+besides every plan one step at a time, every split of a tiny workload's
+queries into 2 to 4 lanes, each lane every plan one step at a time on the
+sizes within its share of the largest, and prices each combination of the
+lanes' plans as the pool bills it (lanes' nodes held together). The
+workloads are the generator's above with 1-3 queries of 2-4 arrival units
+(the lanes' plans are enumerated whole). On the first 200 it solves, 123
+with a plan that meets every deadline: the planner with
+` + "`Concurrent`" + ` bills 1.000 times the optimum at the median, 1.100 at
+p90 and 1.181 at worst (executable, planning the way the optimum does, as
+above); it never beats it; and it has no plan on one workload (seed 4)
+whose optimum holds the pool idle for ten seconds, with a batch ready, for
+a tighter query's batch about to be, which least-laxity dispatch never
+does. On pools of at most 4 nodes, lanes lower the optimum on 5 of the
+123 and are the only plan on none: side by side pays on large pools, as
+the sample at 4x shows. The lower bound that holds side by side (steps
+share the largest size's node-seconds, each at its fewest, on the
+smallest size) proves 35 of the 77 workloads without a plan so, and calls
+none with a plan late.
+
 `)
 	return nil
 }

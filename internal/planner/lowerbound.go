@@ -93,3 +93,43 @@ func preemptiveEDFFits(jobs []boundJob) bool {
 func boundTolerance(deadline float64) float64 {
 	return 1e-6 * max(1, math.Abs(deadline))
 }
+
+// provablyLateSideBySide reports whether no plan, one step at a time or
+// with steps side by side on parts of the pool (Planning.Concurrent), can
+// meet every deadline. It relaxes provablyLateOn's jobs further, since
+// steps side by side hold at most the largest size together:
+//
+//   - the largest size is a capacity of node-seconds per second that the
+//     jobs share at will, and each job needs the node-seconds it takes on
+//     the smallest size, the fewest it can: a step's node-seconds,
+//     p·overhead + t·(p·serial + parallel), grow with its nodes p;
+//   - no query's last step can be faster than on the largest size, from
+//     when its last tuple is ready.
+//
+// Every plan of either kind is a schedule of these jobs on that capacity,
+// so a workload they cannot fit has no plan; earliest deadline first
+// decides it, as for provablyLateOn.
+func (p *prepared) provablyLateSideBySide() bool {
+	sizes := p.w.Pool.Sizes
+	smallest, largest := sizes[0], sizes[len(sizes)-1]
+	// A job of s node-seconds takes s/largest seconds of the capacity.
+	share := float64(smallest) / float64(largest)
+	jobs := make([]boundJob, 0, 2*len(p.w.Queries))
+	for i, q := range p.w.Queries {
+		a, c := p.arrivals[i], p.costs[i]
+		total := a.total()
+		if total == 0 {
+			continue
+		}
+		if fastest := a.readyAt(total) + c.batchOverhead + c.merge(largest, 1); fastest > q.Deadline+boundTolerance(q.Deadline) {
+			return true
+		}
+		overheads := float64(ceilDiv(total, p.limit[i])-1) * c.batchOverhead
+		tupleWork := c.batch(smallest, total) - c.batchOverhead + overheads
+		last := c.batchOverhead + c.merge(smallest, 1)
+		jobs = append(jobs,
+			boundJob{release: a.timeOf(0), work: share * tupleWork, deadline: q.Deadline},
+			boundJob{release: a.readyAt(total), work: share * last, deadline: q.Deadline})
+	}
+	return !preemptiveEDFFits(jobs)
+}

@@ -161,3 +161,44 @@ func TestProvablyLateOnASmallerPool(t *testing.T) {
 		}
 	}
 }
+
+// The side-by-side bound is weaker than the one for one step at a time:
+// merges that cannot run one after another in time may run side by side
+// on parts of the pool; and it is still a bound.
+func TestProvablyLateSideBySide(t *testing.T) {
+	cases := []struct {
+		name                   string
+		w                      Workload
+		sequential, sideBySide bool
+	}{
+		{"the 13 TPC-H queries at 4x the rate", tpchWorkload(1, 4), false, false},
+		{"3 queries whose merges fit", manyMerges(3), false, false},
+		{"40 queries whose merges fit only side by side", manyMerges(40), true, false},
+		{"4,000 queries whose merges miss even side by side", manyMerges(4000), true, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.w.Planning.Concurrent = true
+			p, err := prepare(tc.w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.provablyLate(); got != tc.sequential {
+				t.Errorf("provablyLate = %v, want %v", got, tc.sequential)
+			}
+			if got := p.provablyLateSideBySide(); got != tc.sideBySide {
+				t.Errorf("provablyLateSideBySide = %v, want %v", got, tc.sideBySide)
+			}
+		})
+	}
+	// What the first bound rules out, lanes plan.
+	w := manyMerges(40)
+	w.Planning.Concurrent = true
+	doc, err := Plan(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !doc.Chosen.Feasible || doc.Chosen.Lanes < 2 {
+		t.Errorf("40 queries whose merges fit only side by side: feasible %v in %d lanes, want a plan side by side", doc.Chosen.Feasible, doc.Chosen.Lanes)
+	}
+}

@@ -58,20 +58,45 @@ func (p *oracleProblem) costs(steps []Step) (instant, executable float64) {
 func exhaustiveOptimum(w Workload) (instant, executable float64, feasible bool) {
 	p := newOracleProblem(w)
 	instant, executable = math.Inf(1), math.Inf(1)
+	all := make([]int, len(p.queries))
+	for i := range all {
+		all[i] = i
+	}
+	p.eachPlan(all, p.pool.Sizes, func(steps []Step) bool {
+		i, e := p.costs(steps)
+		instant, executable, feasible = min(instant, i), min(executable, e), true
+		return true
+	})
+	return instant, executable, feasible
+}
+
+// eachPlan calls visit with every plan of the queries qs (indices into
+// p.queries) on the pool sizes sizes that meets their deadlines, as
+// optimum's space has them: every whole-unit batch partition of each
+// query, every interleaving of the batches (each query's in order), every
+// size per batch, one step at a time, each starting as soon as the previous
+// one ends and its batch is ready, each final merge right after its query's
+// last batch on the same nodes. visit must not keep steps, which the next
+// plan reuses; the enumeration stops when it returns false.
+func (p *oracleProblem) eachPlan(qs, sizes []int, visit func(steps []Step) bool) {
 	next := make([]int, len(p.queries))
 	batches := make([]int, len(p.queries))
 	var steps []Step
+	stopped := false
 	var walk func(t float64)
 	walk = func(t float64) {
+		if stopped {
+			return
+		}
 		done := true
-		for qi := range p.queries {
+		for _, qi := range qs {
 			q := &p.queries[qi]
 			if next[qi] == q.units {
 				continue
 			}
 			done = false
 			for end := next[qi] + 1; end <= q.units; end++ {
-				for _, n := range p.pool.Sizes {
+				for _, n := range sizes {
 					start := max(t, q.ready[end])
 					batchEnd := start + q.cost.BatchSeconds(n, q.to[end]-q.to[next[qi]])
 					steps = append(steps, Step{Query: q.name, Kind: StepBatch, Index: batches[qi], FromTuple: q.to[next[qi]], ToTuple: q.to[end], Ready: q.ready[end], Start: start, End: batchEnd, Nodes: n})
@@ -94,12 +119,10 @@ func exhaustiveOptimum(w Workload) (instant, executable float64, feasible bool) 
 			}
 		}
 		if done {
-			i, e := p.costs(steps)
-			instant, executable, feasible = min(instant, i), min(executable, e), true
+			stopped = !visit(steps)
 		}
 	}
 	walk(0)
-	return instant, executable, feasible
 }
 
 // oracleWorkload is a random tiny workload, deterministic from seed: 1 to

@@ -53,6 +53,15 @@ const (
 // workloads.
 type comparison struct {
 	workloads, exact, feasible, plannerInfeasible int
+	// reservedInfeasible counts the workloads where only the plan with the
+	// default slack reserve has none (the side-by-side comparison; the
+	// other counts either in plannerInfeasible).
+	reservedInfeasible int
+	// lanesOnly and lanesCheaper count the feasible workloads (of the
+	// side-by-side comparison) whose optimum needs lanes, and those where
+	// lanes lower the executable optimum.
+	lanesOnly, lanesCheaper int
+	sideBySide              bool
 	// provedLate counts the workloads without a plan that the lower bound
 	// (provablyLate) proves so.
 	provedLate int
@@ -145,15 +154,19 @@ func quantile(xs []float64, q float64) float64 {
 }
 
 func (c comparison) String() string {
+	lanes := ""
+	if c.sideBySide {
+		lanes = fmt.Sprintf("; lanes: the only plans on %d, the cheaper executable optimum on %d", c.lanesOnly, c.lanesCheaper)
+	}
 	return fmt.Sprintf("%d workloads, %d solved exactly (%.1f ms each on average), %d feasible; planner infeasible on %d of them; "+
 		"the lower bound proves %d of the %d others late; planner/optimum instant median %.3f p90 %.3f max %.3f, executable median %.3f p90 %.3f max %.3f",
 		c.workloads, c.exact, 1000*c.oracleSeconds/float64(max(c.exact, 1)), c.feasible, c.plannerInfeasible,
 		c.provedLate, c.exact-c.feasible,
 		quantile(c.instant, 0.5), quantile(c.instant, 0.9), quantile(c.instant, 1),
 		quantile(c.executable, 0.5), quantile(c.executable, 0.9), quantile(c.executable, 1)) +
-		fmt.Sprintf("; with the default slack reserve: instant median %.3f p90 %.3f max %.3f, executable median %.3f p90 %.3f max %.3f",
-			quantile(c.reservedInstant, 0.5), quantile(c.reservedInstant, 0.9), quantile(c.reservedInstant, 1),
-			quantile(c.reservedExecutable, 0.5), quantile(c.reservedExecutable, 0.9), quantile(c.reservedExecutable, 1))
+		fmt.Sprintf("; with the default slack reserve (no plan on %d): instant median %.3f p90 %.3f max %.3f, executable median %.3f p90 %.3f max %.3f",
+			c.reservedInfeasible, quantile(c.reservedInstant, 0.5), quantile(c.reservedInstant, 0.9), quantile(c.reservedInstant, 1),
+			quantile(c.reservedExecutable, 0.5), quantile(c.reservedExecutable, 0.9), quantile(c.reservedExecutable, 1)) + lanes
 }
 
 // TestPlannerAgainstTheOptimum checks that no plan of the planner beats the
