@@ -6,9 +6,9 @@
 #      them), whose binaries are built first if this machine lacks them, in
 #      the background from the start until phase 3;
 #   2. beside it, the packages without Ginkgo suites (unit, table, property
-#      and fuzz-seed tests), the pure core's without the race detector, and
-#      the reference Spark job's Python tests (examples/spark, seconds, no
-#      Spark);
+#      and fuzz-seed tests), the pure core's and the offline run's without
+#      the race detector, and the reference Spark job's Python tests
+#      (examples/spark, seconds, no Spark);
 #   3. then, still beside it, the Ginkgo suites against envtest's
 #      kube-apiserver and etcd: the controllers suite in two processes (its
 #      specs labelled concurrent with the race detector, the others without,
@@ -62,11 +62,12 @@ ginkgo='github.com/onsi/ginkgo/v2[] ]'
 plain="$(grep -v "${ginkgo}" <<<"${pkgs}" | cut -d' ' -f1 || true)"
 suites="$(grep "${ginkgo}" <<<"${pkgs}" | cut -d' ' -f1 || true)"
 
-# The pure core starts no goroutine (hack/verify-purity.sh checks), so the
-# race detector has nothing to find there and would only slow its property
-# tests ten times over; the rest runs with GO_TEST_FLAGS.
+# The pure core and the offline run start no goroutine (hack/verify-purity.sh
+# checks), so the race detector has nothing to find there and would only
+# slow their property tests and simulated windows ten times over; the rest
+# runs with GO_TEST_FLAGS.
 # shellcheck disable=SC2046 # one pattern per line
-pure="$(go list $(hack/verify-purity.sh --list))"
+pure="$(go list $(hack/verify-purity.sh --list-single-threaded))"
 # The experiments' claims tests carry out hundreds of simulated windows and
 # are the longest package by far; they run in the background beside the
 # envtest suites, which mostly wait, instead of holding up phase 3.
@@ -141,10 +142,10 @@ fi
 # shellcheck disable=SC2086
 if [[ -n "${other_suites}" ]]; then background "${waits[@]}" go test ${GO_TEST_FLAGS} ${other_suites} ${GINKGO_TEST_FLAGS}; fi
 # The experiments' goroutines are eachSeed's, one per seed, all reading the
-# same workload, plan and learning state: one claims test that draws 100 of
-# them is enough for the race detector to find a write to what they share,
-# and the rest runs without it, with four times the runs it takes under the
-# race detector (raceEnabled) and still sooner.
+# same workload, plan and learning state: one claims test, whose runs draw
+# eight of them under the race detector (raceEnabled), is enough for it to
+# find a write to what they share, and the rest runs without it, with four
+# times the runs it takes under the race detector and still sooner.
 # shellcheck disable=SC2086
 background "${computes[@]}" go test ${GO_TEST_FLAGS/-race/} "${experiments}"
 # shellcheck disable=SC2086

@@ -8,33 +8,55 @@
 # depguard in .golangci.yml sees only direct imports; `go list -deps` sees the
 # whole transitive closure.
 #
-# Usage: hack/verify-purity.sh [--list]
-#   --list prints the pure core's package patterns and checks nothing.
+# Single-threaded packages beyond the pure core (the offline run, which
+# carries out the operator's decisions on a simulated clock through the API
+# types) may import Kubernetes' API types, but neither they nor any package
+# of this module they depend on starts a goroutine: hack/test.sh runs their
+# tests without the race detector too.
+#
+# Usage: hack/verify-purity.sh [--list | --list-single-threaded]
+#   --list prints the pure core's package patterns and checks nothing;
+#   --list-single-threaded prints those and the other single-threaded
+#   packages' and checks nothing.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 pure_dirs=(internal/planner internal/costmodel internal/baseline internal/dispatch internal/pass internal/replan internal/gantt internal/learn internal/recurrence internal/tenancy)
+single_threaded_dirs=(internal/offlinerun)
 k8s_re='^(sigs\.)?k8s\.io/'
 
 pkgs=()
 for d in "${pure_dirs[@]}"; do
 	if [[ -d "${d}" ]]; then pkgs+=("./${d}/..."); fi
 done
-if [[ "${1:-}" == --list ]]; then
+single=("${pkgs[@]}")
+for d in "${single_threaded_dirs[@]}"; do
+	if [[ -d "${d}" ]]; then single+=("./${d}/..."); fi
+done
+case "${1:-}" in
+--list)
 	printf '%s\n' "${pkgs[@]}"
 	exit 0
-fi
+	;;
+--list-single-threaded)
+	printf '%s\n' "${single[@]}"
+	exit 0
+	;;
+esac
 if [[ ${#pkgs[@]} -eq 0 ]]; then
 	echo "verify-purity: none of ${pure_dirs[*]} exists; nothing to check"
 	exit 0
 fi
 
-# A go statement in a non-test file: a goroutine.
-spawners="$(go list -f '{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}' "${pkgs[@]}" |
-	xargs grep -nE '^[[:space:]]*go[[:space:]]+(func[[:space:]]*\(|[A-Za-z_][A-Za-z0-9_.]*\()' || true)"
+# A go statement in a non-test file of a single-threaded package or of a
+# package of this module it depends on: a goroutine.
+module="$(go list -m)"
+# shellcheck disable=SC2016 # a Go template, not a shell expansion
+spawners="$(go list -deps -f '{{if not .Standard}}{{.ImportPath}} {{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}} {{end}}{{end}}' "${single[@]}" |
+	grep "^${module}[/ ]" | cut -d' ' -f2- | xargs grep -nE '^[[:space:]]*go[[:space:]]+(func[[:space:]]*\(|[A-Za-z_][A-Za-z0-9_.]*\()' || true)"
 if [[ -n "${spawners}" ]]; then
-	echo "verify-purity: the pure core must not start goroutines (its tests run without -race):" >&2
+	echo "verify-purity: the pure core and the single-threaded packages must not start goroutines, nor may what they use of this module (their tests run without -race):" >&2
 	sed "s|^$(pwd)/|  |" <<<"${spawners}" >&2
 	exit 1
 fi
