@@ -4,19 +4,16 @@
 #   1. the local-cluster suite (test/cluster: kube-scheduler,
 #      kube-controller-manager, KWOK and Karpenter, with laxity and its demo on
 #      them), whose binaries are built first if this machine lacks them, in
-#      the background from the start until phase 3;
-#   2. beside it, the packages without Ginkgo suites (unit, table, property
-#      and fuzz-seed tests), the pure core's and the offline run's without
-#      the race detector, and the reference Spark job's Python tests
-#      (examples/spark, seconds, no Spark);
-#   3. then, still beside it, the Ginkgo suites against envtest's
-#      kube-apiserver and etcd: the controllers suite in two processes (its
-#      specs labelled concurrent with the race detector, the others without,
-#      see below), the other suites with it, and beside them the
-#      experiments' claims tests (internal/experiments, the longest package)
-#      and the chart's alerts with promtool (hack/test-alerts.sh, which
-#      builds promtool on a machine's first run);
-#   4. the e2e suite (the built binary), alone, because its demo runs on a
+#      the background from the start until phase 2 ends;
+#   2. beside it, at once: the packages without Ginkgo suites (unit, table,
+#      property and fuzz-seed tests), the pure core's and the offline run's
+#      without the race detector; the reference Spark job's Python tests
+#      (examples/spark, seconds, no Spark); the Ginkgo suites against
+#      envtest's kube-apiserver and etcd (the controllers suite in three
+#      processes, see below); the experiments' claims tests
+#      (internal/experiments); and the chart's alerts with promtool
+#      (hack/test-alerts.sh, which builds promtool on a machine's first run);
+#   3. the e2e suite (the built binary), alone, because its demo runs on a
 #      clock scaled 400 times and needs the machine to itself.
 #
 # The local cluster runs on the wall clock and mostly waits (for its nodes'
@@ -28,8 +25,8 @@
 # tests, the experiments) lowest. On two cores they would otherwise delay
 # every pod of the cluster's steps by seconds and make it miss deadlines
 # that it meets with a second to spare when alone.
-# The envtest suites mostly wait for their API server, which is why the
-# controllers suite's two halves run side by side with the other suites.
+# The envtest suites mostly wait for their API servers, which is why they
+# all run side by side, with the tests that only compute.
 #
 # Environment: KUBEBUILDER_ASSETS (kube-apiserver and etcd), HELM, KUSTOMIZE,
 # KUBE_VERSION and PROMETHEUS_VERSION (for the alert tests),
@@ -68,9 +65,9 @@ suites="$(grep "${ginkgo}" <<<"${pkgs}" | cut -d' ' -f1 || true)"
 # runs with GO_TEST_FLAGS.
 # shellcheck disable=SC2046 # one pattern per line
 pure="$(go list $(hack/verify-purity.sh --list-single-threaded))"
-# The experiments' claims tests carry out hundreds of simulated windows and
-# are the longest package by far; they run in the background beside the
-# envtest suites, which mostly wait, instead of holding up phase 3.
+# The experiments' claims tests carry out hundreds of simulated windows:
+# they run in a go test of their own, so that the other packages' results
+# do not wait for them.
 experiments=github.com/laxity-dev/laxity/internal/experiments
 plain="$(grep -vxF "${experiments}" <<<"${plain}" || true)"
 impure="$(grep -vxF -f <(printf '%s\n' "${pure}") <<<"${plain}" || true)"
@@ -105,25 +102,20 @@ stop_all() {
 }
 trap stop_all EXIT
 
-t=${SECONDS}
-# shellcheck disable=SC2086 # word splitting of the flags and packages
-if [[ -n "${pure_plain}" ]]; then "${computes[@]}" go test ${GO_TEST_FLAGS/-race/} ${pure_plain}; fi
-# shellcheck disable=SC2086
-if [[ -n "${impure}" ]]; then "${computes[@]}" go test ${GO_TEST_FLAGS} ${impure}; fi
-(cd examples/spark && "${computes[@]}" python3 -m unittest discover -s tests -t .)
-phase "unit, property and fuzz-seed tests" "${t}"
-
 # The controllers suite's stories call the reconcilers from the test's own
 # goroutine, one pass after another on a fake clock: nothing runs beside
 # them, so the race detector has nothing to find there and would only slow
 # them twice over. Its specs that do run goroutines (an informer cache,
 # stories run side by side, the in-process AWS, S3 and Kafka servers) are
 # labelled concurrent and run with GO_TEST_FLAGS, as do the suite's plain Go
-# tests; the rest runs without the race detector in a process of its own,
-# with its own envtest. Each of the three go test commands below writes to a
-# log of its own, printed when it ends.
+# tests; the rest runs without the race detector in two processes, each
+# with its own envtest: the stories mostly wait for their API server, and
+# the stories of shared batches, steps side by side, the differential
+# check and kstatus take about as long as all the others. Every go test
+# command below writes to a log of its own, printed when it ends.
 controllers=github.com/laxity-dev/laxity/controllers
 other_suites="$(grep -vxF "${controllers}" <<<"${suites}" || true)"
+halves='stories_(shared|sidebyside|differential|kstatus)_test\.go'
 t=${SECONDS}
 jobs_logs=()
 background() {
@@ -135,8 +127,14 @@ background() {
 	jobs_logs+=("${log}")
 }
 # shellcheck disable=SC2086 # word splitting of the flags and packages
+if [[ -n "${pure_plain}" ]]; then background "${computes[@]}" go test ${GO_TEST_FLAGS/-race/} ${pure_plain}; fi
+# shellcheck disable=SC2086
+if [[ -n "${impure}" ]]; then background "${computes[@]}" go test ${GO_TEST_FLAGS} ${impure}; fi
+background "${computes[@]}" python3 -m unittest discover -s examples/spark/tests -t examples/spark
+# shellcheck disable=SC2086
 if grep -qxF "${controllers}" <<<"${suites}"; then
-	background "${waits[@]}" go test ${GO_TEST_FLAGS/-race/} -run '^TestControllers$' "${controllers}" ${GINKGO_TEST_FLAGS} --ginkgo.label-filter='!concurrent'
+	background "${waits[@]}" go test ${GO_TEST_FLAGS/-race/} -run '^TestControllers$' "${controllers}" ${GINKGO_TEST_FLAGS} --ginkgo.label-filter='!concurrent' --ginkgo.focus-file="${halves}"
+	background "${waits[@]}" go test ${GO_TEST_FLAGS/-race/} -run '^TestControllers$' "${controllers}" ${GINKGO_TEST_FLAGS} --ginkgo.label-filter='!concurrent' --ginkgo.skip-file="${halves}"
 	background "${waits[@]}" go test ${GO_TEST_FLAGS} "${controllers}" ${GINKGO_TEST_FLAGS} --ginkgo.label-filter=concurrent
 fi
 # shellcheck disable=SC2086
@@ -157,7 +155,7 @@ for i in "${!jobs_pids[@]}"; do
 	cat "${jobs_logs[i]}"
 done
 jobs_pids=()
-phase "envtest suites and experiments" "${t}"
+phase "unit tests, envtest suites and experiments" "${t}"
 
 cluster_status=0
 if [[ -n "${cluster_pid}" ]]; then
@@ -168,7 +166,7 @@ if [[ -n "${cluster_pid}" ]]; then
 	cat "${cluster_log}"
 fi
 if ((suites_status != 0 || cluster_status != 0)); then
-	echo "FAIL: envtest suites exit ${suites_status}, local-cluster suite exit ${cluster_status}" >&2
+	echo "FAIL: unit tests and envtest suites exit ${suites_status}, local-cluster suite exit ${cluster_status}" >&2
 	exit 1
 fi
 
