@@ -4,16 +4,18 @@
 #   1. the local-cluster suite (test/cluster: kube-scheduler,
 #      kube-controller-manager, KWOK and Karpenter, with laxity and its demo on
 #      them), whose binaries are built first if this machine lacks them, in
-#      the background from the start until phase 2 ends;
-#   2. beside it, at once: the packages without Ginkgo suites (unit, table,
-#      property and fuzz-seed tests), the pure core's and the offline run's
-#      without the race detector; the reference Spark job's Python tests
-#      (examples/spark, seconds, no Spark); the Ginkgo suites against
-#      envtest's kube-apiserver and etcd (the controllers suite in three
-#      processes, see below); the experiments' claims tests
-#      (internal/experiments); and the chart's alerts with promtool
-#      (hack/test-alerts.sh, which builds promtool on a machine's first run);
-#   3. the e2e suite (the built binary), alone, because its demo runs on a
+#      the background from the start until phase 3;
+#   2. beside it, the packages without Ginkgo suites (unit, table, property
+#      and fuzz-seed tests), the pure core's and the offline run's without
+#      the race detector, and the reference Spark job's Python tests
+#      (examples/spark, seconds, no Spark);
+#   3. then, still beside it, the Ginkgo suites against envtest's
+#      kube-apiserver and etcd: the controllers suite in three processes
+#      (see below), the other suites with it, and beside them the
+#      experiments' claims tests (internal/experiments) and the chart's
+#      alerts with promtool (hack/test-alerts.sh, which builds promtool on a
+#      machine's first run);
+#   4. the e2e suite (the built binary), alone, because its demo runs on a
 #      clock scaled 400 times and needs the machine to itself.
 #
 # The local cluster runs on the wall clock and mostly waits (for its nodes'
@@ -26,7 +28,9 @@
 # every pod of the cluster's steps by seconds and make it miss deadlines
 # that it meets with a second to spare when alone.
 # The envtest suites mostly wait for their API servers, which is why they
-# all run side by side, with the tests that only compute.
+# run side by side, with the experiments. The unit tests run before them,
+# not with them: at the lowest priority beside them, a test that gives a
+# search a few seconds of wall time would get none of it.
 #
 # Environment: KUBEBUILDER_ASSETS (kube-apiserver and etcd), HELM, KUSTOMIZE,
 # KUBE_VERSION and PROMETHEUS_VERSION (for the alert tests),
@@ -102,6 +106,14 @@ stop_all() {
 }
 trap stop_all EXIT
 
+t=${SECONDS}
+# shellcheck disable=SC2086 # word splitting of the flags and packages
+if [[ -n "${pure_plain}" ]]; then "${computes[@]}" go test ${GO_TEST_FLAGS/-race/} ${pure_plain}; fi
+# shellcheck disable=SC2086
+if [[ -n "${impure}" ]]; then "${computes[@]}" go test ${GO_TEST_FLAGS} ${impure}; fi
+(cd examples/spark && "${computes[@]}" python3 -m unittest discover -s tests -t .)
+phase "unit, property and fuzz-seed tests" "${t}"
+
 # The controllers suite's stories call the reconcilers from the test's own
 # goroutine, one pass after another on a fake clock: nothing runs beside
 # them, so the race detector has nothing to find there and would only slow
@@ -126,11 +138,6 @@ background() {
 	jobs_pids+=($!)
 	jobs_logs+=("${log}")
 }
-# shellcheck disable=SC2086 # word splitting of the flags and packages
-if [[ -n "${pure_plain}" ]]; then background "${computes[@]}" go test ${GO_TEST_FLAGS/-race/} ${pure_plain}; fi
-# shellcheck disable=SC2086
-if [[ -n "${impure}" ]]; then background "${computes[@]}" go test ${GO_TEST_FLAGS} ${impure}; fi
-background "${computes[@]}" python3 -m unittest discover -s examples/spark/tests -t examples/spark
 # shellcheck disable=SC2086
 if grep -qxF "${controllers}" <<<"${suites}"; then
 	background "${waits[@]}" go test ${GO_TEST_FLAGS/-race/} -run '^TestControllers$' "${controllers}" ${GINKGO_TEST_FLAGS} --ginkgo.label-filter='!concurrent' --ginkgo.focus-file="${halves}"
@@ -155,7 +162,7 @@ for i in "${!jobs_pids[@]}"; do
 	cat "${jobs_logs[i]}"
 done
 jobs_pids=()
-phase "unit tests, envtest suites and experiments" "${t}"
+phase "envtest suites and experiments" "${t}"
 
 cluster_status=0
 if [[ -n "${cluster_pid}" ]]; then
@@ -166,7 +173,7 @@ if [[ -n "${cluster_pid}" ]]; then
 	cat "${cluster_log}"
 fi
 if ((suites_status != 0 || cluster_status != 0)); then
-	echo "FAIL: unit tests and envtest suites exit ${suites_status}, local-cluster suite exit ${cluster_status}" >&2
+	echo "FAIL: envtest suites exit ${suites_status}, local-cluster suite exit ${cluster_status}" >&2
 	exit 1
 fi
 

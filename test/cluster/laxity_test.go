@@ -75,6 +75,12 @@ const (
 	// after its launch: preempting a placeholder takes a scheduling cycle
 	// and KWOK's deletion of the victim.
 	pendingBound = 5 * time.Second
+	// claimBound is how long Karpenter may take to create the NodeClaims
+	// for nodes laxity asked for: at most its BATCH_MAX_DURATION (10 s by
+	// default), the longest it gathers pending pods before it provisions.
+	// Under the full make test it once took 5.4 s; the plan's lead time
+	// holds it, and whether the nodes came ahead of need is checked apart.
+	claimBound = 10 * time.Second
 )
 
 // The pods of the template fit a KWOK node of localcluster.DefaultInstanceType:
@@ -558,7 +564,7 @@ func (r *laxityRun) check() {
 		}
 		claimed, readied := o.reached(req.at, end, req.n)
 		Expect(claimed).NotTo(BeZero(), "%s: laxity asked for %d nodes at %s; the pool never had that many NodeClaims before it asked for fewer", r.name, req.n, req.at)
-		Expect(claimed.Sub(req.at)).To(BeNumerically("<=", pendingBound), "%s: NodeClaims for %d nodes came %s after laxity's request", r.name, req.n, claimed.Sub(req.at))
+		Expect(claimed.Sub(req.at)).To(BeNumerically("<=", claimBound), "%s: NodeClaims for %d nodes came %s after laxity's request", r.name, req.n, claimed.Sub(req.at))
 		Expect(readied).NotTo(BeZero(), "%s: laxity asked for %d nodes at %s; that many were never Ready before it asked for fewer", r.name, req.n, req.at)
 		lead := readied.Sub(req.at)
 		leads = append(leads, lead)
