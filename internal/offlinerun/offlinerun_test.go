@@ -58,29 +58,38 @@ func TestWithoutNoiseThePlanRunsAsPlanned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Missed) > 0 {
-		t.Errorf("missed %v", got.Missed)
+	expectRanAsPlanned(t, doc, got)
+}
+
+// expectRanAsPlanned checks that run carried doc out as planned: no
+// deadline missed, every step of the plan and no other, each at its planned
+// start and end, on its planned nodes and lane, to its planned tuple, and
+// the pool billed what the plan's executable timeline bills.
+func expectRanAsPlanned(t *testing.T, doc planner.Document, run offlinerun.Result) {
+	t.Helper()
+	if len(run.Missed) > 0 {
+		t.Errorf("missed %v", run.Missed)
 	}
-	if len(got.Steps) != len(doc.Steps) {
-		t.Fatalf("ran %d steps, the plan has %d", len(got.Steps), len(doc.Steps))
+	if len(run.Steps) != len(doc.Steps) {
+		t.Fatalf("ran %d steps, the plan has %d", len(run.Steps), len(doc.Steps))
 	}
 	planned := map[[3]any]planner.Step{}
 	for _, s := range doc.Steps {
 		planned[[3]any{s.Query, s.Kind, s.Index}] = s
 	}
-	for _, s := range got.Steps {
+	for _, s := range run.Steps {
 		p, ok := planned[[3]any{s.Query, s.Kind, s.Index}]
 		if !ok {
 			t.Errorf("ran %s %s %d, which the plan does not have", s.Query, s.Kind, s.Index)
 			continue
 		}
-		if math.Abs(s.Start-p.Start) > 0.01 || math.Abs(s.End-p.End) > 0.01 || s.Nodes != p.Nodes || s.ToTuple != p.ToTuple {
-			t.Errorf("%s %s %d ran [%.2f, %.2f) on %d to tuple %d, planned [%.2f, %.2f) on %d to %d",
-				s.Query, s.Kind, s.Index, s.Start, s.End, s.Nodes, s.ToTuple, p.Start, p.End, p.Nodes, p.ToTuple)
+		if math.Abs(s.Start-p.Start) > 0.01 || math.Abs(s.End-p.End) > 0.01 || s.Nodes != p.Nodes || s.ToTuple != p.ToTuple || s.Lane != p.Lane {
+			t.Errorf("%s %s %d ran [%.2f, %.2f) on %d in lane %d to tuple %d, planned [%.2f, %.2f) on %d in lane %d to %d",
+				s.Query, s.Kind, s.Index, s.Start, s.End, s.Nodes, s.Lane, s.ToTuple, p.Start, p.End, p.Nodes, p.Lane, p.ToTuple)
 		}
 	}
-	if math.Abs(got.Cost-doc.Chosen.ExecutableCost) > 0.01 {
-		t.Errorf("cost %.3f, the plan's executable cost %.3f", got.Cost, doc.Chosen.ExecutableCost)
+	if math.Abs(run.Cost-doc.Chosen.ExecutableCost) > 0.01 {
+		t.Errorf("cost %.3f, the plan's executable cost %.3f", run.Cost, doc.Chosen.ExecutableCost)
 	}
 }
 
