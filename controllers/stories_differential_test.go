@@ -51,6 +51,19 @@ type differentialPass struct {
 	decisions offlinerun.Decisions
 }
 
+// runDifferential drives the world's reconcilers and an offline operator
+// on its schedule and queries as created, pass by pass every step for
+// horizon (newDifferential, differential.run), and writes the passes'
+// re-plans and the world's report to the spec's output.
+func runDifferential(ctx context.Context, w *world, horizon, step time.Duration) *differential {
+	d := newDifferential(ctx, w)
+	d.run(ctx, horizon, step)
+	learned, lead, reasons := d.replans()
+	fmt.Fprintf(GinkgoWriter, "%d passes; re-plans %v; %d for what was learned, %d for the lead time\n", len(d.passes), reasons, learned, lead)
+	w.report(ctx)
+	return d
+}
+
 // newDifferential starts an offline operator on the world's schedule and
 // queries as created: their specs, as the planner takes them, with nothing
 // learned yet, and the manager's settings.
@@ -301,11 +314,7 @@ var _ = Describe("The operator and the offline run, pass by pass", Ordered, func
 		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(declaredLead).SmallBatches().Obj()
 		w.create(ctx, w.schedule)
 		w.create(ctx, threeQueries(w.ns)...)
-		d = newDifferential(ctx, w)
-		d.run(ctx, 40*time.Minute, 5*time.Second)
-		learned, lead, reasons := d.replans()
-		fmt.Fprintf(GinkgoWriter, "%d passes; re-plans %v; %d for what was learned, %d for the lead time\n", len(d.passes), reasons, learned, lead)
-		w.report(ctx)
+		d = runDifferential(ctx, w, 40*time.Minute, 5*time.Second)
 	})
 
 	It("decides as the offline operator at every pass", func() {

@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -35,11 +34,7 @@ var _ = Describe("Steps side by side, pass by pass against the offline run", Ord
 			Planning(laxityv1alpha1.Planning{Concurrency: laxityv1alpha1.ConcurrencyConcurrent}).Obj()
 		w.create(ctx, w.schedule)
 		w.create(ctx, fourBusyQueries(w.ns)...)
-		d = newDifferential(ctx, w)
-		d.run(ctx, 40*time.Minute, 5*time.Second)
-		learned, lead, reasons := d.replans()
-		fmt.Fprintf(GinkgoWriter, "%d passes; re-plans %v; %d for what was learned, %d for the lead time\n", len(d.passes), reasons, learned, lead)
-		w.report(ctx)
+		d = runDifferential(ctx, w, 40*time.Minute, 5*time.Second)
 	})
 
 	It("plans lanes", func(ctx SpecContext) {
