@@ -33,20 +33,29 @@ func (p *prepared) provablyLate() bool { return p.provablyLateOn(len(p.w.Pool.Si
 func (p *prepared) provablyLateOn(size int) bool {
 	nodes := p.w.Pool.Sizes[size]
 	jobs := make([]boundJob, 0, 2*len(p.w.Queries))
-	for i, q := range p.w.Queries {
-		a, c := p.arrivals[i], p.costs[i]
-		total := a.total()
-		if total == 0 {
-			continue
-		}
-		overheads := float64(ceilDiv(total, p.limit[i])-1) * c.batchOverhead
-		tupleWork := c.batch(nodes, total) - c.batchOverhead + overheads
-		last := c.batchOverhead + c.merge(nodes, 1)
-		jobs = append(jobs,
-			boundJob{release: a.timeOf(0), work: tupleWork, deadline: q.Deadline},
-			boundJob{release: a.readyAt(total), work: last, deadline: q.Deadline})
+	for i := range p.w.Queries {
+		jobs = p.appendBoundJobs(jobs, i, nodes, 1)
 	}
 	return !preemptiveEDFFits(jobs)
+}
+
+// appendBoundJobs appends query i's two jobs on nodes nodes, their work
+// times scale: its tuple work with the overhead of all but one of the
+// fewest batches, from its window's start, and its last step without that
+// work (one batch's overhead and a final merge of one input), from its last
+// tuple; both by its deadline. A query of no tuples has none.
+func (p *prepared) appendBoundJobs(jobs []boundJob, i, nodes int, scale float64) []boundJob {
+	a, c, deadline := p.arrivals[i], p.costs[i], p.w.Queries[i].Deadline
+	total := a.total()
+	if total == 0 {
+		return jobs
+	}
+	overheads := float64(ceilDiv(total, p.limit[i])-1) * c.batchOverhead
+	tupleWork := c.batch(nodes, total) - c.batchOverhead + overheads
+	last := c.batchOverhead + c.merge(nodes, 1)
+	return append(jobs,
+		boundJob{release: a.timeOf(0), work: scale * tupleWork, deadline: deadline},
+		boundJob{release: a.readyAt(total), work: scale * last, deadline: deadline})
 }
 
 // boundJob is work that may run, interrupted at will, between release and
@@ -112,24 +121,14 @@ func boundTolerance(deadline float64) float64 {
 func (p *prepared) provablyLateSideBySide() bool {
 	sizes := p.w.Pool.Sizes
 	smallest, largest := sizes[0], sizes[len(sizes)-1]
-	// A job of s node-seconds takes s/largest seconds of the capacity.
-	share := float64(smallest) / float64(largest)
 	jobs := make([]boundJob, 0, 2*len(p.w.Queries))
 	for i, q := range p.w.Queries {
 		a, c := p.arrivals[i], p.costs[i]
-		total := a.total()
-		if total == 0 {
-			continue
-		}
-		if fastest := a.readyAt(total) + c.batchOverhead + c.merge(largest, 1); fastest > q.Deadline+boundTolerance(q.Deadline) {
+		if total := a.total(); total > 0 && a.readyAt(total)+c.batchOverhead+c.merge(largest, 1) > q.Deadline+boundTolerance(q.Deadline) {
 			return true
 		}
-		overheads := float64(ceilDiv(total, p.limit[i])-1) * c.batchOverhead
-		tupleWork := c.batch(smallest, total) - c.batchOverhead + overheads
-		last := c.batchOverhead + c.merge(smallest, 1)
-		jobs = append(jobs,
-			boundJob{release: a.timeOf(0), work: share * tupleWork, deadline: q.Deadline},
-			boundJob{release: a.readyAt(total), work: share * last, deadline: q.Deadline})
+		// A job of s node-seconds takes s/largest seconds of the capacity.
+		jobs = p.appendBoundJobs(jobs, i, smallest, float64(smallest)/float64(largest))
 	}
 	return !preemptiveEDFFits(jobs)
 }
