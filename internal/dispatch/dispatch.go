@@ -255,7 +255,7 @@ func Decide(now time.Time, settings Settings, queries []Query, pool Pool) Decisi
 // at a time holds all of it.
 func heldSideBySide(queries []Query) (int, bool) {
 	held, alone := 0, false
-	eachHolding(queries, func(a Attempt) {
+	eachHolding(queries, func(_ *Query, a Attempt, _ Step) {
 		if a.SideBySide {
 			held += a.Nodes
 		} else {
@@ -580,9 +580,12 @@ func decideOne(now time.Time, settings Settings, queries []Query, pool Pool) Dec
 			d.Recheck = Earliest(d.Recheck, recheck)
 			return d
 		}
-		// A lane's plan is followed in its order: its next step waits for
-		// no other, the plan having placed every ready time around it.
-		if urgent, ready, ok := blockedBy(now, settings.Sizes, pool, queries, byName[launch.Query], launch); ok && (len(settings.LaneNodes) <= 1 || !nextInPlan(queries, launch)) {
+		// A lane's plan is followed in its order: its next step, on time,
+		// waits for no other, the plan having placed every ready time
+		// around it. Behind its planned start, it may no longer fit where
+		// the plan put it, before a tighter query's batch becomes ready.
+		onPlan := len(settings.LaneNodes) > 1 && nextInPlan(queries, launch) && !byName[launch.Query].behindPlan(now, launch)
+		if urgent, ready, ok := blockedBy(now, settings.Sizes, pool, queries, byName[launch.Query], launch); ok && !onPlan {
 			d.Why = fmt.Sprintf("holding the pool for query %s, whose next batch is ready at %s: %s %d of query %s would still run then and make it late",
 				urgent, ready.UTC().Format(time.RFC3339), launch.Kind, launch.Index, launch.Query)
 			d.Recheck = Earliest(d.Recheck, ready)
@@ -821,24 +824,59 @@ func (q *Query) stepSeconds(step Step, nodes int) float64 {
 
 func seconds(s float64) time.Duration { return costmodel.Duration(s) }
 
-// FreeAt is when the pool is expected to be free: the modelled end of the
-// step that holds it (its start, or now for one not started yet, plus its
-// modelled duration on its nodes), and now when no step holds it or the
+// FreeAt is when the pool is expected to be free: the latest modelled end
+// of the steps that hold it (Held), and now when no step holds it or every
 // modelled end has passed.
 func FreeAt(queries []Query, now time.Time) time.Time {
 	free := now
+	eachHeld(queries, now, func(_ *Query, _ Attempt, end time.Time) {
+		if end.After(free) {
+			free = end
+		}
+	})
+	return free
+}
+
+// Held is every launched step that holds the pool, with its query, its
+// nodes and when it is expected to free them, in seconds after now (0 once
+// its modelled end has passed).
+func Held(queries []Query, now time.Time) []planner.HeldStep {
+	var out []planner.HeldStep
+	eachHeld(queries, now, func(q *Query, a Attempt, end time.Time) {
+		out = append(out, planner.HeldStep{Query: q.Name, Nodes: a.Nodes, FreeAt: max(end.Sub(now).Seconds(), 0)})
+	})
+	return out
+}
+
+// eachHeld calls f with every launched step that holds the pool, its query
+// and its modelled end: its start, or now for one not started yet, plus
+// its modelled duration on its nodes.
+func eachHeld(queries []Query, now time.Time, f func(q *Query, a Attempt, end time.Time)) {
+	eachHolding(queries, func(q *Query, a Attempt, step Step) {
+		start := a.Started
+		if start.IsZero() || start.After(now) {
+			start = now
+		}
+		f(q, a, start.Add(seconds(q.attemptSeconds(a, step, queries))))
+	})
+}
+
+// Busy is how many of the pool's nodes the queries' launched steps hold:
+// the nodes of every attempt Pending or Running.
+func Busy(queries []Query) int {
+	busy := 0
+	eachHolding(queries, func(_ *Query, a Attempt, _ Step) { busy += a.Nodes })
+	return busy
+}
+
+// eachHolding calls f with every launched attempt that holds the pool
+// (Pending or Running), its query and its step.
+func eachHolding(queries []Query, f func(q *Query, a Attempt, step Step)) {
 	for i := range queries {
 		q := &queries[i]
 		hold := func(a Attempt, step Step) {
-			if !q.holdsPool(a, queries) {
-				return
-			}
-			start := a.Started
-			if start.IsZero() || start.After(now) {
-				start = now
-			}
-			if end := start.Add(seconds(q.attemptSeconds(a, step, queries))); end.After(free) {
-				free = end
+			if q.holdsPool(a, queries) {
+				f(q, a, step)
 			}
 		}
 		for k, b := range q.Batches {
@@ -849,37 +887,6 @@ func FreeAt(queries []Query, now time.Time) time.Time {
 		}
 		if q.Final != nil {
 			hold(*q.Final, Step{Kind: planner.StepFinal, Inputs: q.Final.Inputs})
-		}
-	}
-	return free
-}
-
-// Busy is how many of the pool's nodes the queries' launched steps hold:
-// the nodes of every attempt Pending or Running.
-func Busy(queries []Query) int {
-	busy := 0
-	eachHolding(queries, func(a Attempt) { busy += a.Nodes })
-	return busy
-}
-
-// eachHolding calls f with every launched attempt that holds the pool:
-// Pending or Running.
-func eachHolding(queries []Query, f func(Attempt)) {
-	for i := range queries {
-		q := &queries[i]
-		hold := func(a Attempt) {
-			if q.holdsPool(a, queries) {
-				f(a)
-			}
-		}
-		for _, b := range q.Batches {
-			hold(b.Attempt)
-		}
-		for _, p := range q.Partials {
-			hold(p)
-		}
-		if q.Final != nil {
-			hold(*q.Final)
 		}
 	}
 }

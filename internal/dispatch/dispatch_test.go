@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/laxity-dev/laxity/internal/costmodel"
 	"github.com/laxity-dev/laxity/internal/planner"
@@ -435,6 +436,33 @@ func TestHoldsThePoolForABatchAboutToBeReady(t *testing.T) {
 	}
 }
 
+// In a lane, the next step of the lane's plan goes first when it is on
+// time: the plan placed every ready time around it. Behind its planned
+// start, it no longer fits where the plan put it, and it does not make a
+// tighter query of its lane late.
+func TestALaneStepBehindItsPlanHoldsForATighterBatch(t *testing.T) {
+	lanes := settings
+	lanes.LaneNodes = []int{2, 2}
+	queries := func(start float64) []Query {
+		loose := inLane(query("a", 500, 300), 0)
+		loose.BatchSize = 300 // 4 s on 2 nodes
+		loose.Planned = []Planned{{Kind: planner.StepBatch, Start: at(start), Nodes: 2}}
+		// 950 of 1,000 tuples arrived; the window closes at 100 s, when
+		// its last batch (2 s) and final merge (1 s) can start.
+		tight := inLane(query("b", 104, 950, done(0, 900)), 0)
+		tight.ArrivalOf = func(tuples int64) (time.Time, bool) { return at(100), tuples <= 1000 }
+		tight.Planned = []Planned{{Kind: planner.StepBatch, Index: 1, Start: at(100), Nodes: 2}}
+		return []Query{loose, tight}
+	}
+	if got := Decide(at(99), lanes, queries(99), Pool{Ready: 2}); got.Launch == nil || got.Launch.Query != "a" {
+		t.Errorf("on time to its plan: decision %+v, want a's batch launched", got)
+	}
+	got := Decide(at(99), lanes, queries(60), Pool{Ready: 2})
+	if got.Launch != nil || !strings.Contains(got.Why, "holding the pool for query b") {
+		t.Errorf("39 s behind its plan: decision %+v, want the lane held for b", got)
+	}
+}
+
 func TestFreeAt(t *testing.T) {
 	running := func(started float64, nodes int) Batch {
 		return Batch{From: 0, To: 100, Attempt: Attempt{State: Running, Started: at(started), Nodes: nodes}}
@@ -458,6 +486,24 @@ func TestFreeAt(t *testing.T) {
 		if got := FreeAt(tc.queries, at(tc.now)); !got.Equal(at(tc.want)) {
 			t.Errorf("%s: FreeAt = %v, want %v", tc.name, got.Sub(t0).Seconds(), tc.want)
 		}
+	}
+}
+
+// Held names every step that holds the pool, with its nodes and its
+// modelled end from now: what a re-plan side by side starts each lane
+// after.
+func TestHeld(t *testing.T) {
+	running := Batch{From: 0, To: 100, Attempt: Attempt{State: Running, Started: at(10), Nodes: 2}}
+	merging := query("m", 200, 1000, done(0, 100))
+	merging.Final = &Attempt{State: Pending, Nodes: 4, Inputs: 1}
+	overdue := query("o", 200, 100, running)
+	got := Held([]Query{query("a", 200, 100, running), query("idle", 200, 100, done(0, 100)), merging}, at(11))
+	want := []planner.HeldStep{{Query: "a", Nodes: 2, FreeAt: 1}, {Query: "m", Nodes: 4, FreeAt: 1}}
+	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("Held (-want +got):\n%s", diff)
+	}
+	if got := Held([]Query{overdue}, at(30)); len(got) != 1 || got[0].FreeAt != 0 {
+		t.Errorf("an overdue step: Held = %+v, want it free now", got)
 	}
 }
 

@@ -129,11 +129,14 @@ by default:
 Side by side, dispatch launches a lane's step when the nodes planned for
 it are free, on those nodes (on more of its lane's free nodes once it runs
 behind its plan), and keeps the nodes another lane's next planned step
-needs. Lanes bill a third less at 4x; they miss a few deadlines where one
-step at a time misses none: a query's last batch, cut small for its lane,
-cannot take the whole pool to catch up as a step one at a time does, and a
-re-plan late in the window waits for every running step to end. That is
-why ` + "`Sequential`" + ` stays the default.
+needs. A re-plan made while steps run starts each lane when its own
+queries' steps end, and asks for their nodes until then. Lanes bill a
+third less at 4x; they miss a few deadlines where one step at a time
+misses none: a lane runs its queries' steps on a few nodes each, so a
+step that runs long delays the rest of its lane by more seconds than on
+the whole pool, and a query's last batch, cut small for its lane, cannot
+take the whole pool to catch up as a step one at a time does. That is why
+` + "`Sequential`" + ` stays the default.
 
 Against an exact optimum with steps side by side:
 ` + "`TestPlannerSideBySideAgainstTheOptimum`" + ` in internal/planner searches,

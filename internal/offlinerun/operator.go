@@ -224,7 +224,7 @@ func (o *Operator) snapshot(obs Observation) (*pass.Snapshot, error) {
 			own[q.Name] = learned
 		}
 	}
-	w := replan.WithOrigin(o.pricedWith(own), obs.Now)
+	w := planner.WithOrigin(o.pricedWith(own), obs.Now)
 	previous := o.previousReady
 	if !o.passed {
 		// The operator's first pass takes the ready count it sees as the

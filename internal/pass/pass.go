@@ -561,8 +561,8 @@ func PricePoints(plan *planner.QueryPlan, sizes []int) []learn.Observation {
 
 // SearchInput is what a plan search made at a pass starts from
 // (replan.Plan): the workload of the unfinished queries, what was observed
-// of each, the pool as it is now and how long the step holding it is
-// expected to take still (seconds).
+// of each, the pool as it is now with the launched steps that hold it, and
+// how long the last of those is expected to take still (seconds).
 type SearchInput struct {
 	Workload planner.Workload
 	Observed map[string]replan.Observed
@@ -602,7 +602,9 @@ func Search(s *Snapshot) SearchInput {
 	}
 	w := s.Workload
 	w.Queries = slices.DeleteFunc(slices.Clone(w.Queries), func(pq planner.Query) bool { return finished[pq.Name] })
-	return SearchInput{Workload: w, Observed: observed, Nodes: s.nodesNow(), Busy: dispatch.FreeAt(holding, s.Now).Sub(s.Now).Seconds()}
+	nodes := s.nodesNow()
+	nodes.Held = dispatch.Held(holding, s.Now)
+	return SearchInput{Workload: w, Observed: observed, Nodes: nodes, Busy: dispatch.FreeAt(holding, s.Now).Sub(s.Now).Seconds()}
 }
 
 // nodesNow is the pool as it is now, for a plan made now: the ready nodes,

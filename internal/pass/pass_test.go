@@ -9,7 +9,6 @@ import (
 	"github.com/laxity-dev/laxity/internal/costmodel"
 	"github.com/laxity-dev/laxity/internal/dispatch"
 	"github.com/laxity-dev/laxity/internal/planner"
-	"github.com/laxity-dev/laxity/internal/replan"
 )
 
 var origin = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -48,7 +47,7 @@ func midWindow(t *testing.T, w planner.Workload, now time.Duration) *Snapshot {
 	}
 	at := origin.Add(now)
 	s := &Snapshot{
-		Now: at, Workload: replan.WithOrigin(w, at), Inputs: "specs",
+		Now: at, Workload: planner.WithOrigin(w, at), Inputs: "specs",
 		Plan: &Plan{Doc: doc, Inputs: "specs", Reason: Initial, Models: ModelsOf(w)},
 		Lead: time.Minute,
 		Rules: Rules{

@@ -36,6 +36,7 @@ func planAlone(ctx context.Context, w Workload) (Document, error) {
 	if err != nil || !w.Planning.Concurrent || w.Planning.GridOnly {
 		return best, err
 	}
+	best = withHeld(best, w)
 	grid := best.Candidates
 	var late *Document
 	for lanes := 2; lanes <= min(maxLanes, len(w.Queries)); lanes++ {
@@ -46,6 +47,7 @@ func planAlone(ctx context.Context, w Workload) (Document, error) {
 		if err != nil {
 			return Document{}, err
 		}
+		doc = withHeld(doc, w)
 		switch {
 		case !ok:
 		case doc.Chosen.Feasible:
@@ -128,7 +130,7 @@ func planLanes(ctx context.Context, w Workload, lanes int, grid []Candidate, lat
 	}
 	lane := laneOf(w, lanes)
 	docs := make([]Document, lanes)
-	pools := lanePools(w.Pool, lanes, share)
+	pools := lanePools(w, lane, lanes, share)
 	for k := range lanes {
 		lw := w
 		lw.Planning.Concurrent = false
@@ -163,14 +165,16 @@ func planLanes(ctx context.Context, w Workload, lanes int, grid []Candidate, lat
 	return joinLanes(w, docs, grid), true, nil
 }
 
-// lanePools are pool split among lanes of share nodes each: the idle
-// nodes are the first lane's; the nodes ready now, then those on their
-// way, are dealt to the lanes in turn, the smallest size at a time, up to a
-// share each, so that every lane can run a step without waiting a lead
-// time; every lane may ask for more a lead time from now. A plan made
-// before its window (no PoolNow) has every lane's nodes there when it
-// starts, as a plan one step at a time does.
-func lanePools(pool Pool, lanes, share int) []Pool {
+// lanePools are pool split among lanes of share nodes each, lane[i] the
+// lane of w's query i: the idle nodes are the first lane's; the nodes held
+// by a lane's own steps (heldOf) stay its own; the other nodes ready now,
+// then those on their way, are dealt to the lanes in turn, the smallest
+// size at a time, up to a share each, so that every lane can run a step
+// without waiting a lead time; every lane may ask for more a lead time
+// from now. A plan made before its window (no PoolNow) has every lane's
+// nodes there when it starts, as a plan one step at a time does.
+func lanePools(w Workload, lane []int, lanes, share int) []Pool {
+	pool := w.Pool
 	out := make([]Pool, lanes)
 	for k := range out {
 		out[k] = pool
@@ -182,15 +186,62 @@ func lanePools(pool Pool, lanes, share int) []Pool {
 	if pool.Now == nil {
 		return out
 	}
+	held, own := heldOf(w, lane, lanes, share)
+	ready := make([]int, lanes)
+	left := pool.Now.Ready
+	for k := range ready {
+		ready[k] = min(own[k], left)
+		left -= ready[k]
+	}
 	unit := max(pool.Sizes[0], 1)
-	ready := deal(pool.Now.Ready, lanes, share, unit)
+	for k, n := range deal(left, lanes, share, unit, ready...) {
+		ready[k] += n
+	}
 	coming := deal(max(pool.Now.Requested-pool.Now.Ready, 0), lanes, share, unit, ready...)
 	for k := range out {
 		now := *pool.Now
-		now.Ready, now.Requested = ready[k], ready[k]+coming[k]
+		now.Ready, now.Requested, now.Held = ready[k], ready[k]+coming[k], held[k]
 		out[k].Now = &now
 	}
 	return out
+}
+
+// heldOf splits the steps launched before the plan that still hold nodes
+// among the lanes (lane[i] the lane of w's query i): a lane starts when
+// its queries' held steps free their nodes, which are its own (own, by
+// lane), and the other lanes need not wait for them. A held step of no
+// lane's query (a shared step, planned under its group's name), or held
+// steps of one lane that hold more than its share, hold nodes the other
+// lanes would run on: every lane waits for those.
+func heldOf(w Workload, lane []int, lanes, share int) (held [][]HeldStep, own []int) {
+	held, own = make([][]HeldStep, lanes), make([]int, lanes)
+	laneOfQuery := make(map[string]int, len(w.Queries))
+	for i, q := range w.Queries {
+		laneOfQuery[q.Name] = lane[i]
+	}
+	var everyLane []HeldStep
+	for _, h := range w.Pool.Now.Held {
+		if h.FreeAt <= 0 {
+			continue
+		}
+		k, ok := laneOfQuery[h.Query]
+		if !ok {
+			everyLane = append(everyLane, h)
+			continue
+		}
+		held[k] = append(held[k], h)
+		own[k] += h.Nodes
+	}
+	for k := range held {
+		if own[k] > share {
+			everyLane = append(everyLane, held[k]...)
+			held[k], own[k] = nil, 0
+		}
+	}
+	for k := range held {
+		held[k] = append(held[k], everyLane...)
+	}
+	return held, own
 }
 
 // deal is nodes dealt to lanes in turn, unit at a time (what is left of

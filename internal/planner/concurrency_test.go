@@ -3,6 +3,8 @@ package planner
 import (
 	"fmt"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestConcurrentTPCHSample plans the sample at 1, 2 and 4 times its rate
@@ -47,6 +49,78 @@ func TestConcurrentTPCHSample(t *testing.T) {
 					t.Errorf("in lanes the plan bills %.3f× the plan one step at a time, more than %.2f×", ratio, g)
 				}
 			})
+		}
+	}
+}
+
+// A re-plan made while steps run (PoolNow.Held): one step at a time, the
+// plan starts when the last of them ends; in lanes, a lane waits only for
+// its own queries' steps, and the other lanes start on the free nodes.
+func TestHeldStepsStartOnlyTheirLanes(t *testing.T) {
+	w := goldenWorkload(t, "tpch-tpch")
+	for i := range w.Queries {
+		w.Queries[i].Rates = []RateSegment{{TuplesPerSecond: 4 * w.Queries[i].Rates[0].TuplesPerSecond}}
+		w.Queries[i].Margin = 0.25
+	}
+	const freeAt = 900.0
+	held := w.Queries[0].Name
+	w.Pool.Now = &PoolNow{Ready: 4, Requested: 4, MoreBy: w.Pool.ProvisioningLeadTime, Held: []HeldStep{{Query: held, Nodes: 2, FreeAt: freeAt}}}
+	seq, err := Plan(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !seq.Origin.Equal(w.Origin) {
+		t.Errorf("one step at a time: origin %v, want the workload's %v", seq.Origin, w.Origin)
+	}
+	for _, s := range seq.Steps {
+		if s.Start < freeAt {
+			t.Fatalf("one step at a time: %s %s %d starts at %.1f s, before the held step ends at %.0f s", s.Query, s.Kind, s.Index, s.Start, freeAt)
+		}
+	}
+	w.Planning.Concurrent = true
+	conc, err := Plan(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conc.Chosen.Lanes < 2 {
+		t.Fatalf("the plan runs in %d lanes, want steps side by side", conc.Chosen.Lanes)
+	}
+	before := 0
+	for _, s := range conc.Steps {
+		switch {
+		case s.Query == held && s.Start < freeAt:
+			t.Errorf("in lanes: %s %s %d starts at %.1f s, before its own held step ends at %.0f s", s.Query, s.Kind, s.Index, s.Start, freeAt)
+		case s.Start < freeAt:
+			before++
+		}
+	}
+	if before == 0 {
+		t.Errorf("in lanes no step starts before %.0f s: the lanes without a held step waited for it", freeAt)
+	}
+}
+
+func TestHeldOf(t *testing.T) {
+	w := Workload{Queries: []Query{{Name: "a"}, {Name: "b"}, {Name: "c"}}}
+	lane := []int{0, 1, 1}
+	for _, tc := range []struct {
+		name string
+		held []HeldStep
+		want [][]HeldStep
+		own  []int
+	}{
+		{"nothing held", nil, [][]HeldStep{nil, nil}, []int{0, 0}},
+		{"a lane's own step", []HeldStep{{"b", 2, 30}}, [][]HeldStep{nil, {{"b", 2, 30}}}, []int{0, 2}},
+		{"ended by now", []HeldStep{{"b", 2, 0}}, [][]HeldStep{nil, nil}, []int{0, 0}},
+		{"no lane's query", []HeldStep{{"shared", 2, 30}}, [][]HeldStep{{{"shared", 2, 30}}, {{"shared", 2, 30}}}, []int{0, 0}},
+		{"more than the lane's share", []HeldStep{{"a", 2, 10}, {"b", 2, 30}, {"c", 4, 20}}, [][]HeldStep{{{"a", 2, 10}, {"b", 2, 30}, {"c", 4, 20}}, {{"b", 2, 30}, {"c", 4, 20}}}, []int{2, 0}},
+	} {
+		w.Pool.Now = &PoolNow{Held: tc.held}
+		held, own := heldOf(w, lane, 2, 4)
+		if diff := cmp.Diff(tc.want, held); diff != "" {
+			t.Errorf("%s: held (-want +got):\n%s", tc.name, diff)
+		}
+		if diff := cmp.Diff(tc.own, own); diff != "" {
+			t.Errorf("%s: own (-want +got):\n%s", tc.name, diff)
 		}
 	}
 }

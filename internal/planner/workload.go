@@ -106,6 +106,34 @@ type PoolNow struct {
 	// MoreBy is when more nodes can be there, in seconds after the origin:
 	// the provisioning lead time after they are asked for, now.
 	MoreBy float64
+	// Held are the steps launched before the origin that still hold some
+	// of the ready or requested nodes. A plan one step at a time starts
+	// when the last of them frees its nodes; a plan in lanes starts each
+	// lane when the held steps of its queries free theirs (see heldOf).
+	// Empty, the pool is free at the origin.
+	Held []HeldStep
+}
+
+// HeldStep is a step launched before the plan's origin that holds nodes:
+// its query (the first member of a shared step), its nodes and when it is
+// expected to free them, in seconds after the origin (0 or less: at the
+// origin).
+type HeldStep struct {
+	Query  string
+	Nodes  int
+	FreeAt float64
+}
+
+// freeAt is when every held step has freed its nodes, in seconds after the
+// origin; 0 when none holds any past it.
+func (p *PoolNow) freeAt() float64 {
+	free := 0.0
+	if p != nil {
+		for _, h := range p.Held {
+			free = max(free, h.FreeAt)
+		}
+	}
+	return free
 }
 
 // readyAt is when nodes nodes can be there, in seconds after the origin.

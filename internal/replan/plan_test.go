@@ -139,6 +139,38 @@ func TestPlanStartsWhenThePoolIsFree(t *testing.T) {
 	}
 }
 
+// Side by side, with the steps that hold the pool known, the plan starts
+// now: the planner starts each lane when its own queries' steps end (see
+// planner.PoolNow.Held). One step at a time, or without them, it starts
+// when the pool is free, as above.
+func TestPlanSideBySideStartsNow(t *testing.T) {
+	w, observed := midWindow()
+	nodes := replan.NodesNow(w, 8, 8, 0)
+	nodes.Held = []planner.HeldStep{{Query: w.Queries[0].Name, Nodes: 2, FreeAt: 50}}
+	for _, tc := range []struct {
+		name       string
+		concurrent bool
+		want       float64
+	}{
+		{"one step at a time", false, 50},
+		{"side by side", true, 0},
+	} {
+		w.Planning.Concurrent = tc.concurrent
+		doc, _, err := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, nodes, 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := doc.Origin.Sub(w.Origin).Seconds(); got != tc.want {
+			t.Errorf("%s: origin now+%gs, want now+%gs", tc.name, got, tc.want)
+		}
+		for _, s := range doc.Steps {
+			if s.Query == w.Queries[0].Name && s.Start+tc.want < 50-1e-9 {
+				t.Errorf("%s: %s %d of %s starts at now+%gs, before its held step ends at now+50s", tc.name, s.Kind, s.Index, s.Query, s.Start+tc.want)
+			}
+		}
+	}
+}
+
 func TestResolution(t *testing.T) {
 	if got := replan.Resolution(300, 180); got != 300.0/180 {
 		t.Errorf("Resolution(300, 180) = %v", got)

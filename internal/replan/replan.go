@@ -26,7 +26,6 @@ package replan
 import (
 	"context"
 	"math"
-	"time"
 
 	"github.com/laxity-dev/laxity/internal/costmodel"
 	"github.com/laxity-dev/laxity/internal/planner"
@@ -160,7 +159,11 @@ func Compare(o Observed, declared, assumed, factor float64, r Rates) Verdict {
 // seconds from now (0 when the pool is free), on the pool as it is (pool,
 // from now; see planner.PoolNow): a step runs on a size only once that many
 // nodes can be there, so the plan is executable as made. Every tuple that
-// arrives until the plan's origin is taken as waiting there.
+// arrives until the plan's origin is taken as waiting there. With
+// Planning.Concurrent and the steps that hold the pool in pool.Held, the
+// plan starts now instead: the planner starts a plan one step at a time
+// when the last of them ends, and each lane of a plan side by side when
+// its own queries' steps end, since the other lanes' nodes are free.
 //
 // The document's SearchSeconds is left for the caller, who has a clock.
 func Plan(w planner.Workload, observed map[string]Observed, r Rates, pool planner.PoolNow, busy float64) (planner.Document, map[string]float64, error) {
@@ -171,6 +174,13 @@ func Plan(w planner.Workload, observed map[string]Observed, r Rates, pool planne
 // before the search does, the error wraps planner.ErrSearchBudget.
 func PlanContext(ctx context.Context, w planner.Workload, observed map[string]Observed, r Rates, pool planner.PoolNow, busy float64) (planner.Document, map[string]float64, error) {
 	ahead := max(busy, 0)
+	if w.Planning.Concurrent && len(pool.Held) > 0 && !w.Planning.GridOnly {
+		// Side by side, a lane whose queries hold no node starts now, and
+		// the others when their own steps end (planner.PoolNow.Held).
+		ahead = 0
+	} else {
+		pool.Held = nil
+	}
 	pool.RequestedBy = max(pool.RequestedBy-ahead, 0)
 	pool.MoreBy = max(pool.MoreBy-ahead, 0)
 	w.Pool.Now = &pool
@@ -189,7 +199,7 @@ func NodesNow(w planner.Workload, ready, requested int, requestedBy float64) pla
 // arrivals and launches observed at now.
 func planFrom(ctx context.Context, w planner.Workload, observed map[string]Observed, r Rates, ahead float64) (planner.Document, map[string]float64, error) {
 	if ahead > 0 {
-		w = WithOrigin(w, w.Origin.Add(costmodel.Duration(ahead)))
+		w = planner.WithOrigin(w, w.Origin.Add(costmodel.Duration(ahead)))
 	}
 	assumed := map[string]float64{}
 	rebased := map[string]Progress{}
@@ -225,20 +235,6 @@ func planFrom(ctx context.Context, w planner.Workload, observed map[string]Obser
 		}
 	}
 	return doc, assumed, nil
-}
-
-// WithOrigin is w with its times measured from origin instead of w.Origin.
-func WithOrigin(w planner.Workload, origin time.Time) planner.Workload {
-	ahead := origin.Sub(w.Origin).Seconds()
-	w.Origin = origin
-	w.Queries = append([]planner.Query(nil), w.Queries...)
-	for i := range w.Queries {
-		q := &w.Queries[i]
-		q.WindowStart -= ahead
-		q.WindowEnd -= ahead
-		q.Deadline -= ahead
-	}
-	return w
 }
 
 // Remaining re-bases pq, whose window had opened elapsed seconds before

@@ -119,7 +119,7 @@ func TestNodesNowKeepsRequestsWithinTheLeadTime(t *testing.T) {
 		{"expected after new ones", 2, 4, 500, planner.PoolNow{Ready: 2, Requested: 4, RequestedBy: 120, MoreBy: 120}},
 		{"fewer requested than ready", 4, 2, 0, planner.PoolNow{Ready: 4, Requested: 4, MoreBy: 120}},
 	} {
-		if got := NodesNow(w, tc.ready, tc.requested, tc.requestedBy); got != tc.want {
+		if got := NodesNow(w, tc.ready, tc.requested, tc.requestedBy); !cmp.Equal(got, tc.want) {
 			t.Errorf("%s: NodesNow = %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
