@@ -204,6 +204,13 @@ func (w *world) poolRequested(ctx context.Context, es *laxityv1alpha1.ElasticSch
 func (w *world) reconcileQueries(ctx context.Context, now time.Time, iq *IntermittentQueryReconciler) {
 	var queries laxityv1alpha1.IntermittentQueryList
 	Expect(k8sClient.List(ctx, &queries, client.InNamespace(w.ns))).To(Succeed())
+	if w.caughtUp == nil {
+		// What the queries share is read once for all of them, as from
+		// the manager's cache once it has caught up.
+		direct := iq.Client
+		iq.Client = newTickReader(direct)
+		defer func() { iq.Client = direct }()
+	}
 	for i := range queries.Items {
 		res, err := iq.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&queries.Items[i])})
 		Expect(err).NotTo(HaveOccurred())
