@@ -311,7 +311,7 @@ func (r *ElasticScheduleReconciler) searchFor(v *view) (search, error) {
 	rules, clk := spec.RateRules(v.es), r.Clock
 	return func(ctx context.Context) (planner.Document, map[string]float64, error) {
 		started := clk.Now()
-		doc, assumed, err := replan.PlanContext(ctx, in.Workload, in.Observed, rules, in.Nodes, in.Busy)
+		doc, assumed, err := replan.PlanContext(ctx, in.Workload, in.Observed, rules, in.Nodes)
 		doc.SearchSeconds = clk.Since(started).Seconds()
 		return doc, assumed, err
 	}, nil

@@ -256,7 +256,7 @@ func (o *Operator) pricedWith(own map[string][]learn.Observation) planner.Worklo
 // pass does (pass.Search, replan.Plan), and makes it the plan in force.
 func (o *Operator) replan(snap *pass.Snapshot, reason string) (*pass.Plan, error) {
 	in := pass.Search(snap)
-	doc, assumed, err := replan.Plan(in.Workload, in.Observed, o.rules.Rates, in.Nodes, in.Busy)
+	doc, assumed, err := replan.Plan(in.Workload, in.Observed, o.rules.Rates, in.Nodes)
 	if err != nil {
 		return nil, fmt.Errorf("offlinerun: re-planning (%s) at %s: %w", reason, snap.Now.Format(time.RFC3339), err)
 	}

@@ -561,13 +561,12 @@ func PricePoints(plan *planner.QueryPlan, sizes []int) []learn.Observation {
 
 // SearchInput is what a plan search made at a pass starts from
 // (replan.Plan): the workload of the unfinished queries, what was observed
-// of each, the pool as it is now with the launched steps that hold it, and
-// how long the last of those is expected to take still (seconds).
+// of each, and the pool as it is now with the launched steps that hold it
+// and when each is expected to end (Nodes.Held).
 type SearchInput struct {
 	Workload planner.Workload
 	Observed map[string]replan.Observed
 	Nodes    planner.PoolNow
-	Busy     float64
 }
 
 // Search is what a plan search made now starts from: the observed progress
@@ -604,7 +603,7 @@ func Search(s *Snapshot) SearchInput {
 	w.Queries = slices.DeleteFunc(slices.Clone(w.Queries), func(pq planner.Query) bool { return finished[pq.Name] })
 	nodes := s.nodesNow()
 	nodes.Held = dispatch.Held(holding, s.Now)
-	return SearchInput{Workload: w, Observed: observed, Nodes: nodes, Busy: dispatch.FreeAt(holding, s.Now).Sub(s.Now).Seconds()}
+	return SearchInput{Workload: w, Observed: observed, Nodes: nodes}
 }
 
 // nodesNow is the pool as it is now, for a plan made now: the ready nodes,

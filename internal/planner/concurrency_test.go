@@ -97,6 +97,27 @@ func TestHeldStepsStartOnlyTheirLanes(t *testing.T) {
 	if before == 0 {
 		t.Errorf("in lanes no step starts before %.0f s: the lanes without a held step waited for it", freeAt)
 	}
+	// Until the held step ends, the pool holds its 2 nodes beside the
+	// steps the lanes start, and is asked for them.
+	for _, s := range conc.Steps {
+		if s.Start >= freeAt {
+			continue
+		}
+		running := 2
+		for _, o := range conc.Steps {
+			if o.Start <= s.Start && o.End > s.Start {
+				running += o.Nodes
+			}
+		}
+		if got := levelAt(conc.Nodes, s.Start); got < running {
+			t.Errorf("in lanes at %.1f s the node timeline holds %d nodes, the held step and the running steps %d", s.Start, got, running)
+		}
+	}
+	// One step at a time, the plan starts when the held step ends, and
+	// until then the pool is asked for the plan's first level.
+	if got := seq.Requests[0]; got.At < freeAt || got.Nodes < 2 {
+		t.Errorf("one step at a time the requests start at %.1f s with %d nodes, want at %.0f s with at least the held step's 2", got.At, got.Nodes, freeAt)
+	}
 }
 
 func TestHeldOf(t *testing.T) {

@@ -51,7 +51,7 @@ func TestPlanContinuesFromTheObservedProgress(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, observed := midWindow()
-			doc, assumed, err := replan.Plan(w, observed, tc.rates, replan.NodesNow(w, 8, 8, 0), 0)
+			doc, assumed, err := replan.Plan(w, observed, tc.rates, replan.NodesNow(w, 8, 8, 0))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +96,7 @@ func TestPlanWaitsForNodesThatAreNotReady(t *testing.T) {
 		{"coming in 30 s", 0, 8, 30, 30},
 		{"ready", 8, 8, 0, 0},
 	} {
-		doc, _, err := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, replan.NodesNow(w, tc.ready, tc.requested, tc.requestedBy), 0)
+		doc, _, err := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, replan.NodesNow(w, tc.ready, tc.requested, tc.requestedBy))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,9 @@ func TestPlanStartsWhenThePoolIsFree(t *testing.T) {
 		{"too few ready nodes", 0, 50, 50},
 		{"busier than the lead time", 0, 200, 200},
 	} {
-		doc, _, err := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, replan.NodesNow(w, tc.ready, tc.ready, 0), tc.busy)
+		nodes := replan.NodesNow(w, tc.ready, tc.ready, 0)
+		nodes.Held = []planner.HeldStep{{Query: w.Queries[0].Name, Nodes: tc.ready, FreeAt: tc.busy}}
+		doc, _, err := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, nodes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +158,7 @@ func TestPlanSideBySideStartsNow(t *testing.T) {
 		{"side by side", true, 0},
 	} {
 		w.Planning.Concurrent = tc.concurrent
-		doc, _, err := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, nodes, 50)
+		doc, _, err := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, nodes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,7 +272,7 @@ func TestPlanTakesARateWithinTheNoiseAsDeclared(t *testing.T) {
 	o := observed["q"]
 	o.Measured, o.Resolution = 150, 5 // declared 100/s: noise 5·√(100·5) = 112/s
 	observed["q"] = o
-	doc, assumed, err := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, replan.NodesNow(w, 8, 8, 0), 0)
+	doc, assumed, err := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, replan.NodesNow(w, 8, 8, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +284,7 @@ func TestPlanTakesARateWithinTheNoiseAsDeclared(t *testing.T) {
 	}
 	o.Resolution = 0.5 // now 150/s is faster than the measurement can blur (35/s)
 	observed["q"] = o
-	if _, assumed, _ := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, replan.NodesNow(w, 8, 8, 0), 0); assumed["q"] != 150 {
+	if _, assumed, _ := replan.Plan(w, observed, replan.Rates{Pessimistic: true}, replan.NodesNow(w, 8, 8, 0)); assumed["q"] != 150 {
 		t.Errorf("assumed %v, want 150/s", assumed)
 	}
 }

@@ -155,25 +155,27 @@ func Compare(o Observed, declared, assumed, factor float64, r Rates) Verdict {
 // supported rate is relative to (see Compare). w.Planning.RuntimeMargin and
 // the rest of the workload are taken as they are.
 //
-// The plan starts when the step that holds the pool is expected to end, busy
-// seconds from now (0 when the pool is free), on the pool as it is (pool,
+// The plan starts when the steps that hold the pool (pool.Held) are
+// expected to end (now when none does), on the pool as it is (pool,
 // from now; see planner.PoolNow): a step runs on a size only once that many
 // nodes can be there, so the plan is executable as made. Every tuple that
 // arrives until the plan's origin is taken as waiting there. With
-// Planning.Concurrent and the steps that hold the pool in pool.Held, the
-// plan starts now instead: the planner starts a plan one step at a time
+// Planning.Concurrent, the plan starts now instead: the planner starts a plan one step at a time
 // when the last of them ends, and each lane of a plan side by side when
 // its own queries' steps end, since the other lanes' nodes are free.
 //
 // The document's SearchSeconds is left for the caller, who has a clock.
-func Plan(w planner.Workload, observed map[string]Observed, r Rates, pool planner.PoolNow, busy float64) (planner.Document, map[string]float64, error) {
-	return PlanContext(context.Background(), w, observed, r, pool, busy)
+func Plan(w planner.Workload, observed map[string]Observed, r Rates, pool planner.PoolNow) (planner.Document, map[string]float64, error) {
+	return PlanContext(context.Background(), w, observed, r, pool)
 }
 
 // PlanContext is Plan within ctx, as planner.PlanContext: when ctx ends
 // before the search does, the error wraps planner.ErrSearchBudget.
-func PlanContext(ctx context.Context, w planner.Workload, observed map[string]Observed, r Rates, pool planner.PoolNow, busy float64) (planner.Document, map[string]float64, error) {
-	ahead := max(busy, 0)
+func PlanContext(ctx context.Context, w planner.Workload, observed map[string]Observed, r Rates, pool planner.PoolNow) (planner.Document, map[string]float64, error) {
+	ahead := 0.0
+	for _, h := range pool.Held {
+		ahead = max(ahead, h.FreeAt)
+	}
 	if w.Planning.Concurrent && len(pool.Held) > 0 && !w.Planning.GridOnly {
 		// Side by side, a lane whose queries hold no node starts now, and
 		// the others when their own steps end (planner.PoolNow.Held).
