@@ -85,6 +85,13 @@ verify: manifests generate ## Regenerate and fail on any diff; check purity, lay
 	diff config/rbac/role.yaml charts/laxity/files/manager-role.yaml
 	go run ./hack/chartdoc -check charts/laxity
 
+# The environment hack/test.sh runs in: the envtest control plane, the pinned
+# tools and the command that builds the local cluster's binaries.
+TEST_ENV = KUBEBUILDER_ASSETS="$$(KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN))" \
+	HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" CLUSTER_BINARIES="$(CLUSTER_BINARIES) $(LOCALBIN)" \
+	KUBE_VERSION=$(ENVTEST_K8S_VERSION) PROMETHEUS_VERSION=$(PROMETHEUS_VERSION) \
+	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" GINKGO_TEST_FLAGS="$(GINKGO_TEST_FLAGS)"
+
 .PHONY: envtest
 envtest: ## Build the envtest control plane (kube-apiserver, etcd) from Go modules, once per machine.
 	@KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN) >/dev/null
@@ -94,12 +101,12 @@ cluster-binaries: ## Build the local cluster's kube-scheduler, kube-controller-m
 	@$(CLUSTER_BINARIES) $(LOCALBIN) >/dev/null
 
 .PHONY: test
-test: envtest $(HELM) $(KUSTOMIZE) ## Run all tests: unit, property, fuzz seeds, the reference Spark job's Python tests, the chart's alert rules (promtool) and envtest suites (with the chart and kustomize manifests), with -race where goroutines run (hack/test.sh); the local-cluster suite beside them (building its binaries on first use); then the e2e suite (the built binary).
-	KUBEBUILDER_ASSETS="$$(KUBE_VERSION=$(ENVTEST_K8S_VERSION) ETCD_VERSION=$(ENVTEST_ETCD_VERSION) hack/envtest-binaries.sh $(LOCALBIN))" \
-	HELM="$(HELM)" KUSTOMIZE="$(KUSTOMIZE)" CLUSTER_BINARIES="$(CLUSTER_BINARIES) $(LOCALBIN)" \
-	KUBE_VERSION=$(ENVTEST_K8S_VERSION) PROMETHEUS_VERSION=$(PROMETHEUS_VERSION) \
-	GO_TEST_FLAGS="$(GO_TEST_FLAGS)" GINKGO_TEST_FLAGS="$(GINKGO_TEST_FLAGS)" \
-		hack/test.sh
+test: envtest $(HELM) $(KUSTOMIZE) ## Run the tests but the two slow suites: unit, property, fuzz seeds, the reference Spark job's Python tests, the chart's alert rules (promtool) and envtest suites (with the chart and kustomize manifests), with -race where goroutines run, and the experiments' claims tests (hack/test.sh). `make test-all` adds the local-cluster and e2e suites.
+	$(TEST_ENV) SKIP_CLUSTER=1 SKIP_E2E=1 hack/test.sh
+
+.PHONY: test-all
+test-all: envtest $(HELM) $(KUSTOMIZE) ## Run every test: those of `make test`, with the local-cluster suite beside them (`make e2e-cluster`, building its binaries on first use) and then the e2e suite (`make test-e2e`).
+	$(TEST_ENV) hack/test.sh
 
 .PHONY: test-python
 test-python: ## Run the reference Spark job's tests (examples/spark) with python3's unittest: parameters, input slices, idempotent results, the merge algebra and the SQL decomposition against SQLite; no Spark needed.

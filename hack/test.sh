@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test, as `make test` does:
+# Runs every test, as `make test-all` does (`make test` leaves out the two
+# slow suites, 1 and 4, with SKIP_CLUSTER=1 and SKIP_E2E=1):
 #
 #   1. the local-cluster suite (test/cluster: kube-scheduler,
 #      kube-controller-manager, KWOK and Karpenter, with laxity and its demo on
@@ -36,7 +37,8 @@
 # KUBE_VERSION and PROMETHEUS_VERSION (for the alert tests),
 # CLUSTER_BINARIES (the command that builds the local cluster's binaries and
 # prints their directory), GO_TEST_FLAGS, GINKGO_TEST_FLAGS,
-# CLUSTER_TEST_FLAGS; set SKIP_CLUSTER=1 to leave the local cluster out.
+# CLUSTER_TEST_FLAGS; set SKIP_CLUSTER=1 to leave the local cluster out and
+# SKIP_E2E=1 to leave the e2e suite out.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -177,10 +179,12 @@ if ((suites_status != 0 || cluster_status != 0)); then
 	exit 1
 fi
 
-t=${SECONDS}
-# shellcheck disable=SC2086
-go test ${GO_TEST_FLAGS} -tags e2e ./test/e2e/... ${GINKGO_TEST_FLAGS}
-phase "e2e suite" "${t}"
+if [[ "${SKIP_E2E:-}" != 1 ]]; then
+	t=${SECONDS}
+	# shellcheck disable=SC2086
+	go test ${GO_TEST_FLAGS} -tags e2e ./test/e2e/... ${GINKGO_TEST_FLAGS}
+	phase "e2e suite" "${t}"
+fi
 
 phase "all" "${started}"
 printf '%s\n' "${timings[@]}"

@@ -78,7 +78,7 @@ const (
 	// claimBound is how long Karpenter may take to create the NodeClaims
 	// for nodes laxity asked for: at most its BATCH_MAX_DURATION (10 s by
 	// default), the longest it gathers pending pods before it provisions.
-	// Under the full make test it once took 5.4 s; the plan's lead time
+	// Under the full make test-all it once took 5.4 s; the plan's lead time
 	// holds it, and whether the nodes came ahead of need is checked apart.
 	claimBound = 10 * time.Second
 )
