@@ -50,8 +50,9 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CustomResourceDefinitions and the manager's ClusterRole, and copy both into the chart.
+manifests: $(CONTROLLER_GEN) ## Generate CustomResourceDefinitions (also as JSON, which laxity plan embeds) and the manager's ClusterRole, and copy both into the chart.
 	$(CONTROLLER_GEN) crd paths="./api/..." output:crd:artifacts:config=config/crd/bases
+	go run ./hack/crdjson config/crd/bases config/crd/json
 	$(CONTROLLER_GEN) rbac:roleName=laxity-manager paths="./controllers/..." output:rbac:artifacts:config=config/rbac
 	mkdir -p charts/laxity/files/crds
 	rm -f charts/laxity/files/crds/*.yaml

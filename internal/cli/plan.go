@@ -131,6 +131,10 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 		set *manifest.Set
 		err error
 	)
+	// Every step template is checked against the SparkApplication CRD
+	// once the manifests are read; its validator is built meanwhile, on
+	// the other core.
+	go prepareSparkApplications()
 	if live {
 		set, err = o.cluster.read(cmd.Context())
 	} else {

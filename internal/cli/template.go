@@ -27,6 +27,14 @@ var sparkApplications = sync.OnceValues(func() (*manifest.Validator, error) {
 	return manifest.NewEmbeddedValidator(sparkApplicationsCRD)
 })
 
+// prepareSparkApplications builds the SparkApplication validator, so that
+// the first template checked does not wait for it.
+func prepareSparkApplications() {
+	if v, err := sparkApplications(); err == nil {
+		v.Prepare()
+	}
+}
+
 // checkTemplate renders q's first batch as a SparkApplication, as the
 // operator will, and validates it against the SparkApplication CRD: a
 // template that laxity's rendering or the CRD rejects is an error of the

@@ -124,7 +124,7 @@ func Read(files ...File) (*Set, error) {
 // the binary. Load and Read use one built once per process.
 func NewLaxityLoader() (*Loader, error) {
 	var validators []*Validator
-	for _, data := range crd.All() {
+	for _, data := range crd.AllJSON() {
 		v, err := NewEmbeddedValidator(data)
 		if err != nil {
 			return nil, fmt.Errorf("building laxity validators: %w", err)
