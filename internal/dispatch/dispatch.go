@@ -635,7 +635,9 @@ func (q *Query) holds(now time.Time, step Step) time.Duration {
 
 // blockedBy reports a query that launching step now would make late: its
 // next batch becomes ready before step ends, it could still meet its
-// deadline starting then, and it could not starting after step. Steps run
+// deadline starting then, and it could not starting after step, or would
+// spend its tail margin while q can wait for it and still meet its own
+// deadline. Steps run
 // one at a time and are not pre-empted, so least slack first among the
 // batches ready now can start a long batch of a loose query seconds before
 // the last batch of a tight one is ready at its window end. The plan, which
@@ -658,9 +660,22 @@ func blockedBy(now time.Time, sizes []int, pool Pool, queries []Query, q *Query,
 		// It could meet its deadline starting then; after step, it would eat
 		// into the tail margin its plan keeps, if not miss the deadline.
 		future := other.whole()
-		if future.Slack(ready, next, nodesBy(sizes, pool, step.Nodes, ready)) >= 0 && future.TailSlack(ends, next, step.Nodes) < 0 {
-			return other.Name, ready, true
+		then := nodesBy(sizes, pool, step.Nodes, ready)
+		if future.Slack(ready, next, then) < 0 || future.TailSlack(ends, next, step.Nodes) >= 0 {
+			continue
 		}
+		// Holding the pool is for a deadline, not for headroom alone: when
+		// the other query would still meet its deadline after step (only
+		// its tail margin is spent) and waiting for its batch would make
+		// this query late, step goes now.
+		if future.Slack(ends, next, step.Nodes) >= 0 {
+			next.Nodes = then
+			waited := ready.Add(future.holds(ready, next))
+			if self := q.whole(); self.Slack(waited, step, then) < 0 {
+				continue
+			}
+		}
+		return other.Name, ready, true
 	}
 	return "", time.Time{}, false
 }

@@ -667,7 +667,7 @@ func TestALastBatchHoldsThePoolForItsFinalMerge(t *testing.T) {
 
 // A tail margin makes dispatch hold the pool for the tight query's last
 // batch where its deadline alone would not (b could start after a's batch
-// and still just meet it), and never makes a query catch up on arrived
+// and still just meet it), unless waiting would make a late, and never makes a query catch up on arrived
 // tuples that its deadline alone does not call for: that adds a batch to
 // its tail.
 func TestTheTailMarginHoldsThePoolButCatchesUpByTheDeadline(t *testing.T) {
@@ -686,6 +686,22 @@ func TestTheTailMarginHoldsThePoolButCatchesUpByTheDeadline(t *testing.T) {
 	}
 	if got := Decide(at(99), settings, []Query{loose, tight(0.5)}, Pool{Ready: 2}); got.Launch != nil {
 		t.Errorf("a 50%% tail margin: decision %+v, want the pool held for b", got)
+	}
+	// The margin is headroom, not a deadline: a waits for b's tail only
+	// while it can still meet its own deadline after it. Its work left
+	// (the window's 1,000 tuples in batches of 300, and its final merge)
+	// takes 15 s: from 99 s it ends by 116 s, after b's 3 s from 100 s it
+	// does not.
+	hurried := func(deadline float64) Query {
+		q := query("a", deadline, 300)
+		q.BatchSize = 300
+		return q
+	}
+	if got := Decide(at(99), settings, []Query{hurried(116), tight(0.5)}, Pool{Ready: 2}); got.Launch == nil || got.Launch.Query != "a" {
+		t.Errorf("a late after waiting: decision %+v, want a's batch launched", got)
+	}
+	if got := Decide(at(99), settings, []Query{hurried(119), tight(0.5)}, Pool{Ready: 2}); got.Launch != nil {
+		t.Errorf("a in time after waiting: decision %+v, want the pool held for b", got)
 	}
 
 	behind := func(margin float64) Query {
