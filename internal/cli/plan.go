@@ -446,6 +446,11 @@ func planSchedule(ctx context.Context, set *manifest.Set, s manifest.ElasticSche
 		}
 		return planner.Workload{}, planner.Document{}, alternatives{}, &exitError{code: exitInvalid, err: errors.Join(errs...)}
 	}
+	if w.Planning.Concurrent {
+		// The bill one step at a time below reuses the plans one step at
+		// a time that this search makes.
+		ctx = planner.RememberOneAtATime(ctx)
+	}
 	started := time.Now()
 	doc, err := within(ctx, func() (planner.Document, error) { return planner.PlanContext(ctx, w) })
 	if errors.Is(err, planner.ErrSearchBudget) || errors.Is(err, context.DeadlineExceeded) {

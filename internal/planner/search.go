@@ -134,7 +134,12 @@ func planSequential(ctx context.Context, w Workload) (doc Document, err error) {
 
 // planSequentialShare is planSequential with the improvement phase's least
 // work scaled by share (prepared.improvementShare).
-func planSequentialShare(ctx context.Context, w Workload, share float64) (doc Document, err error) {
+func planSequentialShare(ctx context.Context, w Workload, share float64) (Document, error) {
+	return keptOneAtATime(ctx, w, share, func() (Document, error) { return searchSequentialShare(ctx, w, share) })
+}
+
+// searchSequentialShare is planSequentialShare without the plans kept.
+func searchSequentialShare(ctx context.Context, w Workload, share float64) (doc Document, err error) {
 	if now := w.Pool.Now; now != nil && len(now.Held) > 0 {
 		// One step at a time, the plan starts when the pool is free.
 		by := now.freeAt()
