@@ -40,6 +40,27 @@ func BenchmarkPlanProcessTPCH4xFine(b *testing.B) {
 	}
 }
 
+// BenchmarkPlanProcessTPCH4xFineSideBySide is BenchmarkPlanProcessTPCH4xFine
+// in units of 950 tuples with steps side by side allowed
+// (spec.planning.concurrency: Concurrent): the search in lanes, and the
+// bill one step at a time that laxity plan prints beside it.
+func BenchmarkPlanProcessTPCH4xFineSideBySide(b *testing.B) {
+	file := tpch4x(b, 950)
+	sample, err := os.ReadFile(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const factors = "\n    batchSizeFactors:"
+	if bytes.Count(sample, []byte(factors)) != 1 {
+		b.Fatalf("the sample does not set spec.planning.batchSizeFactors once")
+	}
+	sample = bytes.Replace(sample, []byte(factors), []byte("\n    concurrency: Concurrent"+factors), 1)
+	if err := os.WriteFile(file, sample, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	benchmarkPlanProcess(b, file)
+}
+
 // tpch4x writes the 13-query sample at four times its rate (38,000 tuples
 // a second) into a temporary file, with arrival units of unit tuples
 // instead of 9,500 when unit is not 0, and returns its path.
