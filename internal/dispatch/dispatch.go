@@ -316,6 +316,7 @@ func decideLanes(now time.Time, settings Settings, queries []Query, pool Pool) D
 		}
 		l.decision = decideOne(now, l.settings, l.idle, free)
 	}
+	lendDoneLanes(now, lanes, free)
 	var d Decision
 	var idle []string
 	for k := range lanes {
@@ -360,6 +361,50 @@ func decideLanes(now time.Time, settings Settings, queries []Query, pool Pool) D
 	return d
 }
 
+// lendDoneLanes lets a lane whose queries are all done run, on its free
+// nodes, the step of another lane's query that is behind its plan while
+// that lane is busy: steps ran slower than planned, and the late lane
+// would otherwise run its queue one step at a time beside idle nodes that
+// are paid for. Only steps behind their plan are lent a lane: a step on
+// time waits for its own lane, where the plan placed it.
+func lendDoneLanes(now time.Time, lanes []lane, free Pool) {
+	var waiting []Query
+	for k := range lanes {
+		if lanes[k].busy {
+			waiting = append(waiting, lanes[k].idle...)
+		}
+	}
+	if len(waiting) == 0 {
+		return
+	}
+	for k := range lanes {
+		l := &lanes[k]
+		if l.busy || l.decision.Launch != nil || len(l.queries) == 0 || !l.done() {
+			continue
+		}
+		lent := decideOne(now, l.settings, waiting, free)
+		if lent.Launch == nil {
+			continue
+		}
+		for i := range waiting {
+			if q := &waiting[i]; q.Name == lent.Launch.Query && q.behindPlan(now, *lent.Launch) {
+				l.decision = lent
+			}
+		}
+	}
+}
+
+// done reports whether every query of the lane has launched its final
+// merge: the lane has nothing of its own left to run.
+func (l *lane) done() bool {
+	for i := range l.queries {
+		if l.queries[i].Final == nil {
+			return false
+		}
+	}
+	return true
+}
+
 // lane is one lane's queries and decision as decideLanes weighs them:
 // busy while a step launched in it holds the pool; idle are its queries
 // with no step holding the pool, of which it launches.
@@ -378,10 +423,14 @@ type lane struct {
 // less the steps kept for up to then. why and until say what is kept for
 // first, and when it starts.
 func roomBeside(now time.Time, pool Pool, busy int, lanes []lane, k int, step Step) (int, string, time.Time) {
+	// The step's query is of lane k, or, lent lane k (lendDoneLanes), of
+	// another.
 	var q *Query
-	for i := range lanes[k].queries {
-		if lanes[k].queries[i].Name == step.Query {
-			q = &lanes[k].queries[i]
+	for j := range lanes {
+		for i := range lanes[j].queries {
+			if lanes[j].queries[i].Name == step.Query {
+				q = &lanes[j].queries[i]
+			}
 		}
 	}
 	ends := now.Add(seconds(q.stepSeconds(step, step.Nodes)))

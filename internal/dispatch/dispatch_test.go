@@ -853,6 +853,27 @@ func TestDecideInLanes(t *testing.T) {
 			want:    Decision{Launch: &Step{Query: "a", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 4, Fills: 4, SideBySide: true, Slack: 154 * time.Second}, Recheck: at(100)},
 		},
 		{
+			// Lane 0 is done and lane 1 busy with b: c, behind its plan,
+			// runs in lane 0 on its free nodes rather than wait for b.
+			name: "a done lane runs a late step of a busy one",
+			queries: []Query{
+				inLane(withFinal(query("d", 200, 1000, done(0, 1000)), Attempt{State: Succeeded}), 0),
+				inLane(query("b", 60, 300, running(0, 100, 2, 1)), 1), planned(inLane(query("c", 200, 300), 1), 20, 2),
+			},
+			ready: 6,
+			want:  Decision{Launch: &Step{Query: "c", Kind: planner.StepBatch, FromTuple: 0, ToTuple: 100, Nodes: 4, Fills: 4, SideBySide: true, Slack: 154 * time.Second}},
+		},
+		{
+			// On time, c waits for its own lane, where the plan put it.
+			name: "a done lane leaves a step on time to its lane",
+			queries: []Query{
+				inLane(withFinal(query("d", 200, 1000, done(0, 1000)), Attempt{State: Succeeded}), 0),
+				inLane(query("b", 60, 300, running(0, 100, 2, 1)), 1), planned(inLane(query("c", 200, 300), 1), 40, 2),
+			},
+			ready: 6,
+			want:  Decision{Why: "lane 0: no step is ready; lane 1: batch 0 of query b is running"},
+		},
+		{
 			// b's planned step is due and ready, but a is tighter: least
 			// slack first, a does not keep b's nodes.
 			name:    "a tighter step before a looser one's due step",
