@@ -137,8 +137,9 @@ func TestLanesOnNoisyNodes(t *testing.T) {
 		}
 		t.Logf("%gx: bill per run one at a time %.3f, side by side %.3f (%.3f); deadlines missed of %d: %d and %d",
 			rate, bill[0]/runs, bill[1]/runs, bill[1]/bill[0], queries, missed[0], missed[1])
-		// Over 120 runs side by side misses 0.8% of the deadlines at 2x and
-		// 0.4% at 4x; 40 runs draw a count within a few of that.
+		// Over 120 runs side by side misses 0.6% of the deadlines at 2x and
+		// 0.45% at 4x (9 and 7 of 1,560); 40 runs draw a count within a
+		// few of that.
 		if float64(missed[1]) > 0.015*float64(queries) {
 			t.Errorf("%gx: side by side missed %d of %d deadlines, want at most 1.5%%", rate, missed[1], queries)
 		}
