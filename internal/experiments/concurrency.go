@@ -129,8 +129,10 @@ by default:
 Side by side, dispatch launches a lane's step when the nodes planned for
 it are free, on those nodes (on more of its lane's free nodes once it runs
 behind its plan), and keeps the nodes another lane's next planned step
-needs. A re-plan made while steps run starts each lane when its own
-queries' steps end, and asks for their nodes until then. Lanes bill a
+needs. A lane whose queries are all done runs, on its free nodes, the
+steps of a busy lane that are behind their plan. A re-plan made while
+steps run starts each lane when its own queries' steps end, and asks for
+their nodes until then. Lanes bill a
 third less at 4x; they miss a few deadlines where one step at a time
 misses none: a lane runs its queries' steps on a few nodes each, so a
 step that runs long delays the rest of its lane by more seconds than on
