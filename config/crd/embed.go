@@ -49,31 +49,22 @@ func RecurringQueries() []byte { return mustRead(RecurringQueriesFile) }
 func TenantPolicies() []byte { return mustRead(TenantPoliciesFile) }
 
 // All returns every embedded CRD as YAML, ordered by file name.
-func All() [][]byte {
-	names, err := fs.Glob(FS, "bases/*.yaml")
-	if err != nil {
-		// The pattern is a constant and valid.
-		panic(fmt.Sprintf("listing embedded crds: %v", err))
-	}
-	slices.Sort(names)
-	out := make([][]byte, 0, len(names))
-	for _, name := range names {
-		out = append(out, mustRead(path.Clean(name)))
-	}
-	return out
-}
+func All() [][]byte { return readAll(FS, "bases/*.yaml") }
 
 // AllJSON returns every embedded CRD as JSON, in the order of All.
-func AllJSON() [][]byte {
-	names, err := fs.Glob(JSONFS, "json/*.json")
+func AllJSON() [][]byte { return readAll(JSONFS, "json/*.json") }
+
+// readAll returns the files of fsys that pattern matches, ordered by name.
+// Both are fixed at build time, so an error is a programming error.
+func readAll(fsys embed.FS, pattern string) [][]byte {
+	names, err := fs.Glob(fsys, pattern)
 	if err != nil {
-		// The pattern is a constant and valid.
 		panic(fmt.Sprintf("listing embedded crds: %v", err))
 	}
 	slices.Sort(names)
 	out := make([][]byte, 0, len(names))
 	for _, name := range names {
-		data, err := JSONFS.ReadFile(name)
+		data, err := fsys.ReadFile(path.Clean(name))
 		if err != nil {
 			panic(fmt.Sprintf("reading embedded crd: %v", err))
 		}
