@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,20 +71,19 @@ type openSource struct {
 
 // For is the source of q's tuples. Errors name the field.
 func (s *Sources) For(ctx context.Context, q *laxityv1alpha1.IntermittentQuery) (source.Source, error) {
-	in := q.Spec.Input
-	var field string
-	var ref *laxityv1alpha1.SecretReference
-	switch {
-	case in.Kafka != nil:
-		field, ref = "spec.input.kafka", in.Kafka.SecretRef
-	case in.ObjectStore != nil:
-		field, ref = "spec.input.objectStore", in.ObjectStore.SecretRef
-	default:
-		return spec.SyntheticSource(ctx, q)
-	}
-	var data map[string][]byte
-	version := ""
-	if ref != nil {
+	inputs := spec.Inputs(q)
+	secrets := make([]map[string][]byte, len(inputs))
+	var versions []string
+	external := false
+	for i, in := range inputs {
+		field, ref := remoteField(in)
+		if field == "" {
+			continue
+		}
+		external = true
+		if ref == nil {
+			continue
+		}
 		if s.Reader == nil {
 			return nil, fmt.Errorf("%s.secretRef: Secret %s: this manager reads no Secrets", field, ref.Name)
 		}
@@ -90,23 +91,56 @@ func (s *Sources) For(ctx context.Context, q *laxityv1alpha1.IntermittentQuery) 
 		if err := s.Reader.Get(ctx, client.ObjectKey{Namespace: q.Namespace, Name: ref.Name}, &secret); err != nil {
 			return nil, fmt.Errorf("%s.secretRef: Secret %s: %w", field, ref.Name, err)
 		}
-		data, version = secret.Data, secret.ResourceVersion
+		secrets[i] = secret.Data
+		versions = append(versions, ref.Name+"="+secret.ResourceVersion)
 	}
+	if !external {
+		return spec.SyntheticSource(ctx, q)
+	}
+	version := strings.Join(versions, ",")
 	key := client.ObjectKeyFromObject(q)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if o, ok := s.open[key]; ok && o.uid == q.UID && o.generation == q.Generation && o.secretVersion == version {
 		return o.src, nil
 	}
-	opened := openSource{uid: q.UID, generation: q.Generation, secretVersion: version, close: func() {}}
+	opened := openSource{uid: q.UID, generation: q.Generation, secretVersion: version}
+	var closers []func()
+	opened.close = func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	open := func(in spec.FieldInput) (source.Source, error) {
+		i := slices.IndexFunc(inputs, func(o spec.FieldInput) bool { return o.Field == in.Field })
+		field, ref := remoteField(in)
+		var src source.Source
+		var err error
+		switch {
+		case in.Kafka != nil:
+			var closer func()
+			if src, closer, err = openKafka(q, in.Kafka, secrets[i]); err == nil {
+				closers = append(closers, closer)
+			}
+		case in.ObjectStore != nil:
+			src, err = openObjectStore(q, in.ObjectStore, secrets[i], ref != nil)
+		default:
+			return source.FromInput(in.Field, q.Spec.Window, in.Input, in.ActualProfile)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		return src, nil
+	}
 	var err error
-	if in.Kafka != nil {
-		opened.src, opened.close, err = openKafka(q, data)
+	if len(q.Spec.Inputs) == 0 {
+		opened.src, err = open(inputs[0])
 	} else {
-		opened.src, err = openObjectStore(q, data, ref != nil)
+		opened.src, err = spec.JoinedSource(q, open)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", field, err)
+		opened.close()
+		return nil, err
 	}
 	s.forget(key)
 	if s.open == nil {
@@ -116,8 +150,19 @@ func (s *Sources) For(ctx context.Context, q *laxityv1alpha1.IntermittentQuery) 
 	return opened.src, nil
 }
 
-func openKafka(q *laxityv1alpha1.IntermittentQuery, secret map[string][]byte) (source.Source, func(), error) {
-	in := q.Spec.Input.Kafka
+// remoteField is the field of an input read from outside, and the Secret
+// it names; "" for a synthetic input.
+func remoteField(in spec.FieldInput) (string, *laxityv1alpha1.SecretReference) {
+	switch {
+	case in.Kafka != nil:
+		return in.Field + ".kafka", in.Kafka.SecretRef
+	case in.ObjectStore != nil:
+		return in.Field + ".objectStore", in.ObjectStore.SecretRef
+	}
+	return "", nil
+}
+
+func openKafka(q *laxityv1alpha1.IntermittentQuery, in *laxityv1alpha1.KafkaInput, secret map[string][]byte) (source.Source, func(), error) {
 	cfg, err := kafka.ConfigFromSecret(in.Brokers, in.Topic, secret)
 	if err != nil {
 		return nil, nil, err
@@ -129,8 +174,7 @@ func openKafka(q *laxityv1alpha1.IntermittentQuery, secret map[string][]byte) (s
 	return src, src.Close, nil
 }
 
-func openObjectStore(q *laxityv1alpha1.IntermittentQuery, secret map[string][]byte, hasSecret bool) (source.Source, error) {
-	in := q.Spec.Input.ObjectStore
+func openObjectStore(q *laxityv1alpha1.IntermittentQuery, in *laxityv1alpha1.ObjectStoreInput, secret map[string][]byte, hasSecret bool) (source.Source, error) {
 	cfg := objectstore.Config{
 		Endpoint: in.Endpoint, Region: in.Region, Bucket: in.Bucket, Prefix: in.Prefix, PathStyle: in.PathStyle,
 		TuplesPerObject: ptr.Deref(in.TuplesPerObject, 0), BytesPerTuple: ptr.Deref(in.BytesPerTuple, 0),

@@ -24,6 +24,7 @@ import (
 
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/sparkapp"
+	"github.com/laxity-dev/laxity/internal/spec"
 	"github.com/laxity-dev/laxity/internal/tenancy"
 )
 
@@ -443,8 +444,10 @@ func (t *Tenancy) Query(ns tenancy.Namespace, q *laxityv1alpha1.IntermittentQuer
 			}
 		}
 	}
-	if in := q.Spec.Input.ObjectStore; in != nil && in.SecretRef == nil {
-		rs = append(rs, ns.Bucket("spec.input.objectStore", in.Bucket))
+	for _, in := range spec.Inputs(q) {
+		if os := in.ObjectStore; os != nil && os.SecretRef == nil {
+			rs = append(rs, ns.Bucket(in.Field+".objectStore", os.Bucket))
+		}
 	}
 	return refused(rs...)
 }

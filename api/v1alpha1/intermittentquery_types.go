@@ -26,6 +26,7 @@ import (
 // and how long processing them takes.
 // +kubebuilder:validation:XValidation:rule="self.deadline > self.window.end",message="spec.deadline must be after spec.window.end",fieldPath=".deadline"
 // +kubebuilder:validation:XValidation:rule="self.deadline.getFullYear() - self.window.end.getFullYear() <= 1 && self.deadline - self.window.end <= duration('8784h')",message="spec.deadline must be at most 8784h (366 days) after spec.window.end",fieldPath=".deadline"
+// +kubebuilder:validation:XValidation:rule="has(self.input) != has(self.inputs)",message="spec must set exactly one of input (a query over one stream) and inputs (a query over several)"
 type IntermittentQuerySpec struct {
 	// scheduleName is the name of the ElasticSchedule, in the same namespace,
 	// whose pool runs this query's batches and merges.
@@ -46,9 +47,24 @@ type IntermittentQuerySpec struct {
 	Deadline metav1.Time `json:"deadline"`
 
 	// input describes how tuples arrive: exactly one of ratePerSecond,
-	// totalTuples or profile, plus the arrival unit and lateness.
-	// +required
-	Input Input `json:"input"`
+	// totalTuples or profile, plus the arrival unit and lateness. Set
+	// exactly one of input and inputs.
+	// +optional
+	Input Input `json:"input,omitzero"`
+
+	// inputs are the streams of a query over several (a join, such as
+	// orders with lineitem), each with a name and its own source and rate,
+	// instead of input. Every batch covers the same interval of time on
+	// each input (aligned batches), so that the tuples of one batch only
+	// meet those of the same batch; costModel counts the tuples of all the
+	// inputs of a batch together.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=2
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(i, (has(i.granularity) ? i.granularity : 1) == (has(self[0].granularity) ? self[0].granularity : 1))",message="spec.inputs must all have the same granularity: a batch is a whole number of arrival units on every input"
+	Inputs []JoinInput `json:"inputs,omitempty"`
 
 	// costModel is how long a batch and a merge take on a given number of
 	// nodes, given as coefficients or fitted from measured samples.
@@ -199,6 +215,33 @@ type Input struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?(0|(([0-9]+([.][0-9]*)?|[.][0-9]+)(ns|us|ms|s|m|h))+)$') && !self.matches('(^|[^.0-9])([0-9]{5,}([.][0-9]*)?h|[0-9]{7,}([.][0-9]*)?m([^s]|$)|[0-9]{9,}([.][0-9]*)?s|[0-9]{12,}([.][0-9]*)?ms|[0-9]{15,}([.][0-9]*)?us|[0-9]{18,}([.][0-9]*)?ns)') && duration(self) <= duration('720h')",message="spec.input.allowedLateness must be a non-negative duration of at most 720h (30 days) such as 30s"
 	AllowedLateness metav1.Duration `json:"allowedLateness,omitzero"`
+}
+
+// JoinInput is one of the streams a query over several reads: an input
+// with a name.
+// +kubebuilder:validation:XValidation:rule="!has(self.stream)",message="spec.inputs[].stream: the inputs of a query over several are not shared with other queries' batches yet",fieldPath=".stream"
+type JoinInput struct {
+	// name names the input in every step's contract: a batch passes each
+	// input's range as spark.laxity.<name>.<key> (the argument
+	// --laxity-<name>.<key>, the annotation laxity.dev/<name>.<key>), for
+	// example spark.laxity.orders.from-tuple.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=20
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	Input `json:",inline"`
+
+	// lateFraction is the share of this input's tuples expected to arrive
+	// after the batch of their time has been cut, a decimal from 0 to 1
+	// such as "0.05": each is joined, in the next batch, against the other
+	// inputs' earlier batches, and the planner prices that as one more
+	// read of the tuple. Defaults to 0.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[+]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][-+]?[0-9]+)?$') && !self.matches('[eE][+]?[0-9]{3,}') && double(self) <= 1.0",message="spec.inputs[].lateFraction must be a decimal number from 0 to 1 such as 0.05"
+	LateFraction string `json:"lateFraction,omitempty"`
 }
 
 // KafkaInput is a Kafka topic a query reads.

@@ -131,6 +131,7 @@ type RecurringQuerySpec struct {
 
 // RecurringQueryTemplate is an IntermittentQuery's spec without its window
 // and deadline, and the labels and annotations its objects get.
+// +kubebuilder:validation:XValidation:rule="has(self.input) != has(self.inputs)",message="spec.template must set exactly one of input (a query over one stream) and inputs (a query over several)"
 type RecurringQueryTemplate struct {
 	// metadata holds the labels and annotations every window's
 	// IntermittentQuery gets, besides laxity's own.
@@ -147,9 +148,19 @@ type RecurringQueryTemplate struct {
 
 	// input describes how each window's tuples arrive, as an
 	// IntermittentQuery's spec.input; a profile's offsets count from each
-	// window's start.
-	// +required
-	Input Input `json:"input"`
+	// window's start. Set exactly one of input and inputs.
+	// +optional
+	Input Input `json:"input,omitzero"`
+
+	// inputs are the streams of a query over several, as an
+	// IntermittentQuery's spec.inputs.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=2
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(i, (has(i.granularity) ? i.granularity : 1) == (has(self[0].granularity) ? self[0].granularity : 1))",message="spec.template.inputs must all have the same granularity: a batch is a whole number of arrival units on every input"
+	Inputs []JoinInput `json:"inputs,omitempty"`
 
 	// costModel is how long a batch and a merge take, as an
 	// IntermittentQuery's spec.costModel.

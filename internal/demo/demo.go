@@ -164,8 +164,8 @@ func Run(ctx context.Context, o Options) (*Outcome, error) {
 		}
 	}
 	for _, q := range set.Queries {
-		if simulated := simulateInput(q.Object); simulated != "" {
-			fmt.Fprintf(o.Out, "IntermittentQuery %s/%s: the demo simulates spec.input.%s with tuples at the declared rate\n", q.Object.Namespace, q.Object.Name, simulated)
+		for _, simulated := range simulateInputs(q.Object) {
+			fmt.Fprintf(o.Out, "IntermittentQuery %s/%s: the demo simulates %s with tuples at the declared rate\n", q.Object.Namespace, q.Object.Name, simulated)
 		}
 	}
 	for _, rq := range set.Recurring {
@@ -283,18 +283,33 @@ func complete(set *manifest.Set) error {
 	return nil
 }
 
-// simulateInput replaces q's real input source, which the demo cannot
-// reach, with the synthetic stream at the declared rate, and names the field
-// it dropped ("" when there was none).
-func simulateInput(q *laxityv1alpha1.IntermittentQuery) string {
-	in := &q.Spec.Input
+// simulateInputs replaces q's real input sources, which the demo cannot
+// reach, with synthetic streams at the declared rates, and names the fields
+// it dropped.
+func simulateInputs(q *laxityv1alpha1.IntermittentQuery) []string {
+	var dropped []string
+	if f := simulateInput("spec.input", &q.Spec.Input); f != "" {
+		dropped = append(dropped, f)
+	}
+	for i := range q.Spec.Inputs {
+		if f := simulateInput(fmt.Sprintf("spec.inputs[%d]", i), &q.Spec.Inputs[i].Input); f != "" {
+			dropped = append(dropped, f)
+		}
+	}
+	return dropped
+}
+
+// simulateInput replaces the real source of input in, declared at field,
+// with the synthetic stream at its declared rate, and names the field it
+// dropped ("" when there was none).
+func simulateInput(field string, in *laxityv1alpha1.Input) string {
 	switch {
 	case in.Kafka != nil:
 		in.Kafka = nil
-		return "kafka"
+		return field + ".kafka"
 	case in.ObjectStore != nil:
 		in.ObjectStore = nil
-		return "objectStore"
+		return field + ".objectStore"
 	}
 	return ""
 }

@@ -63,14 +63,13 @@ func (rq *recurring) owns(q *laxityv1alpha1.IntermittentQuery) bool {
 // all back at the end. It says what it changed.
 func prepareRecurring(rq *laxityv1alpha1.RecurringQuery, windows int) []string {
 	var changed []string
-	in := &rq.Spec.Template.Input
-	switch {
-	case in.Kafka != nil:
-		in.Kafka = nil
-		changed = append(changed, "simulates spec.template.input.kafka with tuples at the declared rate")
-	case in.ObjectStore != nil:
-		in.ObjectStore = nil
-		changed = append(changed, "simulates spec.template.input.objectStore with tuples at the declared rate")
+	if f := simulateInput("spec.template.input", &rq.Spec.Template.Input); f != "" {
+		changed = append(changed, "simulates "+f+" with tuples at the declared rate")
+	}
+	for i := range rq.Spec.Template.Inputs {
+		if f := simulateInput(fmt.Sprintf("spec.template.inputs[%d]", i), &rq.Spec.Template.Inputs[i].Input); f != "" {
+			changed = append(changed, "simulates "+f+" with tuples at the declared rate")
+		}
 	}
 	keep := int32(windows)
 	if ptr.Deref(rq.Spec.SuccessfulWindowsHistoryLimit, 3) < keep || ptr.Deref(rq.Spec.FailedWindowsHistoryLimit, 1) < keep {

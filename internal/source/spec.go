@@ -34,36 +34,41 @@ func FromSpec(q *laxityv1alpha1.IntermittentQuery, actual []laxityv1alpha1.RateS
 	if q == nil {
 		return nil, errors.New("source: no IntermittentQuery")
 	}
-	in := q.Spec.Input
-	start, end := q.Spec.Window.Start.Time, q.Spec.Window.End.Time
+	return FromInput("spec.input", q.Spec.Window, q.Spec.Input, actual)
+}
+
+// FromInput is FromSpec for one input of a query, declared at field
+// (spec.input, spec.inputs[1]) for a window.
+func FromInput(field string, window laxityv1alpha1.Window, in laxityv1alpha1.Input, actual []laxityv1alpha1.RateSegment) (*Synthetic, error) {
+	start, end := window.Start.Time, window.End.Time
 	granularity := in.Granularity
 	if granularity == 0 {
 		granularity = 1
 	}
 	names := fieldNames{
-		end: "spec.window.end", start: "spec.window.start", granularity: "spec.input.granularity",
-		after: "after", rate: "ratePerSecond", total: "spec.input.totalTuples",
+		end: "spec.window.end", start: "spec.window.start", granularity: field + ".granularity",
+		after: "after", rate: "ratePerSecond", total: field + ".totalTuples",
 	}
 	switch {
 	case len(actual) > 0:
-		names.segments = "spec.input.actualProfile"
+		names.segments = field + ".actualProfile"
 		return profileSource(start, end, granularity, actual, names)
 	case in.RatePerSecond != "":
-		const field = "spec.input.ratePerSecond"
-		r, err := decimal(field, in.RatePerSecond)
+		rateField := field + ".ratePerSecond"
+		r, err := decimal(rateField, in.RatePerSecond)
 		if err != nil {
 			return nil, err
 		}
-		names.segments = field
+		names.segments = rateField
 		return newSynthetic(start, end, granularity, []Segment{{PerSecond: r}}, names)
 	case in.TotalTuples != nil:
-		names.segments = "spec.input.totalTuples"
+		names.segments = field + ".totalTuples"
 		return newUniform(start, end, granularity, *in.TotalTuples, names)
 	case len(in.Profile) > 0:
-		names.segments = "spec.input.profile"
+		names.segments = field + ".profile"
 		return profileSource(start, end, granularity, in.Profile, names)
 	}
-	return nil, errors.New("spec.input: one of ratePerSecond, totalTuples or profile is required")
+	return nil, errors.New(field + ": one of ratePerSecond, totalTuples or profile is required")
 }
 
 func profileSource(start, end time.Time, granularity int64, profile []laxityv1alpha1.RateSegment, names fieldNames) (*Synthetic, error) {

@@ -117,8 +117,9 @@ var reservedSliceKeys = map[string]bool{
 }
 
 // sliceKey is what a slice key may look like: it is an annotation name, an
-// argument name and part of a Spark setting.
-var sliceKey = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+// argument name and part of a Spark setting. A query over several inputs
+// prefixes each input's keys with the input's name and a dot.
+var sliceKey = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // SliceOf is the slice of the batch app runs (Step.Slice), read back from
 // its annotations; nil when it has none.
@@ -329,7 +330,7 @@ func checkStep(q *v1alpha1.IntermittentQuery, es *v1alpha1.ElasticSchedule, s St
 		}
 		for key := range s.Slice {
 			if !sliceKey.MatchString(key) || len(key) > 63 || reservedSliceKeys[key] || contractAnnotations[KeyPrefix+key] {
-				return fail("batch input key %q must be a lower-case name of at most 63 characters that laxity's contract does not use", key)
+				return fail("batch input key %q must be a lower-case name (or an input's name, a dot and a name) of at most 63 characters that laxity's contract does not use", key)
 			}
 		}
 	case planner.StepPartial, planner.StepFinal:

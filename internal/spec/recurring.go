@@ -40,7 +40,7 @@ func RecurringWindow(rq *laxityv1alpha1.RecurringQuery, w recurrence.Window) *la
 			ScheduleName: t.ScheduleName,
 			Window:       laxityv1alpha1.Window{Start: metav1.NewTime(w.Start), End: metav1.NewTime(w.End)},
 			Deadline:     metav1.NewTime(w.End.Add(rq.Spec.DeadlineAfterWindowEnd.Duration)),
-			Input:        t.Input, CostModel: t.CostModel, PartialAggregation: t.PartialAggregation,
+			Input:        t.Input, Inputs: t.Inputs, CostModel: t.CostModel, PartialAggregation: t.PartialAggregation,
 			SparkApplication: t.SparkApplication, Sharing: t.Sharing,
 		},
 	}

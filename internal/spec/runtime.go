@@ -2,6 +2,7 @@ package spec
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"time"
 
@@ -92,6 +93,32 @@ func DispatchQuery(q *laxityv1alpha1.IntermittentQuery, pq planner.Query, doc *p
 
 // SyntheticSource is the source of a query without a real input: arrivals
 // follow spec.input, or spec.input.actualProfile when set, by the clock.
+// For a query over several inputs, each input's arrivals do, and batches
+// cut them all at one instant (source.Joined).
 func SyntheticSource(_ context.Context, q *laxityv1alpha1.IntermittentQuery) (source.Source, error) {
-	return source.FromSpec(q, q.Spec.Input.ActualProfile)
+	if len(q.Spec.Inputs) == 0 {
+		return source.FromSpec(q, q.Spec.Input.ActualProfile)
+	}
+	return JoinedSource(q, func(in FieldInput) (source.Source, error) {
+		return source.FromInput(in.Field, q.Spec.Window, in.Input, in.ActualProfile)
+	})
+}
+
+// JoinedSource is the source of a query over several inputs, each input's
+// own source opened by open. Errors name the input's field.
+func JoinedSource(q *laxityv1alpha1.IntermittentQuery, open func(FieldInput) (source.Source, error)) (source.Source, error) {
+	inputs := Inputs(q)
+	joined := make([]source.JoinedInput, 0, len(inputs))
+	for _, in := range inputs {
+		src, err := open(in)
+		if err != nil {
+			return nil, err
+		}
+		joined = append(joined, source.JoinedInput{Name: in.Name, Source: src, Location: in.Location})
+	}
+	j, err := source.NewJoined(q.Spec.Window.Start.Time, q.Spec.Window.End.Time, joined)
+	if err != nil {
+		return nil, fmt.Errorf("spec.inputs: %w", err)
+	}
+	return j, nil
 }

@@ -9,6 +9,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -182,11 +183,33 @@ func Query(q *laxityv1alpha1.IntermittentQuery, origin time.Time) (planner.Query
 		Granularity:     max(spec.Input.Granularity, 1),
 		AllowedLateness: AllowedLateness(q).Seconds(),
 	}
-	rates, err := ratesOf(spec.Input, out.WindowEnd-out.WindowStart)
-	if err != nil {
-		return out, err
+	window := out.WindowEnd - out.WindowStart
+	if len(spec.Inputs) > 0 && !reflect.ValueOf(spec.Input).IsZero() {
+		return out, errors.New("spec.input and spec.inputs: set exactly one, input for a query over one stream, inputs for a query over several")
 	}
-	out.Rates = rates
+	if len(spec.Inputs) == 0 {
+		rates, err := ratesOf("spec.input", spec.Input, window)
+		if err != nil {
+			return out, err
+		}
+		out.Rates = rates
+	}
+	for i, in := range spec.Inputs {
+		field := fmt.Sprintf("spec.inputs[%d]", i)
+		rates, err := ratesOf(field, in.Input, window)
+		if err != nil {
+			return out, err
+		}
+		late := 0.0
+		if in.LateFraction != "" {
+			if late, err = laxityv1alpha1.ParseDecimal(field+".lateFraction", in.LateFraction, 1); err != nil {
+				return out, err
+			}
+		}
+		out.Inputs = append(out.Inputs, planner.Input{Name: in.Name, Rates: rates, LateFraction: late})
+		out.Granularity = max(in.Granularity, 1)
+	}
+	var err error
 	if out.Cost, err = DeclaredCostModel(spec.CostModel); err != nil {
 		return out, err
 	}
@@ -198,17 +221,19 @@ func Query(q *laxityv1alpha1.IntermittentQuery, origin time.Time) (planner.Query
 	return out, nil
 }
 
-func ratesOf(in laxityv1alpha1.Input, window float64) ([]planner.RateSegment, error) {
+// ratesOf is the arrival rate input in declares; field names it
+// (spec.input, spec.inputs[1]).
+func ratesOf(field string, in laxityv1alpha1.Input, window float64) ([]planner.RateSegment, error) {
 	switch {
 	case in.RatePerSecond != "":
-		r, err := laxityv1alpha1.ParseDecimal("spec.input.ratePerSecond", in.RatePerSecond, laxityv1alpha1.MaxRatePerSecond)
+		r, err := laxityv1alpha1.ParseDecimal(field+".ratePerSecond", in.RatePerSecond, laxityv1alpha1.MaxRatePerSecond)
 		return []planner.RateSegment{{TuplesPerSecond: r}}, err
 	case in.TotalTuples != nil:
 		return []planner.RateSegment{{TuplesPerSecond: float64(*in.TotalTuples) / window}}, nil
 	case len(in.Profile) > 0:
 		segments := make([]planner.RateSegment, 0, len(in.Profile))
 		for i, seg := range in.Profile {
-			r, err := laxityv1alpha1.ParseDecimal(fmt.Sprintf("spec.input.profile[%d].ratePerSecond", i), seg.RatePerSecond, laxityv1alpha1.MaxRatePerSecond)
+			r, err := laxityv1alpha1.ParseDecimal(fmt.Sprintf("%s.profile[%d].ratePerSecond", field, i), seg.RatePerSecond, laxityv1alpha1.MaxRatePerSecond)
 			if err != nil {
 				return nil, err
 			}
@@ -216,7 +241,7 @@ func ratesOf(in laxityv1alpha1.Input, window float64) ([]planner.RateSegment, er
 		}
 		return segments, nil
 	}
-	return nil, errors.New("spec.input: one of ratePerSecond, totalTuples or profile is required")
+	return nil, errors.New(field + ": one of ratePerSecond, totalTuples or profile is required")
 }
 
 func batchModel(m laxityv1alpha1.BatchCostModel) (costmodel.Linear, error) {
@@ -289,9 +314,32 @@ func durationOr(d *metav1.Duration, fallback time.Duration) float64 {
 // waits: spec.input.allowedLateness, and for object storage at least the
 // settle time, before which the window's last objects do not count.
 func AllowedLateness(q *laxityv1alpha1.IntermittentQuery) time.Duration {
-	lateness := q.Spec.Input.AllowedLateness.Duration
-	if os := q.Spec.Input.ObjectStore; os != nil {
-		lateness = max(lateness, os.Settle.Duration)
+	var lateness time.Duration
+	for _, in := range Inputs(q) {
+		lateness = max(lateness, in.AllowedLateness.Duration)
+		if os := in.ObjectStore; os != nil {
+			lateness = max(lateness, os.Settle.Duration)
+		}
 	}
 	return lateness
+}
+
+// FieldInput is one of a query's inputs and the field that declares it.
+type FieldInput struct {
+	// Field is spec.input or spec.inputs[i].
+	Field string
+	laxityv1alpha1.JoinInput
+}
+
+// Inputs are q's inputs: spec.inputs for a query over several, and
+// spec.input, unnamed, for a query over one.
+func Inputs(q *laxityv1alpha1.IntermittentQuery) []FieldInput {
+	if len(q.Spec.Inputs) == 0 {
+		return []FieldInput{{Field: "spec.input", JoinInput: laxityv1alpha1.JoinInput{Input: q.Spec.Input}}}
+	}
+	out := make([]FieldInput, len(q.Spec.Inputs))
+	for i, in := range q.Spec.Inputs {
+		out[i] = FieldInput{Field: fmt.Sprintf("spec.inputs[%d]", i), JoinInput: in}
+	}
+	return out
 }

@@ -69,6 +69,41 @@ func TestWorkloadConvertsAndDefaults(t *testing.T) {
 	}
 }
 
+func TestWorkloadConvertsAQueryOverSeveralInputs(t *testing.T) {
+	q := builder.AnalyticsQuery("q12", func(s *laxityv1alpha1.IntermittentQuerySpec) {
+		orders, lineitem := builder.JoinInput("orders", "2500"), builder.JoinInput("lineitem", "10000")
+		orders.Granularity, lineitem.Granularity = 500, 500
+		orders.AllowedLateness = metav1.Duration{Duration: time.Minute}
+		lineitem.Profile, lineitem.RatePerSecond = []laxityv1alpha1.RateSegment{
+			{After: metav1.Duration{}, RatePerSecond: "10000"}, {After: metav1.Duration{Duration: 30 * time.Minute}, RatePerSecond: "5000"},
+		}, ""
+		lineitem.LateFraction = "0.05"
+		s.Input, s.Inputs = laxityv1alpha1.Input{}, []laxityv1alpha1.JoinInput{orders, lineitem}
+	})
+	got, err := Workload(builder.AnalyticsSchedule(), []laxityv1alpha1.IntermittentQuery{q}, origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := planner.Query{
+		Name: "q12", WindowStart: 600, WindowEnd: 4200, Deadline: 4800, Granularity: 500, AllowedLateness: 60,
+		Inputs: []planner.Input{
+			{Name: "orders", Rates: []planner.RateSegment{{TuplesPerSecond: 2500}}},
+			{Name: "lineitem", Rates: []planner.RateSegment{{TuplesPerSecond: 10000}, {Offset: 1800, TuplesPerSecond: 5000}}, LateFraction: 0.05},
+		},
+		Cost: costmodel.Model{
+			Batch: costmodel.Linear{Overhead: 25, Serial: 2e-8, Parallel: 2e-5},
+			Merge: costmodel.Linear{Overhead: 8, Serial: 0.05, Parallel: 0.4},
+		},
+		Margin: learn.DefaultMargin,
+	}
+	if diff := cmp.Diff(want, got.Queries[0]); diff != "" {
+		t.Errorf("query (-want +got):\n%s", diff)
+	}
+	if _, err := planner.Plan(got); err != nil {
+		t.Fatalf("planning the join: %v", err)
+	}
+}
+
 func TestWorkloadProfileAndSamples(t *testing.T) {
 	truth := costmodel.Linear{Overhead: 10, Serial: 2e-7, Parallel: 1.2e-5}
 	var samples []laxityv1alpha1.BatchSample
@@ -117,6 +152,18 @@ func TestWorkloadErrorsNameObjectAndField(t *testing.T) {
 				{Nodes: 2, Tuples: 1e6, Seconds: "20"}, {Nodes: 2, Tuples: 4e6, Seconds: "40"}, {Nodes: 4, Tuples: 4e6, Seconds: "15"}, {Nodes: 10, Tuples: 8e6, Seconds: "12"},
 			}}
 		}, "IntermittentQuery analytics/q: spec.costModel.batch.samples: best fit"},
+		{"input and inputs", nil, func(s *laxityv1alpha1.IntermittentQuerySpec) {
+			s.Inputs = []laxityv1alpha1.JoinInput{builder.JoinInput("orders", "1"), builder.JoinInput("lineitem", "4")}
+		}, "IntermittentQuery analytics/q: spec.input and spec.inputs: set exactly one"},
+		{"an input's rate", nil, func(s *laxityv1alpha1.IntermittentQuerySpec) {
+			s.Input = laxityv1alpha1.Input{}
+			s.Inputs = []laxityv1alpha1.JoinInput{builder.JoinInput("orders", "1"), builder.JoinInput("lineitem", "fast")}
+		}, `IntermittentQuery analytics/q: spec.inputs[1].ratePerSecond: "fast" is not a number`},
+		{"an input's late fraction", nil, func(s *laxityv1alpha1.IntermittentQuerySpec) {
+			s.Input = laxityv1alpha1.Input{}
+			s.Inputs = []laxityv1alpha1.JoinInput{builder.JoinInput("orders", "1"), builder.JoinInput("lineitem", "4")}
+			s.Inputs[0].LateFraction = "1.5"
+		}, `spec.inputs[0].lateFraction: "1.5" is more than 1`},
 		{"partial", nil, func(s *laxityv1alpha1.IntermittentQuerySpec) {
 			s.PartialAggregation = &laxityv1alpha1.PartialAggregation{Every: "a quarter"}
 		}, "spec.partialAggregation.every"},

@@ -112,6 +112,20 @@ func (b *QueryBuilder) Input(input laxityv1alpha1.Input) *QueryBuilder {
 	return b
 }
 
+// Inputs makes the query one over several inputs (a join), replacing its
+// one input.
+func (b *QueryBuilder) Inputs(inputs ...laxityv1alpha1.JoinInput) *QueryBuilder {
+	b.iq.Spec.Input = laxityv1alpha1.Input{}
+	b.iq.Spec.Inputs = inputs
+	return b
+}
+
+// JoinInput is an input named name of a query over several, at a constant
+// rate.
+func JoinInput(name, perSecond string) laxityv1alpha1.JoinInput {
+	return laxityv1alpha1.JoinInput{Name: name, Input: laxityv1alpha1.Input{RatePerSecond: perSecond, Granularity: 1}}
+}
+
 // CostModel sets how long batches and merges take.
 func (b *QueryBuilder) CostModel(model laxityv1alpha1.CostModel) *QueryBuilder {
 	b.iq.Spec.CostModel = model

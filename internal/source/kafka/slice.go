@@ -21,18 +21,9 @@ const (
 // batch), or all that have arrived when fewer have, cut as Cut does. It reads
 // no clock.
 func (s *Source) Slice(ctx context.Context, _ time.Time, previous map[string]string, tuples int64) (map[string]string, int64, error) {
-	after := map[int32]int64{}
-	if previous != nil {
-		if topic := previous[SliceTopic]; topic != s.topic {
-			return nil, 0, fmt.Errorf("previous batch's %s: %q, want %q", SliceTopic, topic, s.topic)
-		}
-		ranges, err := ParseOffsetsJSON(s.topic, previous[SliceStartingOffsets], previous[SliceEndingOffsets])
-		if err != nil {
-			return nil, 0, fmt.Errorf("previous batch's offsets: %w", err)
-		}
-		for p, r := range ranges {
-			after[p] = r.To
-		}
+	after, err := s.previousEnds(previous)
+	if err != nil {
+		return nil, 0, err
 	}
 	available, err := s.Snapshot(ctx)
 	if err != nil {
@@ -44,4 +35,24 @@ func (s *Source) Slice(ctx context.Context, _ time.Time, previous map[string]str
 	}
 	starting, ending := OffsetsJSON(s.topic, batch)
 	return map[string]string{SliceTopic: s.topic, SliceStartingOffsets: starting, SliceEndingOffsets: ending}, Total(batch), nil
+}
+
+// previousEnds is where the batch of previous ended on every partition;
+// empty for nil, the window's first batch.
+func (s *Source) previousEnds(previous map[string]string) (map[int32]int64, error) {
+	after := map[int32]int64{}
+	if previous == nil {
+		return after, nil
+	}
+	if topic := previous[SliceTopic]; topic != s.topic {
+		return nil, fmt.Errorf("previous batch's %s: %q, want %q", SliceTopic, topic, s.topic)
+	}
+	ranges, err := ParseOffsetsJSON(s.topic, previous[SliceStartingOffsets], previous[SliceEndingOffsets])
+	if err != nil {
+		return nil, fmt.Errorf("previous batch's offsets: %w", err)
+	}
+	for p, r := range ranges {
+		after[p] = r.To
+	}
+	return after, nil
 }
