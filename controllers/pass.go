@@ -146,6 +146,11 @@ func (r *ElasticScheduleReconciler) observe(ctx context.Context, es *laxityv1alp
 		return nil, err
 	}
 	v.workload, v.sharingNotes, v.workloadErr = spec.WorkloadNotes(es, queries, v.now)
+	if v.workloadErr == nil {
+		// A query over several inputs runs as one stream of its inputs'
+		// arrivals together: its source cuts every batch on each input.
+		v.workload, v.workloadErr = planner.OneStream(v.workload)
+	}
 	v.planned = make(map[string]planner.Query, len(v.workload.Queries))
 	for _, pq := range v.workload.Queries {
 		v.planned[pq.Name] = pq

@@ -229,6 +229,7 @@ type JoinInput struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=20
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self != 'output'",message="spec.inputs[].name must not be output, which laxity's contract uses (spark.laxity.output.<query> is a shared batch's result for a query)"
 	Name string `json:"name"`
 
 	Input `json:",inline"`

@@ -82,6 +82,12 @@ const eps = 1e-9
 // each pool size, the reactive autoscaler and micro-batch streaming, in
 // that order.
 func Compare(w planner.Workload, plan planner.Document) ([]Result, error) {
+	// A query over several inputs is compared as the planner plans it: one
+	// stream of its inputs' arrivals together.
+	w, err := planner.OneStream(w)
+	if err != nil {
+		return nil, err
+	}
 	m := modelled(w)
 	curves := make([]arrivalCurve, len(m.Queries))
 	for i, q := range m.Queries {

@@ -80,6 +80,30 @@ func TestPlanSampleTable(t *testing.T) {
 	}
 }
 
+// A query over several inputs shows each input's tuples and the ranges of
+// its first and last batch, which add up to the query's tuples.
+func TestPlanJoinSampleListsEachInput(t *testing.T) {
+	code, out, errOut := run(t, "plan", "-f", filepath.Join(samplesDir, "tpch-join.yaml"))
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
+	for _, want := range []string{
+		"Queries over several inputs: every batch covers the same interval of time on each input.",
+		"QUERY     INPUT     TUPLES    FIRST BATCH",
+		// An hour at 1,900 and 7,600 tuples a second.
+		"tpch-q12  orders    6840000   [0, ",
+		"tpch-q12  lineitem  27360000  [0, ",
+		"tpch-q4   orders    6840000 ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out, _ := run(t, "plan", "-f", filepath.Join(samplesDir, "tpch.yaml")); code != exitOK || strings.Contains(out, "several inputs") {
+		t.Errorf("a workload of queries over one input lists no inputs (exit %d):\n%s", code, out)
+	}
+}
+
 // TestPlanJSONHasEveryField checks the document against the field list of
 // docs/design.md ("The plan document"): other programs read it, so every field must be there.
 func TestPlanJSONHasEveryField(t *testing.T) {

@@ -48,12 +48,52 @@ func writeTable(out io.Writer, schedule string, d planner.Document) error {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%.1fs\n", q.Name, q.BatchSize, q.Batches, at(q.Finish), at(q.Deadline), q.Slack)
 	}
 	fmt.Fprintln(tw)
+	writeInputs(tw, d)
 
 	fmt.Fprintln(tw, "AT\t\tNODES\tREQUESTED")
 	for _, p := range mergeTimelines(d.Nodes, d.Requests) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\n", at(p.at), p.nodes, p.requested)
 	}
 	return tw.Flush()
+}
+
+// writeInputs lists, for each query over several inputs, every input's
+// tuples and the ranges of its first and last batch; nothing when there is
+// no such query.
+func writeInputs(tw io.Writer, d planner.Document) {
+	type span struct{ first, last planner.InputRange }
+	var order []string
+	spans := map[string][]span{}
+	for _, s := range d.Steps {
+		if s.Kind != planner.StepBatch || len(s.Ranges) == 0 {
+			continue
+		}
+		have, seen := spans[s.Query]
+		if !seen {
+			order = append(order, s.Query)
+			for _, r := range s.Ranges {
+				have = append(have, span{first: r, last: r})
+			}
+		}
+		for i, r := range s.Ranges {
+			if i < len(have) && r.FromTuple >= have[i].last.FromTuple {
+				have[i].last = r
+			}
+		}
+		spans[s.Query] = have
+	}
+	if len(order) == 0 {
+		return
+	}
+	fmt.Fprintln(tw, "Queries over several inputs: every batch covers the same interval of time on each input.")
+	fmt.Fprintln(tw, "QUERY\tINPUT\tTUPLES\tFIRST BATCH\tLAST BATCH")
+	for _, q := range order {
+		for _, sp := range spans[q] {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t[%d, %d)\t[%d, %d)\n", q, sp.first.Input, sp.last.ToTuple,
+				sp.first.FromTuple, sp.first.ToTuple, sp.last.FromTuple, sp.last.ToTuple)
+		}
+	}
+	fmt.Fprintln(tw)
 }
 
 func writeGrid(tw io.Writer, d planner.Document) {

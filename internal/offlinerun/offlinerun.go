@@ -197,6 +197,12 @@ const fastest = 0.1
 // true ones, its rates the declared ones; its runtime margin, if any, is the
 // one the plan was made with, which dispatch's estimates include too.
 func Run(w planner.Workload, doc *planner.Document, o Options) (Result, error) {
+	// A query over several inputs runs as the operator runs it: one stream
+	// of its inputs' arrivals together.
+	w, err := planner.OneStream(w)
+	if err != nil {
+		return Result{}, err
+	}
 	s, err := newSim(w, doc, o)
 	if err != nil {
 		return Result{}, err

@@ -132,12 +132,22 @@ func inputCurve(q Query, in Input) arrivals {
 	return newArrivals(one, 1)
 }
 
-// planInputs plans w with each query over several inputs as one query of
-// its inputs' arrivals together, and writes each of its batches' ranges per
-// input.
-func planInputs(ctx context.Context, w Workload, plan func(context.Context, Workload) (Document, error)) (Document, error) {
+// OneStream is w with each query over several inputs as one query of its
+// inputs' arrivals together, its batch model priced for the late share of
+// its tuples: how the planner plans it. The run time needs nothing else,
+// since it cuts every batch's inputs at one instant itself; re-plans and
+// rate measurements then work on the one stream. An error names a query
+// whose inputs are not valid.
+func OneStream(w Workload) (Workload, error) {
+	if err := validateInputs(w); err != nil {
+		return w, err
+	}
+	return oneStream(w), nil
+}
+
+func oneStream(w Workload) Workload {
 	if !slices.ContainsFunc(w.Queries, func(q Query) bool { return len(q.Inputs) > 0 }) {
-		return plan(ctx, w)
+		return w
 	}
 	together := w
 	together.Queries = slices.Clone(w.Queries)
@@ -149,6 +159,17 @@ func planInputs(ctx context.Context, w Workload, plan func(context.Context, Work
 			q.Rates, q.Inputs = combinedRates(*q), nil
 		}
 	}
+	return together
+}
+
+// planInputs plans w with each query over several inputs as one query of
+// its inputs' arrivals together, and writes each of its batches' ranges per
+// input.
+func planInputs(ctx context.Context, w Workload, plan func(context.Context, Workload) (Document, error)) (Document, error) {
+	if !slices.ContainsFunc(w.Queries, func(q Query) bool { return len(q.Inputs) > 0 }) {
+		return plan(ctx, w)
+	}
+	together := oneStream(w)
 	doc, err := plan(ctx, together)
 	if err != nil {
 		return Document{}, err

@@ -207,7 +207,10 @@ func (j *Joined) Slice(ctx context.Context, now time.Time, previous map[string]s
 				lo = mid
 			}
 		}
-		cut = hi
+		// On the resolution's grid: a Kafka cut is a whole millisecond.
+		if cut = hi.Truncate(j.resolution); cut.Before(hi) {
+			cut = cut.Add(j.resolution)
+		}
 		if counts, sum, err = j.beforeAll(ctx, cut); err != nil {
 			return nil, 0, err
 		}

@@ -329,7 +329,7 @@ func checkStep(q *v1alpha1.IntermittentQuery, es *v1alpha1.ElasticSchedule, s St
 			return fail("%v", err)
 		}
 		for key := range s.Slice {
-			if !sliceKey.MatchString(key) || len(key) > 63 || reservedSliceKeys[key] || contractAnnotations[KeyPrefix+key] {
+			if !sliceKey.MatchString(key) || len(key) > 63 || reservedSliceKeys[key] || contractAnnotations[KeyPrefix+key] || strings.HasPrefix(key, "output.") {
 				return fail("batch input key %q must be a lower-case name (or an input's name, a dot and a name) of at most 63 characters that laxity's contract does not use", key)
 			}
 		}

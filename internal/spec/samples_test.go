@@ -2,6 +2,7 @@ package spec_test
 
 import (
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,10 @@ import (
 	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/internal/spec"
 )
+
+// update writes the translation of every sample as its pinned workload;
+// then plan them with the planner's golden test's -update.
+var update = flag.Bool("update", false, "rewrite the samples' pinned workloads in internal/planner/testdata/golden")
 
 // TestSamplesTranslateAsPinned translates every schedule of config/samples
 // as the operator and `laxity plan` do (origin: the earliest window start)
@@ -51,6 +56,15 @@ func TestSamplesTranslateAsPinned(t *testing.T) {
 				w, err := spec.Workload(s.Object, queries, origin.UTC())
 				if err != nil {
 					t.Fatal(err)
+				}
+				if *update {
+					data, err := json.MarshalIndent(w, "", "  ")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(golden, name+".workload.json"), append(data, '\n'), 0o644); err != nil {
+						t.Fatal(err)
+					}
 				}
 				data, err := os.ReadFile(filepath.Join(golden, name+".workload.json"))
 				if err != nil {

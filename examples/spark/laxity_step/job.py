@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable, Dict, List, Sequence
+from typing import Callable, Dict, List, Sequence, Tuple
 
 from . import options as job_options
 from . import params, slices
@@ -97,16 +97,72 @@ def batch_views(spark, step: params.Step, opts: job_options.Options) -> Dict[str
     """Each view's DataFrame: exactly the batch's tuples that belong to it."""
     if not opts.views:
         raise params.ParameterError("job options: a batch needs at least one --view=<name>[=<glob>] to read its input into")
+    if step.joined:
+        return _joined_views(spark, step, opts)
     source = slices.kind_of(step.slice)
     if source == "kafka":
-        return _kafka_views(spark, slices.kafka(step.slice), opts)
+        return _kafka_views(spark, slices.kafka(step.slice), opts.views, opts)
     if source == "objectstore":
-        return _object_views(spark, slices.objectstore(step.slice), opts)
+        return _object_views(spark, slices.objectstore(step.slice), opts.views, opts)
     if step.input_location:
-        return _location_views(spark, step, opts)
+        return _location_views(spark, step.input_location, step.from_tuple, step.to_tuple, "input", opts.views, opts)
     raise params.ParameterError(
         "the batch has no input: no Kafka or object-storage slice and no %s (spec.input.location)" % params.describe("input")
     )
+
+
+def input_views(step: params.Step, opts: job_options.Options) -> List[Tuple[params.JoinedInput, job_options.View]]:
+    """Each input of a batch over several and the view it becomes: the
+    --view of the input's name, so that the query's SQL names the inputs
+    as the query's spec.inputs do, with that view's --schema and glob (a
+    filter within the input). Every input needs one and every view must
+    be an input's, or a table would silently be empty."""
+    views = {v.name: v for v in opts.views}
+    names = [i.name for i in step.joined]
+    out = []
+    for joined in step.joined:
+        view = views.get(joined.name)
+        if view is None:
+            if not job_options.is_table_name(joined.name):
+                raise params.ParameterError(
+                    "input %s: the job makes each input a view of its name, and %r is not a table name "
+                    "(letters, digits and _, a letter first): name the input with letters and digits only, a letter first"
+                    % (joined.name, joined.name)
+                )
+            raise params.ParameterError(
+                "job options: input %s has no --view=%s and --schema=%s=<DDL> to read it into"
+                % (joined.name, joined.name, joined.name)
+            )
+        out.append((joined, view))
+    strays = [v.name for v in opts.views if v.name not in names]
+    if strays:
+        raise params.ParameterError(
+            "job options: --view=%s: the batch has no input of that name (its inputs: %s)" % (strays[0], ", ".join(names))
+        )
+    return out
+
+
+def _joined_views(spark, step: params.Step, opts: job_options.Options) -> Dict[str, object]:
+    """A batch over several inputs: each input read exactly as a batch of
+    that input alone reads it (its Kafka offsets, its objects, or its
+    location's tuples in its range), into the view of its name."""
+    views = {}
+    for joined, view in input_views(step, opts):
+        source = slices.of_input(joined)
+        if isinstance(source, slices.KafkaSlice):
+            views.update(_kafka_views(spark, source, (view,), opts))
+        elif isinstance(source, slices.ObjectSlice):
+            views.update(_object_views(spark, source, (view,), opts))
+        elif joined.location:
+            views.update(
+                _location_views(spark, joined.location, joined.from_tuple, joined.to_tuple, joined.key("input"), (view,), opts)
+            )
+        else:
+            raise params.ParameterError(
+                "input %s has no input: no Kafka or object-storage slice and no %s (spec.inputs[].location)"
+                % (joined.name, params.describe(joined.key("input")))
+            )
+    return views
 
 
 def _schema(spark, ddl: str):
@@ -114,7 +170,7 @@ def _schema(spark, ddl: str):
     return spark.createDataFrame([], ddl).schema
 
 
-def _kafka_views(spark, kafka: slices.KafkaSlice, opts: job_options.Options) -> Dict[str, object]:
+def _kafka_views(spark, kafka: slices.KafkaSlice, views_: Sequence[job_options.View], opts: job_options.Options) -> Dict[str, object]:
     from pyspark.sql import functions as F
 
     if not opts.kafka_bootstrap_servers:
@@ -135,7 +191,7 @@ def _kafka_views(spark, kafka: slices.KafkaSlice, opts: job_options.Options) -> 
     )
     records = reader.load()
     views = {}
-    for view in opts.views:
+    for view in views_:
         rows = records
         if view.glob is not None:
             rows = rows.where(F.col("key").cast("string").rlike(_java_regex(view.glob)))
@@ -150,9 +206,9 @@ def _kafka_views(spark, kafka: slices.KafkaSlice, opts: job_options.Options) -> 
     return views
 
 
-def _object_views(spark, objects: slices.ObjectSlice, opts: job_options.Options) -> Dict[str, object]:
+def _object_views(spark, objects: slices.ObjectSlice, views_: Sequence[job_options.View], opts: job_options.Options) -> Dict[str, object]:
     views = {}
-    for view in opts.views:
+    for view in views_:
         uris = [
             uri
             for key, uri in zip(objects.keys, objects.uris())
@@ -169,27 +225,31 @@ def _read_files(spark, uris: List[str], view: job_options.View, opts: job_option
     return spark.read.format(opts.format).schema(schema).options(**opts.read_options).load(uris)
 
 
-def _location_views(spark, step: params.Step, opts: job_options.Options) -> Dict[str, object]:
+def _location_views(
+    spark, location: str, from_tuple: int, to_tuple: int, key: str, views_: Sequence[job_options.View], opts: job_options.Options
+) -> Dict[str, object]:
+    """The rows under location whose tuple column is in [from_tuple,
+    to_tuple); key is the parameter that named the location."""
     from pyspark.sql import functions as F
 
     if not opts.tuple_column:
         raise params.ParameterError(
             "job options: --tuple-column is required to cut the batch's tuples [%d, %d) from %s"
-            % (step.from_tuple, step.to_tuple, params.describe("input"))
+            % (from_tuple, to_tuple, params.describe(key))
         )
     views = {}
-    for view in opts.views:
+    for view in views_:
         frame = (
             spark.read.format(opts.format)
             .schema(_schema(spark, view.schema))
             .options(**opts.read_options)
             .option("recursiveFileLookup", "true")
-            .load(step.input_location)
+            .load(location)
         )
         if view.glob is not None:
             frame = frame.where(F.input_file_name().rlike(_java_regex(view.glob)))
         column = F.col(opts.tuple_column)
-        views[view.name] = frame.where((column >= step.from_tuple) & (column < step.to_tuple))
+        views[view.name] = frame.where((column >= from_tuple) & (column < to_tuple))
     return views
 
 

@@ -76,6 +76,11 @@ class Options:
         return path
 
 
+def is_table_name(name: str) -> bool:
+    """Whether name can be a view's: SQL reads it without quotes."""
+    return _NAME.match(name) is not None
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise ParameterError("job options: %s" % message)

@@ -18,15 +18,26 @@ members (the queries it serves, its own query first, joined by commas) and
 one output-<member> argument (spark.laxity.output.<member>) per member:
 where that member's partial goes. Its own query's is output.
 
+A batch of a query over several inputs (spec.inputs, a join) has no input
+or slice keys of its own. Instead it has interval-end, the instant (RFC
+3339) at which every input was cut, and, for each input named <input> (a
+DNS label), the keys <input>.from-tuple and <input>.to-tuple (the input's
+tuples [from, to), numbered from the window's start on that input),
+<input>.input (its location, when the query gives one) and the input's own
+slice keys, such as <input>.kafka-starting-offsets; the Spark settings are
+spark.laxity.<input>.<key>, with no camel case. Its from-tuple and to-tuple
+count the tuples of all the inputs together.
+
 parse() takes both (either may be absent) and insists they agree, so a job
 that reads one form cannot silently differ from one that reads the other.
 """
 
 from __future__ import annotations
 
+import datetime
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 ARGUMENT_PREFIX = "--laxity-"
 CONF_PREFIX = "spark.laxity."
@@ -39,9 +50,44 @@ _CONF_NAMES = {"from-tuple": "fromTuple", "to-tuple": "toTuple"}
 _CONTRACT = ("query", "step", "index", "attempt", "from-tuple", "to-tuple", "inputs", "input", "output")
 _DECIMAL = re.compile(r"^(0|[1-9][0-9]*)$")
 
+# A batch over several inputs: the instant every input was cut at, and the
+# keys each input has besides its own slice's (<input>.<key>).
+INTERVAL_END = "interval-end"
+INPUT_FROM_TUPLE, INPUT_TO_TUPLE, INPUT_LOCATION = "from-tuple", "to-tuple", "input"
+# An input's name is a DNS label (spec.inputs[].name), so it never holds
+# the dot that ends it in a key.
+_INPUT_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+# The keys of an input's Kafka slice (slices.KAFKA_*): all or none. An
+# error names the last one given before the first missing.
+_KAFKA_KEYS = ("kafka-topic", "kafka-starting-offsets", "kafka-ending-offsets")
+# RFC 3339, as Go's time.RFC3339Nano writes it (UTC, Z) or with an offset.
+_INSTANT = re.compile(
+    r"^([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?(Z|[+-]([0-9]{2}):([0-9]{2}))$"
+)
+
 
 class ParameterError(ValueError):
     """A step parameter that is missing, malformed or contradicted."""
+
+
+@dataclass(frozen=True)
+class JoinedInput:
+    """One input of a batch over several: what the batch reads of it."""
+
+    name: str
+    # The input's tuples [from_tuple, to_tuple), numbered from the window's
+    # start on this input; equal when the batch holds none of it.
+    from_tuple: int
+    to_tuple: int
+    # The input's location (spec.inputs[].location), or None.
+    location: Optional[str] = None
+    # The input's own slice (its Kafka offsets, ...), by key without the
+    # input's name: what a batch of this input alone would have.
+    slice: Dict[str, str] = field(default_factory=dict)
+
+    def key(self, key: str) -> str:
+        """The parameter name of one of the input's keys."""
+        return input_key(self.name, key)
 
 
 @dataclass(frozen=True)
@@ -66,6 +112,11 @@ class Step:
     # partial goes; empty for a step of one query.
     members: Tuple[str, ...] = ()
     outputs: Dict[str, str] = field(default_factory=dict)
+    # A batch over several inputs: each input, by name order, and the
+    # instant they were all cut at (as laxity wrote it); (), None for a
+    # batch of one input and for merges.
+    joined: Tuple[JoinedInput, ...] = ()
+    interval_end: Optional[str] = None
 
     def results(self) -> List[Tuple[str, str]]:
         """(query, output) of every query the step computes a result for:
@@ -77,6 +128,12 @@ class Step:
     @property
     def is_merge(self) -> bool:
         return self.kind != BATCH
+
+
+def input_key(input_name: Optional[str], key: str) -> str:
+    """The parameter name of key: <input>.<key> for an input of a batch
+    over several, key itself for a batch of one input (None)."""
+    return key if input_name is None else "%s.%s" % (input_name, key)
 
 
 def describe(name: str) -> str:
@@ -193,14 +250,18 @@ def parse(arguments: Sequence[str], conf: Mapping[str, str]) -> Step:
             raise ParameterError(
                 "%s: the tuple range [%d, %d) is empty" % (describe("to-tuple"), from_tuple, to_tuple)
             )
+        members, outputs = _members(args, settings, query, output)
+        names = {n for n in (set(args) | set(settings)) - set(_CONTRACT) if n != "members" and not n.startswith(_MEMBER_OUTPUT)}
+        if INTERVAL_END in names or any("." in n for n in names):
+            interval_end, joined = _joined(args, settings, names, from_tuple, to_tuple)
+            return Step(query, kind, index, attempt, output, from_tuple, to_tuple, None, (), {}, members, outputs,
+                        joined, interval_end)
         locations = args.get("input", [])
         if len(locations) > 1:
             raise ParameterError("%s: a batch has one input location, got %d" % (describe("input"), len(locations)))
         location = _agree("input", locations[0] if locations else None, settings.get("input"))
         if location == "":
             raise ParameterError("%s: empty" % describe("input"))
-        members, outputs = _members(args, settings, query, output)
-        names = {n for n in (set(args) | set(settings)) - set(_CONTRACT) if n != "members" and not n.startswith(_MEMBER_OUTPUT)}
         slice_ = {name: _single(args, settings, name) for name in sorted(names)}
         return Step(query, kind, index, attempt, output, from_tuple, to_tuple, location, (), slice_, members, outputs)
 
@@ -232,6 +293,109 @@ def parse(arguments: Sequence[str], conf: Mapping[str, str]) -> Step:
     if len(set(locations)) != len(locations):
         raise ParameterError("%s: a location is given twice, which would merge its result twice" % describe("input"))
     return Step(query, kind, index, attempt, output, inputs=tuple(locations))
+
+
+def _joined(
+    args: Dict[str, List[str]], settings: Dict[str, str], names: Set[str], from_tuple: int, to_tuple: int
+) -> Tuple[str, Tuple[JoinedInput, ...]]:
+    """The interval end and the inputs of a batch over several, from its
+    parameters' names other than the contract's (names). Such a batch has
+    only its inputs' keys, so that a job reading the single-input form
+    cannot mistake it for one."""
+    own = sorted(n for n in names if "." not in n and n != INTERVAL_END)
+    if own:
+        raise ParameterError(
+            "%s: a batch over several inputs has no slice of its own: each input's keys are <input>.<key>" % describe(own[0])
+        )
+    if args.get("input") or settings.get("input") is not None:
+        raise ParameterError(
+            "%s: a batch over several inputs has no input location of its own: each input's is %s"
+            % (describe("input"), describe(input_key("<input>", INPUT_LOCATION)))
+        )
+    interval_end = _single(args, settings, INTERVAL_END)
+    if interval_end is None:
+        raise ParameterError("%s: missing for a batch over several inputs" % describe(INTERVAL_END))
+    _instant(interval_end, INTERVAL_END)
+    keys: Dict[str, Dict[str, str]] = {}
+    for name in sorted(names - {INTERVAL_END}):
+        input_name, _, key = name.partition(".")
+        if not _INPUT_NAME.match(input_name):
+            raise ParameterError(
+                "%s: %r is not an input name: want a DNS label (lower-case letters, digits and '-', "
+                "a letter or digit at each end, at most 63)" % (describe(name), input_name)
+            )
+        if input_name == "output":
+            # spark.laxity.output.<member> is a shared batch's member output.
+            raise ParameterError("%s: an input named output cannot be told from a member's output" % describe(name))
+        if not key:
+            raise ParameterError("%s: want %s<input>.<key>=<value>" % (describe(name), ARGUMENT_PREFIX))
+        value = _single(args, settings, name)
+        assert value is not None
+        keys.setdefault(input_name, {})[key] = value
+    if len(keys) < 2:
+        raise ParameterError(
+            "%s: a batch over several inputs names two or more, got %s" % (describe(INTERVAL_END), ", ".join(keys) or "none")
+        )
+    joined = tuple(_joined_input(name, keys[name]) for name in sorted(keys))
+    held = sum(i.to_tuple - i.from_tuple for i in joined)
+    if held != to_tuple - from_tuple:
+        raise ParameterError(
+            "%s: the batch's tuples [%d, %d) are %d, but its inputs' ranges hold %d (%s)"
+            % (
+                describe("to-tuple"), from_tuple, to_tuple, to_tuple - from_tuple, held,
+                ", ".join("%s %d" % (i.name, i.to_tuple - i.from_tuple) for i in joined),
+            )
+        )
+    return interval_end, joined
+
+
+def _joined_input(name: str, keys: Dict[str, str]) -> JoinedInput:
+    """One input of a batch over several, from its keys (without its name)."""
+    own = dict(keys)
+    for key in (INPUT_FROM_TUPLE, INPUT_TO_TUPLE):
+        if key not in own:
+            raise ParameterError("%s: missing for input %s" % (describe(input_key(name, key)), name))
+    from_tuple = _count(own.pop(INPUT_FROM_TUPLE), input_key(name, INPUT_FROM_TUPLE))
+    to_tuple = _count(own.pop(INPUT_TO_TUPLE), input_key(name, INPUT_TO_TUPLE))
+    if to_tuple < from_tuple:
+        raise ParameterError(
+            "%s: input %s's range [%d, %d) ends before it starts"
+            % (describe(input_key(name, INPUT_TO_TUPLE)), name, from_tuple, to_tuple)
+        )
+    location = own.pop(INPUT_LOCATION, None)
+    if location == "":
+        raise ParameterError("%s: empty" % describe(input_key(name, INPUT_LOCATION)))
+    given = [k for k in _KAFKA_KEYS if k in own]
+    if given and len(given) < len(_KAFKA_KEYS):
+        missing = [k for k in _KAFKA_KEYS if k not in own][0]
+        raise ParameterError(
+            "%s: missing, but %s is given: an input's Kafka slice has all three keys"
+            % (describe(input_key(name, missing)), describe(input_key(name, given[-1])))
+        )
+    if given and any(k.startswith("objectstore-") for k in own):
+        raise ParameterError(
+            "%s: input %s has a Kafka slice and object-storage keys; it reads from one source"
+            % (describe(input_key(name, sorted(k for k in own if k.startswith("objectstore-"))[0])), name)
+        )
+    return JoinedInput(name, from_tuple, to_tuple, location, own)
+
+
+def _instant(value: str, name: str) -> None:
+    """Checks value is an RFC 3339 instant that exists on the calendar."""
+    m = _INSTANT.match(value)
+    try:
+        if m:
+            year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+            datetime.datetime(year, month, day, hour, minute, second)
+            if m.group(9) is not None and (int(m.group(9)) > 23 or int(m.group(10)) > 59):
+                m = None
+    except ValueError:
+        m = None
+    if not m:
+        raise ParameterError(
+            "%s: want an RFC 3339 instant such as 2026-12-01T00:06:15Z or 2026-12-01T00:06:14.975013732Z, got %r"
+            % (describe(name), value)
+        )
 
 
 def _single(args: Dict[str, List[str]], settings: Dict[str, str], name: str) -> Optional[str]:

@@ -12,6 +12,10 @@ operator's input source wrote).
   objectstore-prefix, objectstore-objects (how many objects the batch
   reads) and objectstore-keys, a JSON array of every key it reads, late
   ones included, when there are at most 1,000 of them.
+
+A batch over several inputs has the same keys per input, prefixed with the
+input's name and a dot (orders.kafka-starting-offsets), each checked as a
+batch of that input alone would be; errors name the prefixed key.
 """
 
 from __future__ import annotations
@@ -19,9 +23,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple, Union
 
-from .params import ParameterError, describe
+from .params import JoinedInput, ParameterError, describe, input_key
 
 KAFKA_TOPIC = "kafka-topic"
 KAFKA_STARTING = "kafka-starting-offsets"
@@ -75,32 +79,33 @@ def kind_of(slice_: Mapping[str, str]) -> str:
     return "none"
 
 
-def kafka(slice_: Mapping[str, str]) -> KafkaSlice:
-    """The Kafka slice, or ParameterError naming the key that is wrong."""
+def kafka(slice_: Mapping[str, str], input_name: Optional[str] = None) -> KafkaSlice:
+    """The Kafka slice, or ParameterError naming the key that is wrong;
+    input_name is the input whose slice it is in a batch over several."""
+    named = lambda key: describe(input_key(input_name, key))  # noqa: E731
     for key in (KAFKA_TOPIC, KAFKA_STARTING, KAFKA_ENDING):
         if key not in slice_:
-            raise ParameterError("%s: missing from a Kafka batch" % describe(key))
+            raise ParameterError("%s: missing from a Kafka batch" % named(key))
     topic = slice_[KAFKA_TOPIC]
     if not topic:
-        raise ParameterError("%s: empty" % describe(KAFKA_TOPIC))
-    start = _offsets(topic, slice_[KAFKA_STARTING], KAFKA_STARTING)
-    end = _offsets(topic, slice_[KAFKA_ENDING], KAFKA_ENDING)
+        raise ParameterError("%s: empty" % named(KAFKA_TOPIC))
+    start = _offsets(topic, slice_[KAFKA_STARTING], named(KAFKA_STARTING))
+    end = _offsets(topic, slice_[KAFKA_ENDING], named(KAFKA_ENDING))
     if set(start) != set(end):
         missing = sorted(set(start) ^ set(end))[0]
         raise ParameterError(
-            "%s and %s: partition %d is in one and not the other" % (describe(KAFKA_STARTING), describe(KAFKA_ENDING), missing)
+            "%s and %s: partition %d is in one and not the other" % (named(KAFKA_STARTING), named(KAFKA_ENDING), missing)
         )
     for p in sorted(start):
         if end[p] < start[p]:
             raise ParameterError(
-                "%s: partition %d ends at %d, before its starting offset %d" % (describe(KAFKA_ENDING), p, end[p], start[p])
+                "%s: partition %d ends at %d, before its starting offset %d" % (named(KAFKA_ENDING), p, end[p], start[p])
             )
     ranges = {p: (start[p], end[p]) for p in sorted(start)}
     return KafkaSlice(topic, ranges, slice_[KAFKA_STARTING], slice_[KAFKA_ENDING])
 
 
-def _offsets(topic: str, document: str, key: str) -> Dict[int, int]:
-    where = describe(key)
+def _offsets(topic: str, document: str, where: str) -> Dict[int, int]:
 
     def unique(pairs):
         seen = {}
@@ -133,18 +138,20 @@ def _offsets(topic: str, document: str, key: str) -> Dict[int, int]:
     return out
 
 
-def objectstore(slice_: Mapping[str, str]) -> ObjectSlice:
+def objectstore(slice_: Mapping[str, str], input_name: Optional[str] = None) -> ObjectSlice:
     """The object-storage slice, or ParameterError naming the key that is
-    wrong."""
+    wrong; input_name is the input whose slice it is in a batch over
+    several."""
+    named = lambda key: describe(input_key(input_name, key))  # noqa: E731
     for key in (OBJECTSTORE_BUCKET, OBJECTSTORE_PREFIX, OBJECTSTORE_OBJECTS):
         if key not in slice_:
-            raise ParameterError("%s: missing from an object-storage batch" % describe(key))
+            raise ParameterError("%s: missing from an object-storage batch" % named(key))
     bucket, prefix = slice_[OBJECTSTORE_BUCKET], slice_[OBJECTSTORE_PREFIX]
     if not bucket:
-        raise ParameterError("%s: empty" % describe(OBJECTSTORE_BUCKET))
+        raise ParameterError("%s: empty" % named(OBJECTSTORE_BUCKET))
     objects = slice_[OBJECTSTORE_OBJECTS]
     if not _PARTITION.match(objects):
-        raise ParameterError("%s: want a whole number, got %r" % (describe(OBJECTSTORE_OBJECTS), objects))
+        raise ParameterError("%s: want a whole number, got %r" % (named(OBJECTSTORE_OBJECTS), objects))
     if OBJECTSTORE_KEYS not in slice_:
         # The operator lists at most 1,000 keys; past that a job lists the
         # cursor range itself, which this reference job does not do.
@@ -152,24 +159,51 @@ def objectstore(slice_: Mapping[str, str]) -> ObjectSlice:
             "%s: absent, as laxity leaves it for a batch of more than 1,000 objects (this one reads %s); "
             "the reference job reads listed keys only: cut smaller batches (fewer tuples per batch or more "
             "tuples per object), or list %s..%s in the job"
-            % (describe(OBJECTSTORE_KEYS), objects, "objectstore-after", OBJECTSTORE_THROUGH)
+            % (
+                named(OBJECTSTORE_KEYS), objects, input_key(input_name, "objectstore-after"),
+                input_key(input_name, OBJECTSTORE_THROUGH),
+            )
         )
     try:
         keys = json.loads(slice_[OBJECTSTORE_KEYS])
     except ValueError as e:
-        raise ParameterError("%s: not JSON: %s" % (describe(OBJECTSTORE_KEYS), e)) from None
+        raise ParameterError("%s: not JSON: %s" % (named(OBJECTSTORE_KEYS), e)) from None
     if not isinstance(keys, list) or not all(isinstance(k, str) and k for k in keys):
-        raise ParameterError("%s: want a JSON array of object keys" % describe(OBJECTSTORE_KEYS))
+        raise ParameterError("%s: want a JSON array of object keys" % named(OBJECTSTORE_KEYS))
     if len(set(keys)) != len(keys):
-        raise ParameterError("%s: a key is listed twice, which would read its object twice" % describe(OBJECTSTORE_KEYS))
+        raise ParameterError("%s: a key is listed twice, which would read its object twice" % named(OBJECTSTORE_KEYS))
     for key in keys:
         if not key.startswith(prefix):
-            raise ParameterError("%s: key %r is not under the prefix %r" % (describe(OBJECTSTORE_KEYS), key, prefix))
+            raise ParameterError("%s: key %r is not under the prefix %r" % (named(OBJECTSTORE_KEYS), key, prefix))
     if len(keys) != int(objects):
         raise ParameterError(
-            "%s lists %d keys, but %s says %s" % (describe(OBJECTSTORE_KEYS), len(keys), describe(OBJECTSTORE_OBJECTS), objects)
+            "%s lists %d keys, but %s says %s" % (named(OBJECTSTORE_KEYS), len(keys), named(OBJECTSTORE_OBJECTS), objects)
         )
     return ObjectSlice(bucket, prefix, tuple(keys))
+
+
+def of_input(joined: JoinedInput) -> Optional[Union[KafkaSlice, ObjectSlice]]:
+    """The slice of one input of a batch over several, checked as a batch
+    of that input alone is: its Kafka offsets, its objects, or None when it
+    has neither (then its location and range say what to read). A Kafka
+    input's tuples are its records, so its offsets must hold exactly its
+    range's count: laxity counts the records it cuts, and a difference
+    means the job would read other records than laxity planned."""
+    source = kind_of(joined.slice)
+    if source == "objectstore":
+        return objectstore(joined.slice, joined.name)
+    if source != "kafka":
+        return None
+    k = kafka(joined.slice, joined.name)
+    if k.records != joined.to_tuple - joined.from_tuple:
+        raise ParameterError(
+            "%s: the offsets hold %d records, but %s and %s say %d tuples [%d, %d)"
+            % (
+                describe(joined.key(KAFKA_ENDING)), k.records, describe(joined.key("from-tuple")),
+                describe(joined.key("to-tuple")), joined.to_tuple - joined.from_tuple, joined.from_tuple, joined.to_tuple,
+            )
+        )
+    return k
 
 
 def glob_regex(glob: str) -> str:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import math
 import random
 import sqlite3
-from typing import List, Sequence
+from typing import List, Mapping, Sequence, Tuple
 
 from laxity_step.decompose import MERGED_VIEW, PARTIALS_VIEW, Decomposition
+from laxity_step.options import View
+from laxity_step.params import JoinedInput
 
 from . import tpch_data
 from .tpch_data import Row
@@ -17,6 +19,24 @@ from .tpch_data import Row
 def batch(conn: sqlite3.Connection, d: Decomposition, part) -> List[Row]:
     """A batch step: the partial SQL over the batch's part of the stream."""
     tpch_data.load_stream(conn, part)
+    return conn.execute(d.partial_sql).fetchall()
+
+
+def joined_batch(
+    conn: sqlite3.Connection, d: Decomposition, views: Sequence[Tuple[JoinedInput, View]], tables: Mapping[str, str], tuple_column: str
+) -> List[Row]:
+    """A batch over several inputs (job.input_views' pairs): each input's
+    tuples in its range, read from the table standing for its location as
+    job reads the location's files with --tuple-column, into the view of its
+    name; then the partial SQL."""
+    for joined, view in views:
+        columns = ", ".join(tpch_data.SCHEMA[view.name])
+        conn.execute("DELETE FROM %s" % view.name)
+        conn.execute(
+            "INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s >= ? AND %s < ?"
+            % (view.name, columns, columns, tables[joined.location], tuple_column, tuple_column),
+            (joined.from_tuple, joined.to_tuple),
+        )
     return conn.execute(d.partial_sql).fetchall()
 
 

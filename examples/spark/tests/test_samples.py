@@ -46,6 +46,13 @@ def arguments(document: str):
     return []
 
 
+def input_names(document: str):
+    """The names of a query's spec.inputs (a query over several inputs),
+    in order; empty for a query over one."""
+    m = re.search(r"^  inputs:\n((?:    .*\n)+)", document + "\n", re.M)
+    return re.findall(r"^    - name: (\S+)$", m.group(1), re.M) if m else []
+
+
 def reference_queries():
     """(sample, query name, its document) of every IntermittentQuery and
     RecurringQuery whose template runs the reference job; a RecurringQuery's
@@ -89,6 +96,11 @@ class Samples(unittest.TestCase):
                 sql = pathlib.Path(local(opts.query)).read_text()
                 decompose(sql)
                 self.assertTrue(opts.views, "a batch needs a view to read into")
+                names = input_names(document)
+                if names:
+                    # A batch over several inputs reads each into the view
+                    # of its name (job.input_views).
+                    self.assertEqual(sorted(v.name for v in opts.views), sorted(names))
                 if sample == "tpch.yaml":
                     self.check_tpch_tables(sql, opts)
 
