@@ -121,6 +121,10 @@ func (r *IntermittentQueryReconciler) reconcile(ctx context.Context, q *laxityv1
 	if reading, ok := r.Sources.Latest(q); ok {
 		if inputErr = reading.Err; inputErr == nil {
 			arrived = reading.Arrived
+			if reading.Late != nil {
+				q.Status.LateTuples = ptr.To(*reading.Late)
+				recordLateTuples(q, *reading.Late)
+			}
 		}
 	}
 	q.Status.ArrivedTuples = &arrived

@@ -119,6 +119,11 @@ var (
 		Help: "A query's slack when last reconciled: how much later than modelled it could finish and still meet its deadline; negative when expected late.",
 	}, []string{labelNamespace, labelQuery})
 
+	queryLateTuplesMetric = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: metricsNamespace, Name: "query_late_tuples",
+		Help: "A query's tuples that arrived after its window's batches were cut where they arrived, so that no batch reads them (status.lateTuples).",
+	}, []string{labelNamespace, labelQuery})
+
 	// deadlineMissesMetric counts queries that missed their deadline, once
 	// per query; see deadlineMissDecided.
 	deadlineMissesMetric = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -194,7 +199,7 @@ func init() {
 		planCostMetric, planFeasibleMetric, planSearchSecondsMetric, replansMetric,
 		nodesRequestedMetric, nodesReadyMetric,
 		stepsLaunchedMetric, stepsFinishedMetric,
-		querySlackMetric, deadlineMissesMetric,
+		querySlackMetric, queryLateTuplesMetric, deadlineMissesMetric,
 		leadTimeMetric, plannedLeadTimeMetric, querySlowdownMetric, queryMarginMetric, queryTailMarginMetric,
 		poolSpendMetric, stepDurationMetric, buildInfoMetric, searchBudgetExceededMetric,
 	)
@@ -305,10 +310,16 @@ func recordQuerySlack(q *laxityv1alpha1.IntermittentQuery, slack time.Duration) 
 	querySlackMetric.WithLabelValues(q.Namespace, q.Name).Set(slack.Seconds())
 }
 
+// recordLateTuples sets the query's late-tuples gauge to its count.
+func recordLateTuples(q *laxityv1alpha1.IntermittentQuery, late int64) {
+	queryLateTuplesMetric.WithLabelValues(q.Namespace, q.Name).Set(float64(late))
+}
+
 // forgetQuery deletes the series of a query that has gone, and what this
 // process remembers having counted for it.
 func forgetQuery(namespace, name string) {
 	querySlackMetric.DeleteLabelValues(namespace, name)
+	queryLateTuplesMetric.DeleteLabelValues(namespace, name)
 	querySlowdownMetric.DeleteLabelValues(namespace, name)
 	queryMarginMetric.DeleteLabelValues(namespace, name)
 	queryTailMarginMetric.DeleteLabelValues(namespace, name)

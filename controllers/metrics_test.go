@@ -32,7 +32,7 @@ var laxityMetricNames = []string{
 	"laxity_plan_cost", "laxity_plan_search_seconds", "laxity_replans_total",
 	"laxity_pool_nodes_requested", "laxity_pool_nodes_ready",
 	"laxity_steps_launched_total", "laxity_steps_finished_total",
-	"laxity_query_slack_seconds", "laxity_deadline_misses_total",
+	"laxity_query_slack_seconds", "laxity_query_late_tuples", "laxity_deadline_misses_total",
 	"laxity_pool_observed_lead_time_seconds", "laxity_pool_planned_lead_time_seconds",
 	"laxity_query_learned_slowdown_ratio", "laxity_query_learned_margin_ratio", "laxity_query_learned_tail_margin_ratio",
 	"laxity_pool_spend_total", "laxity_step_duration_seconds", "laxity_build_info",
@@ -139,6 +139,7 @@ func TestMetricsAreRegisteredAndLintClean(t *testing.T) {
 	poolSpendMetric.WithLabelValues(ns, "s").Add(1)
 	searchBudgetExceededMetric.WithLabelValues(ns, "s").Inc()
 	stepDurationMetric.WithLabelValues(ns, "s", "q", "batch", "Succeeded").Observe(30)
+	queryLateTuplesMetric.WithLabelValues(ns, "q").Set(3)
 	defer func() {
 		forgetSchedule(ns, "s")
 		forgetQuery(ns, "q")

@@ -48,7 +48,10 @@ type Reading struct {
 	UID     types.UID
 	At      time.Time
 	Arrived int64
-	Err     error
+	// Late is the window's late tuples so far (source.LateCounter), once
+	// the window has ended; nil before, or for a source without any.
+	Late *int64
+	Err  error
 }
 
 // sample is a count of arrived tuples and when it was read.
@@ -199,6 +202,13 @@ func (s *Sources) Read(ctx context.Context, q *laxityv1alpha1.IntermittentQuery,
 		if reading.Arrived, err = src.Arrived(ctx, now); err != nil {
 			err = fmt.Errorf("reading arrivals: %w", err)
 		}
+	}
+	if c, counts := src.(source.LateCounter); err == nil && counts && !now.Before(q.Spec.Window.End.Time) {
+		var late int64
+		if late, err = c.Late(ctx); err != nil {
+			err = fmt.Errorf("counting late tuples: %w", err)
+		}
+		reading.Late = &late
 	}
 	reading.Err = err
 	key := client.ObjectKeyFromObject(q)

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,9 +25,11 @@ import (
 // A user story: a query joins two Kafka topics, orders (two partitions, 10
 // records a second) and lineitem (three partitions, 40 a second as
 // declared, 200 from a minute in), both timestamped by the clock; one
-// order in twenty is written 20 s after its timestamp, behind later ones. Every batch must cut both topics at one
-// instant, so that an order only meets the lineitems of its own batch.
-// Half-way through the window the operator restarts.
+// order in twenty is written 20 s after its timestamp, behind later ones.
+// Every batch must cut both topics at one instant, so that an order only
+// meets the lineitems of its own batch, and the orders written past the
+// window's end must be counted late. Half-way through the window the
+// operator restarts.
 var _ = Describe("A query joining two Kafka topics", concurrent, Ordered, func() {
 	type topic struct {
 		name       string
@@ -96,6 +99,8 @@ var _ = Describe("A query joining two Kafka topics", concurrent, Ordered, func()
 		orders, lineitem := builder.JoinInput("orders", "10"), builder.JoinInput("lineitem", "40")
 		orders.Kafka = &laxityv1alpha1.KafkaInput{Brokers: cluster.ListenAddrs(), Topic: "orders"}
 		orders.LateFraction = "0.05"
+		// Every late order is written by then: the count is complete.
+		orders.AllowedLateness = metav1.Duration{Duration: 30 * time.Second}
 		lineitem.Kafka = &laxityv1alpha1.KafkaInput{Brokers: cluster.ListenAddrs(), Topic: "lineitem"}
 		lineitem.Location = "s3a://tpch/lineitem-dimensions/"
 		q := builder.Query(w.ns, "q12").Inputs(orders, lineitem).Slack(2 * time.Minute).Obj()
@@ -195,6 +200,23 @@ var _ = Describe("A query joining two Kafka topics", concurrent, Ordered, func()
 				Expect(next[tp.name][p]).To(Equal(firstAt(tp.name, p, windowEnd)), "the batches end on %s partition %d where the window does", tp.name, p)
 			}
 		}
+	})
+
+	It("reads every record timestamped in the window in one batch, or counts it late in status and in a metric", func(ctx SpecContext) {
+		var late int64
+		for _, tp := range topics {
+			for p := range int32(tp.partitions) {
+				for _, at := range stamps[tp.name][p][firstAt(tp.name, p, windowEnd):] {
+					if !at.Before(windowStart) && at.Before(windowEnd) {
+						late++
+					}
+				}
+			}
+		}
+		Expect(late).To(BeNumerically(">", 0), "orders written 20 s behind their time end up past the window's end")
+		q := w.finishedInTime(ctx, "q12")
+		Expect(q.Status.LateTuples).To(HaveValue(Equal(late)))
+		Expect(metric("laxity_query_late_tuples", map[string]string{labelNamespace: w.ns, labelQuery: "q12"})).To(Equal(float64(late)))
 	})
 
 	It("passes each topic's offsets and location to the step under the input's name", func(ctx SpecContext) {

@@ -94,6 +94,7 @@ var _ = Describe("A query reading a Kafka topic", concurrent, Ordered, func() {
 	It("runs the query to completion before its deadline", func(ctx SpecContext) {
 		q := w.finishedInTime(ctx, "orders")
 		Expect(*q.Status.ArrivedTuples).To(Equal(inside[0]+inside[1]+inside[2]), "arrivals count the window's records only")
+		Expect(q.Status.LateTuples).To(HaveValue(BeZero()), "records written in time order are never late")
 	})
 
 	It("reads every record of the window exactly once, across the restart", func(ctx SpecContext) {

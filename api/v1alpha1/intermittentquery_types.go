@@ -561,6 +561,16 @@ type IntermittentQueryStatus struct {
 	// +optional
 	ArrivedTuples *int64 `json:"arrivedTuples,omitempty"`
 
+	// lateTuples is the number of the window's tuples that arrived after
+	// the window's batches were cut where they arrived, so that no batch
+	// reads them: Kafka records timestamped inside the window but written
+	// on their partition after its first record at or after window.end.
+	// Counted from when the window ends until the query finishes; unset for
+	// inputs that cannot have any (synthetic ones; object storage lists its
+	// late files on the batch that reads them).
+	// +optional
+	LateTuples *int64 `json:"lateTuples,omitempty"`
+
 	// processedTuples is the number of tuples whose batches have succeeded.
 	// Unset until the controller has observed the query.
 	// +optional

@@ -583,6 +583,11 @@ func (in *IntermittentQueryStatus) DeepCopyInto(out *IntermittentQueryStatus) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.LateTuples != nil {
+		in, out := &in.LateTuples, &out.LateTuples
+		*out = new(int64)
+		**out = **in
+	}
 	if in.ProcessedTuples != nil {
 		in, out := &in.ProcessedTuples, &out.ProcessedTuples
 		*out = new(int64)

@@ -292,3 +292,19 @@ func (j *JoinedClock) ArrivalOf(tuples int64) (time.Time, bool) {
 	}
 	return hi, true
 }
+
+// Late implements LateCounter: the late tuples of the inputs that can have
+// them, together.
+func (j *Joined) Late(ctx context.Context) (int64, error) {
+	var sum int64
+	for _, in := range j.inputs {
+		if c, ok := in.Source.(LateCounter); ok {
+			n, err := c.Late(ctx)
+			if err != nil {
+				return 0, fmt.Errorf("input %s: %w", in.Name, err)
+			}
+			sum += n
+		}
+	}
+	return sum, nil
+}

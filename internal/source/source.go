@@ -49,3 +49,14 @@ type Slicer interface {
 	// (an object of several tuples is not split).
 	Slice(ctx context.Context, now time.Time, previous map[string]string, tuples int64) (slice map[string]string, taken int64, err error)
 }
+
+// LateCounter is a Source whose window can have late tuples: timestamped
+// inside the window but arrived after the window's batches were cut
+// there, so that no batch reads them (Kafka records written after a
+// partition's first record at or after the window end). It counts them,
+// so that they are reported rather than silently lost.
+type LateCounter interface {
+	Source
+	// Late is how many late tuples have arrived so far.
+	Late(ctx context.Context) (int64, error)
+}

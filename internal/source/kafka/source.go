@@ -54,6 +54,12 @@ type Source struct {
 	// partitions is the topic's partition count at the last snapshot; the
 	// lookups by time are skipped once every partition has both bounds.
 	partitions int
+	// opts make a client like admin's, for consuming.
+	opts []kgo.Opt
+	// late is the window's late records counted so far (see Late), and
+	// lateFrom, per partition, the offset the count goes on from.
+	late     int64
+	lateFrom map[int32]int64
 }
 
 // New returns the source of the records of cfg.Topic timestamped in
@@ -95,6 +101,8 @@ func New(cfg Config, windowStart, windowEnd time.Time) (*Source, error) {
 		endMilli:   endMilli,
 		start:      make(map[int32]int64),
 		end:        make(map[int32]int64),
+		opts:       opts,
+		lateFrom:   make(map[int32]int64),
 	}, nil
 }
 
