@@ -167,7 +167,12 @@ func (j *Joined) Slice(ctx context.Context, now time.Time, previous map[string]s
 		if err != nil {
 			return nil, 0, fmt.Errorf("previous batch's %s: %w", SliceIntervalEnd, err)
 		}
-		lo = end
+		if end.After(now) {
+			return nil, 0, fmt.Errorf("previous batch's %s: %s is later than now, %s", SliceIntervalEnd, previous[SliceIntervalEnd], now.UTC().Format(time.RFC3339Nano))
+		}
+		if end.After(lo) {
+			lo = end
+		}
 		for i, in := range j.inputs {
 			key := in.Name + "." + SliceToTuple
 			if from[i], err = strconv.ParseInt(previous[key], 10, 64); err != nil || from[i] < 0 {

@@ -230,3 +230,48 @@ func equalMaps(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// FuzzJoinedSlicePrevious continues a join's batches from arbitrary
+// recorded slices (the annotations of the batch before, which anyone who
+// may edit the SparkApplication could change): Slice never panics, and a
+// slice it returns starts every input where the previous one says and
+// holds what it took.
+func FuzzJoinedSlicePrevious(f *testing.F) {
+	f.Add("2026-12-01T00:00:02.5Z", "25", "75", int64(100), int64(50))
+	f.Add("", "", "", int64(1), int64(0))
+	f.Add("2026-12-01T00:01:40Z", "1000", "3000", int64(1), int64(100))
+	f.Add("1969-12-31T23:59:59Z", "-1", "9223372036854775807", int64(9223372036854775807), int64(-5))
+	f.Add("2026-12-01T00:00:01Z", "999999", "1", int64(10), int64(10))
+	f.Fuzz(func(t *testing.T, end, orders, lineitem string, tuples, nowSeconds int64) {
+		j, err := NewJoined(t0, t0.Add(100*time.Second), []JoinedInput{
+			{Name: "orders", Source: mustSynthetic(t, 100*time.Second, 1, Segment{PerSecond: 10})},
+			{Name: "lineitem", Source: mustSynthetic(t, 100*time.Second, 1, Segment{PerSecond: 30})},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		previous := map[string]string{SliceIntervalEnd: end, "orders.to-tuple": orders, "lineitem.to-tuple": lineitem}
+		now := t0.Add(time.Duration(nowSeconds%1000) * time.Second)
+		slice, taken, err := j.Slice(context.Background(), now, previous, tuples)
+		if err != nil {
+			return
+		}
+		var held int64
+		for _, name := range []string{"orders", "lineitem"} {
+			from, to := slice[name+".from-tuple"], slice[name+".to-tuple"]
+			f, err1 := strconv.ParseInt(from, 10, 64)
+			e, err2 := strconv.ParseInt(to, 10, 64)
+			was, _ := strconv.ParseInt(previous[name+".to-tuple"], 10, 64)
+			if err1 != nil || err2 != nil || e < f || f != was {
+				t.Fatalf("%s: range [%s, %s), the previous batch ended at %s", name, from, to, previous[name+".to-tuple"])
+			}
+			if by, _ := j.Arrived(context.Background(), now); e > by {
+				t.Fatalf("%s: range [%s, %s) reads past what has arrived by now (%d of both)", name, from, to, by)
+			}
+			held += e - f
+		}
+		if held != taken {
+			t.Fatalf("taken %d, the ranges hold %d", taken, held)
+		}
+	})
+}

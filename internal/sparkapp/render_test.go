@@ -550,6 +550,9 @@ func TestRenderStepErrors(t *testing.T) {
 		{name: "slice key of the contract", q: query(minimalTemplate), es: schedule(), step: sliced(map[string]string{"from-tuple": "1"}), loc: locations, want: `batch input key "from-tuple"`},
 		{name: "slice key not a name", q: query(minimalTemplate), es: schedule(), step: sliced(map[string]string{"Kafka Offsets": "1"}), loc: locations, want: `batch input key "Kafka Offsets"`},
 		{name: "slice on a merge", q: query(minimalTemplate), es: schedule(), step: func() Step { s := partial(0, "x"); s.Slice = map[string]string{"k": "v"}; return s }(), loc: locations, want: "a merge reads results, not a slice"},
+		{name: "input named output", q: query(minimalTemplate), es: schedule(), step: sliced(map[string]string{"output.from-tuple": "1"}), loc: locations, want: `batch input key "output.from-tuple"`},
+		{name: "input key of two dots", q: query(minimalTemplate), es: schedule(), step: sliced(map[string]string{"orders.kafka.topic": "1"}), loc: locations, want: `batch input key "orders.kafka.topic"`},
+		{name: "input key ending in a dot", q: query(minimalTemplate), es: schedule(), step: sliced(map[string]string{"orders.": "1"}), loc: locations, want: `batch input key "orders."`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			app, err := Render(tc.q, tc.es, tc.step, tc.loc)
@@ -603,6 +606,34 @@ func TestRenderSlice(t *testing.T) {
 	}
 	if got := SliceOf(plain); got != nil {
 		t.Errorf("SliceOf a batch without a slice = %v, want nil", got)
+	}
+}
+
+// A batch of a query over several inputs carries each input's keys under
+// the input's name and a dot, in every form, and SliceOf reads them back.
+func TestRenderSliceOfSeveralInputs(t *testing.T) {
+	slice := map[string]string{
+		"interval-end":      "2026-12-01T00:06:15Z",
+		"orders.from-tuple": "0", "orders.to-tuple": "25", "orders.kafka-topic": "orders",
+		"lineitem.from-tuple": "0", "lineitem.to-tuple": "75", "lineitem.input": "s3a://tpch/lineitem/",
+	}
+	app, err := Render(query(minimalTemplate), schedule(), sliced(slice), locations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(slice, SliceOf(app)); diff != "" {
+		t.Errorf("SliceOf (-want +got):\n%s", diff)
+	}
+	if got := app.GetAnnotations()["laxity.dev/orders.kafka-topic"]; got != "orders" {
+		t.Errorf("annotation laxity.dev/orders.kafka-topic = %q, want orders", got)
+	}
+	args, _, _ := unstructured.NestedStringSlice(app.Object, "spec", "arguments")
+	if !slices.Contains(args, "--laxity-lineitem.input=s3a://tpch/lineitem/") {
+		t.Errorf("arguments %q lack --laxity-lineitem.input", args)
+	}
+	conf, _, _ := unstructured.NestedStringMap(app.Object, "spec", "sparkConf")
+	if conf["spark.laxity.orders.to-tuple"] != "25" || conf["spark.laxity.interval-end"] != "2026-12-01T00:06:15Z" {
+		t.Errorf("sparkConf %v lacks the inputs' settings", conf)
 	}
 }
 
