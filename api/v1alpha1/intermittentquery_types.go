@@ -220,6 +220,7 @@ type Input struct {
 // JoinInput is one of the streams a query over several reads: an input
 // with a name.
 // +kubebuilder:validation:XValidation:rule="!has(self.stream)",message="spec.inputs[].stream: the inputs of a query over several are not shared with other queries' batches yet",fieldPath=".stream"
+// +kubebuilder:validation:XValidation:rule="!has(self.objectStore)",message="spec.inputs[].objectStore: a query over several inputs reads Kafka topics or synthetic streams; object storage cannot be cut at one instant with them yet",fieldPath=".objectStore"
 type JoinInput struct {
 	// name names the input in every step's contract: a batch passes each
 	// input's range as spark.laxity.<name>.<key> (the argument
