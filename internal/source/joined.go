@@ -155,11 +155,18 @@ func (j *Joined) beforeAll(ctx context.Context, instant time.Time) ([]int64, int
 	return counts, sum, nil
 }
 
+// sliceBudget bounds cutting one batch: the search asks every input what
+// had arrived by many instants, which must not hold a pass for long on
+// slow brokers.
+const sliceBudget = time.Minute
+
 // Slice implements Slicer: the next batch holds tuples of all the inputs
 // together, or all that have arrived by now when fewer have. It is cut at
 // the earliest instant by which that many have arrived after the previous
 // batch's cut, on every input at once.
 func (j *Joined) Slice(ctx context.Context, now time.Time, previous map[string]string, tuples int64) (map[string]string, int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, sliceBudget)
+	defer cancel()
 	from := make([]int64, len(j.inputs))
 	lo := j.start
 	if previous != nil {

@@ -13,13 +13,16 @@ import (
 // or after the window end: no batch of the window reads it. Late counts
 // them, so that they are reported rather than silently lost.
 
-// lateScanTimeout bounds one count of late records.
-const lateScanTimeout = 30 * time.Second
+// lateScanBudget bounds one count of late records: a busy topic is read
+// on over several passes rather than holding one, since the operator's
+// passes are shared by every schedule.
+const lateScanBudget = 10 * time.Second
 
 // Late implements source.LateCounter: the window's late records written
 // so far, on every partition whose window end is decided. Each call reads
 // on from where the last one stopped, up to the high watermarks of the
-// moment; a new Source (after a restart) reads them all again once.
+// moment, within lateScanBudget: what is left is read by the next call.
+// A new Source (after a restart) reads them all again.
 func (s *Source) Late(ctx context.Context) (int64, error) {
 	if s == nil {
 		return 0, errNotConstructed
@@ -48,16 +51,21 @@ func (s *Source) Late(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("kafka topic %q: creating a consumer to count late records: %w", s.topic, err)
 	}
 	defer client.Close()
-	ctx, cancel := context.WithTimeout(ctx, lateScanTimeout)
+	budget, cancel := context.WithTimeout(ctx, lateScanBudget)
 	defer cancel()
 	read := map[int32]int64{}
 	for p := range until {
 		read[p] = s.lateFromOr(p)
 	}
+	late := s.late
 	for len(until) > 0 {
-		fetches := client.PollFetches(ctx)
+		fetches := client.PollFetches(budget)
 		if err := ctx.Err(); err != nil {
 			return 0, fmt.Errorf("kafka topic %q: counting late records: %w", s.topic, err)
+		}
+		if budget.Err() != nil {
+			// Out of budget: keep what was read, go on next time.
+			break
 		}
 		var fetchErr error
 		fetches.EachError(func(_ string, _ int32, err error) { fetchErr = err })
@@ -70,7 +78,7 @@ func (s *Source) Late(ctx context.Context) (int64, error) {
 				return
 			}
 			if milli := r.Timestamp.UnixMilli(); milli >= s.startMilli && milli < s.endMilli {
-				s.late++
+				late++
 			}
 			read[r.Partition] = r.Offset + 1
 			if r.Offset+1 >= stop {
@@ -88,6 +96,7 @@ func (s *Source) Late(ctx context.Context) (int64, error) {
 	for p, at := range read {
 		s.lateFrom[p] = at
 	}
+	s.late = late
 	return s.late, nil
 }
 
