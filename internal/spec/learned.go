@@ -3,6 +3,7 @@ package spec
 import (
 	"cmp"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -216,9 +217,16 @@ func AsRecorded(l learn.Learned) learn.Learned {
 }
 
 // PriceWith makes pq plan with what was learned of it: l's model and
-// margins.
+// margins. A query over several inputs then prices no late share on top:
+// the model is fitted to what its batches took, late tuples and all.
 func PriceWith(pq *planner.Query, l learn.Learned) {
 	pq.Cost, pq.Margin, pq.TailMargin = l.Model, l.Margin, l.TailMargin
+	if len(pq.Inputs) > 0 {
+		pq.Inputs = slices.Clone(pq.Inputs)
+		for i := range pq.Inputs {
+			pq.Inputs[i].LateFraction = 0
+		}
+	}
 }
 
 // WithLearned makes pq, the planner's form of q, plan with what was learned

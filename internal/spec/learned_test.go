@@ -10,6 +10,7 @@ import (
 	laxityv1alpha1 "github.com/laxity-dev/laxity/api/v1alpha1"
 	"github.com/laxity-dev/laxity/internal/costmodel"
 	"github.com/laxity-dev/laxity/internal/learn"
+	"github.com/laxity-dev/laxity/internal/planner"
 	"github.com/laxity-dev/laxity/test/builder"
 )
 
@@ -246,5 +247,25 @@ func TestAsRecorded(t *testing.T) {
 	WithLearned(es, &q, &pq)
 	if pq.Cost != model || pq.Margin != margin {
 		t.Errorf("the operator plans with %+v and %v, the offline run with %+v and %v", pq.Cost, pq.Margin, model, margin)
+	}
+}
+
+// A join priced with what was learned of it adds no late share on top of
+// the fitted model, and the query it was made from keeps its own.
+func TestPriceWithDropsTheLateShareOfAJoin(t *testing.T) {
+	inputs := []planner.Input{{Name: "orders", LateFraction: 0.05}, {Name: "lineitem", LateFraction: 0.1}}
+	pq := planner.Query{Name: "q12", Inputs: inputs}
+	fitted := costmodel.Model{Batch: costmodel.Linear{Overhead: 11, Parallel: 2e-5}}
+	PriceWith(&pq, learn.Learned{Model: fitted, Margin: 0.1})
+	if pq.Cost != fitted || pq.Margin != 0.1 {
+		t.Errorf("priced with %+v, margin %g; want the fitted model and margin 0.1", pq.Cost, pq.Margin)
+	}
+	for _, in := range pq.Inputs {
+		if in.LateFraction != 0 {
+			t.Errorf("input %s keeps a late share of %g on top of the fitted model", in.Name, in.LateFraction)
+		}
+	}
+	if inputs[0].LateFraction != 0.05 || inputs[1].LateFraction != 0.1 {
+		t.Errorf("the declared inputs changed: %+v", inputs)
 	}
 }
