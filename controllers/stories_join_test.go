@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -235,5 +236,54 @@ var _ = Describe("A query joining two Kafka topics", concurrent, Ordered, func()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(conf).To(HaveKeyWithValue("spark.laxity.orders.kafka-ending-offsets", annotations["laxity.dev/orders.kafka-ending-offsets"]))
 		Expect(slices.ContainsFunc(args, func(a string) bool { return a == "--laxity-input=" })).To(BeFalse(), "a join has no one input location")
+	})
+})
+
+// A user story: a query joins two synthetic streams, orders at 10 tuples a
+// second and lineitem at 40, beside a query over one. The source tells when
+// a batch's tuples will be there, so the schedule wakes for it instead of
+// polling; every batch holds each stream's tuples up to its cut.
+var _ = Describe("A query joining two synthetic streams", concurrent, Ordered, func() {
+	var w *world
+	const lead = 2 * time.Minute
+	BeforeAll(func(ctx SpecContext) {
+		w = newWorld(ctx, "join-synthetic", lead)
+		w.schedule = builder.Schedule(w.ns, "pool").Sizes(2, 4, 8).LeadTime(lead).SmallBatches().Obj()
+		join := builder.Query(w.ns, "q4").Inputs(builder.JoinInput("orders", "10"), builder.JoinInput("lineitem", "40")).Slack(2 * time.Minute).Obj()
+		w.create(ctx, w.schedule, join, builder.Query(w.ns, "plain").Rate("30").Slack(3*time.Minute).Obj())
+		w.run(ctx, 30*time.Minute)
+		w.report(ctx)
+	})
+
+	It("runs both to completion before their deadlines", func(ctx SpecContext) {
+		w.finishedInTime(ctx, "q4")
+		w.finishedInTime(ctx, "plain")
+	})
+
+	It("cuts every batch of the join on both streams at one instant, reading each tuple once", func(ctx SpecContext) {
+		apps := sparkapp.NewList()
+		Expect(k8sClient.List(ctx, apps, client.InNamespace(w.ns), client.MatchingLabels{LabelStep: string(planner.StepBatch), LabelQuery: "q4"})).To(Succeed())
+		cuts := map[int]map[string]string{}
+		for i := range apps.Items {
+			_, step, err := sparkapp.StepOf(&apps.Items[i])
+			Expect(err).NotTo(HaveOccurred())
+			cuts[step.Index] = step.Slice
+		}
+		Expect(len(cuts)).To(BeNumerically(">", 1))
+		rates := map[string]float64{"orders": 10, "lineitem": 40}
+		next := map[string]int64{}
+		for i := range len(cuts) {
+			Expect(cuts).To(HaveKey(i))
+			cut, err := time.Parse(time.RFC3339Nano, cuts[i][source.SliceIntervalEnd])
+			Expect(err).NotTo(HaveOccurred())
+			for name, rate := range rates {
+				from, to := cuts[i][name+".from-tuple"], cuts[i][name+".to-tuple"]
+				Expect(from).To(Equal(strconv.FormatInt(next[name], 10)), "batch %d starts %s where batch %d ended", i, name, i-1)
+				held := int64(rate * cut.Sub(windowStart).Seconds())
+				Expect(to).To(Equal(strconv.FormatInt(held, 10)), "batch %d holds %s's tuples up to its cut %s", i, name, cut)
+				next[name] = held
+			}
+		}
+		Expect(next).To(Equal(map[string]int64{"orders": 6000, "lineitem": 24000}), "the batches end where the ten-minute window does")
 	})
 })
