@@ -63,6 +63,31 @@ func (c Compression) Summary(lastDeadline time.Time) string {
 		c.Duration(span).Round(time.Second), c.To.Format(time.TimeOnly), c.Instant(lastDeadline).Format(time.TimeOnly))
 }
 
+// input compresses one input of a query, declared at field: its arrival
+// rates and rate-profile offsets, its lateness and settle time.
+func (c Compression) input(name, field string, in *laxityv1alpha1.Input) error {
+	var err error
+	if in.RatePerSecond != "" {
+		if in.RatePerSecond, err = c.scale(name, field+".ratePerSecond", in.RatePerSecond, c.Factor); err != nil {
+			return err
+		}
+	}
+	for profileField, profile := range map[string][]laxityv1alpha1.RateSegment{field + ".profile": in.Profile, field + ".actualProfile": in.ActualProfile} {
+		for i := range profile {
+			seg := &profile[i]
+			seg.After = *c.metaDuration(seg.After.Duration)
+			if seg.RatePerSecond, err = c.scale(name, fmt.Sprintf("%s[%d].ratePerSecond", profileField, i), seg.RatePerSecond, c.Factor); err != nil {
+				return err
+			}
+		}
+	}
+	in.AllowedLateness = *c.metaDuration(in.AllowedLateness.Duration)
+	if in.ObjectStore != nil {
+		in.ObjectStore.Settle = *c.metaDuration(orDefault(in.ObjectStore.Settle.Duration, spec.DefaultObjectStoreSettle))
+	}
+	return nil
+}
+
 // WorkloadSeconds is a wall-clock span in seconds as workload time.
 func (c Compression) WorkloadSeconds(wall float64) float64 { return wall * c.Factor }
 
@@ -113,27 +138,16 @@ func (c Compression) Query(q *laxityv1alpha1.IntermittentQuery) error {
 	s.Window.End = metav1.NewTime(end)
 	s.Deadline = metav1.NewTime(deadline)
 
-	in := &s.Input
-	var err error
-	if in.RatePerSecond != "" {
-		if in.RatePerSecond, err = c.scale(name, "spec.input.ratePerSecond", in.RatePerSecond, c.Factor); err != nil {
+	if err := c.input(name, "spec.input", &s.Input); err != nil {
+		return err
+	}
+	for i := range s.Inputs {
+		if err := c.input(name, fmt.Sprintf("spec.inputs[%d]", i), &s.Inputs[i].Input); err != nil {
 			return err
 		}
 	}
-	for field, profile := range map[string][]laxityv1alpha1.RateSegment{"spec.input.profile": in.Profile, "spec.input.actualProfile": in.ActualProfile} {
-		for i := range profile {
-			seg := &profile[i]
-			seg.After = *c.metaDuration(seg.After.Duration)
-			if seg.RatePerSecond, err = c.scale(name, fmt.Sprintf("%s[%d].ratePerSecond", field, i), seg.RatePerSecond, c.Factor); err != nil {
-				return err
-			}
-		}
-	}
-	in.AllowedLateness = *c.metaDuration(in.AllowedLateness.Duration)
-	if in.ObjectStore != nil {
-		in.ObjectStore.Settle = *c.metaDuration(orDefault(in.ObjectStore.Settle.Duration, spec.DefaultObjectStoreSettle))
-	}
 
+	var err error
 	b := &s.CostModel.Batch
 	shorter := 1 / c.Factor
 	for field, v := range map[string]*string{

@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,37 @@ func TestCompressQuery(t *testing.T) {
 					t.Errorf("rate %s over %v", q.Spec.Input.RatePerSecond, q.Spec.Window.End.Sub(q.Spec.Window.Start.Time))
 				}
 			},
+		},
+		{
+			name: "a join: every input's rate, offsets and lateness", factor: 10,
+			change: func(q *laxityv1alpha1.IntermittentQuery) {
+				lineitem := laxityv1alpha1.JoinInput{Name: "lineitem", Input: q.Spec.Input}
+				q.Spec.Input = laxityv1alpha1.Input{}
+				q.Spec.Inputs = []laxityv1alpha1.JoinInput{
+					{Name: "orders", Input: laxityv1alpha1.Input{RatePerSecond: "1900", AllowedLateness: metav1.Duration{Duration: time.Minute}}},
+					lineitem,
+				}
+			},
+			check: func(t *testing.T, q *laxityv1alpha1.IntermittentQuery) {
+				orders, lineitem := q.Spec.Inputs[0].Input, q.Spec.Inputs[1].Input
+				if orders.RatePerSecond != "19000" || orders.AllowedLateness.Duration != 6*time.Second {
+					t.Errorf("orders %+v", orders)
+				}
+				if p := lineitem.Profile; p[1].After.Duration != 2*time.Minute || p[1].RatePerSecond != "120000" {
+					t.Errorf("lineitem's profile %+v", p)
+				}
+				if !reflect.ValueOf(q.Spec.Input).IsZero() {
+					t.Errorf("the query gained an input of one: %+v", q.Spec.Input)
+				}
+			},
+		},
+		{
+			name: "an input's rate beyond the API's", factor: 10,
+			change: func(q *laxityv1alpha1.IntermittentQuery) {
+				q.Spec.Inputs = []laxityv1alpha1.JoinInput{{Name: "orders", Input: laxityv1alpha1.Input{RatePerSecond: "1e12"}}, {Name: "lineitem", Input: q.Spec.Input}}
+				q.Spec.Input = laxityv1alpha1.Input{}
+			},
+			err: "spec.inputs[0].ratePerSecond: 1e12 compressed 10 times",
 		},
 		{
 			name: "a deadline too close to the window's end", factor: 20,
