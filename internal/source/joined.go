@@ -69,16 +69,28 @@ type Joined struct {
 }
 
 // JoinedClock is a Joined source whose inputs all arrive by the clock: it
-// can also say when a count will have arrived.
+// can also say when a count will have arrived, and none of its tuples is
+// ever late.
 type JoinedClock struct {
-	*Joined
+	joined    *Joined
 	synthetic []*Synthetic
 }
 
+// Arrived implements Source, as Joined's.
+func (j *JoinedClock) Arrived(ctx context.Context, now time.Time) (int64, error) {
+	return j.joined.Arrived(ctx, now)
+}
+
+// Slice implements Slicer, as Joined's.
+func (j *JoinedClock) Slice(ctx context.Context, now time.Time, previous map[string]string, tuples int64) (map[string]string, int64, error) {
+	return j.joined.Slice(ctx, now, previous, tuples)
+}
+
 var (
-	_ Slicer     = (*Joined)(nil)
-	_ Forecaster = (*JoinedClock)(nil)
-	_ Slicer     = (*JoinedClock)(nil)
+	_ LateCounter = (*Joined)(nil)
+	_ Slicer      = (*Joined)(nil)
+	_ Forecaster  = (*JoinedClock)(nil)
+	_ Slicer      = (*JoinedClock)(nil)
 )
 
 // NewJoined is the source of a query over inputs, whose window is [start,
@@ -106,7 +118,7 @@ func NewJoined(start, end time.Time, inputs []JoinedInput) (Slicer, error) {
 		}
 	}
 	if len(synthetic) == len(inputs) {
-		return &JoinedClock{Joined: j, synthetic: synthetic}, nil
+		return &JoinedClock{joined: j, synthetic: synthetic}, nil
 	}
 	return j, nil
 }
@@ -272,7 +284,7 @@ func prefixed(slice map[string]string, name string) map[string]string {
 // all the inputs together have arrived.
 func (j *JoinedClock) ArrivalOf(tuples int64) (time.Time, bool) {
 	var total int64
-	hi := j.start
+	hi := j.joined.start
 	for _, s := range j.synthetic {
 		total += s.Total()
 		if t, ok := s.ArrivalOf(s.Total()); ok && t.After(hi) {
@@ -290,7 +302,7 @@ func (j *JoinedClock) ArrivalOf(tuples int64) (time.Time, bool) {
 		}
 		return n
 	}
-	lo := j.start
+	lo := j.joined.start
 	if arrived(lo) >= tuples {
 		return lo, true
 	}

@@ -45,6 +45,9 @@ func TestJoinedSliceCutsEveryInputAtOneInstant(t *testing.T) {
 	if _, clocked := j.(Forecaster); !clocked {
 		t.Fatal("inputs that all arrive by the clock make a source that forecasts")
 	}
+	if _, late := j.(LateCounter); late {
+		t.Fatal("inputs that all arrive by the clock have no late tuples to count")
+	}
 
 	if n, err := j.Arrived(ctx, at(10*time.Second)); err != nil || n != 400 {
 		t.Fatalf("Arrived at 10s = %d, %v; want 100 + 300", n, err)
