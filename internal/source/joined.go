@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -200,10 +201,16 @@ func (j *Joined) Slice(ctx context.Context, now time.Time, previous map[string]s
 		}
 	}
 	var already int64
-	for _, n := range from {
+	for i, n := range from {
+		if n > math.MaxInt64-already {
+			return nil, 0, fmt.Errorf("previous batch's %s.%s: the inputs' tuple counts add up past what a count holds", j.inputs[i].Name, SliceToTuple)
+		}
 		already += n
 	}
-	want := already + tuples
+	want := int64(math.MaxInt64)
+	if tuples < want-already {
+		want = already + tuples
+	}
 	hi := now
 	if j.end.Before(hi) {
 		hi = j.end
