@@ -324,9 +324,16 @@ func (j *JoinedClock) ArrivalOf(tuples int64) (time.Time, bool) {
 	return hi, true
 }
 
+// lateBudget bounds one count of a join's late tuples over all its
+// inputs, as one input's count is bounded: a query of many topics gets no
+// more of the shared passes than a query of one.
+const lateBudget = 10 * time.Second
+
 // Late implements LateCounter: the late tuples of the inputs that can have
-// them, together.
+// them, together, counted within lateBudget.
 func (j *Joined) Late(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, lateBudget)
+	defer cancel()
 	var sum int64
 	for _, in := range j.inputs {
 		if c, ok := in.Source.(LateCounter); ok {

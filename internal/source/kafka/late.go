@@ -21,18 +21,23 @@ const lateScanBudget = 10 * time.Second
 // Late implements source.LateCounter: the window's late records written
 // so far, on every partition whose window end is decided. Each call reads
 // on from where the last one stopped, up to the high watermarks of the
-// moment, within lateScanBudget: what is left is read by the next call.
+// moment, within lateScanBudget or ctx's deadline if sooner: what is left
+// is read by the next call.
 // A new Source (after a restart) reads them all again.
 func (s *Source) Late(ctx context.Context) (int64, error) {
 	if s == nil {
 		return 0, errNotConstructed
 	}
 	latest, err := s.list(ctx, "end offsets", s.admin.ListEndOffsets)
-	if err != nil {
-		return 0, err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// The caller's budget is spent: what was counted stands.
+		return s.late, nil
+	case err != nil:
+		return 0, err
+	}
 	from := map[int32]kgo.Offset{}
 	until := map[int32]int64{}
 	for p, listed := range latest {
@@ -60,11 +65,9 @@ func (s *Source) Late(ctx context.Context) (int64, error) {
 	late := s.late
 	for len(until) > 0 {
 		fetches := client.PollFetches(budget)
-		if err := ctx.Err(); err != nil {
-			return 0, fmt.Errorf("kafka topic %q: counting late records: %w", s.topic, err)
-		}
 		if budget.Err() != nil {
-			// Out of budget: keep what was read, go on next time.
+			// Out of budget, this one or the caller's: keep what was
+			// read, go on next time.
 			break
 		}
 		var fetchErr error

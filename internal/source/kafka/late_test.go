@@ -43,12 +43,22 @@ func TestLateCountsWindowRecordsWrittenAfterTheWindowEnd(t *testing.T) {
 	if late, err = src.Late(ctx); err != nil || late != 4 {
 		t.Fatalf("Late after more records = %d, %v; want 4", late, err)
 	}
+	// Out of budget before it starts, a count keeps what was counted.
+	spent, cancel := context.WithDeadline(ctx, time.Unix(0, 0))
+	defer cancel()
+	produce(t, brokers, []record{{1, 20 * time.Minute}})
+	if late, err = src.Late(spent); err != nil || late != 4 {
+		t.Fatalf("Late out of budget = %d, %v; want the 4 counted before", late, err)
+	}
+	if late, err = src.Late(ctx); err != nil || late != 5 {
+		t.Fatalf("Late after the budget = %d, %v; want 5", late, err)
+	}
 	// A new source (an operator restarted) counts the same.
 	again := newSource(t, Config{Brokers: brokers, Topic: testTopic})
 	if _, err := again.Arrived(ctx, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	if late, err := again.Late(ctx); err != nil || late != 4 {
-		t.Fatalf("Late on a new source = %d, %v; want 4", late, err)
+	if late, err := again.Late(ctx); err != nil || late != 5 {
+		t.Fatalf("Late on a new source = %d, %v; want 5", late, err)
 	}
 }
