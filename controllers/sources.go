@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -75,10 +74,11 @@ type openSource struct {
 // For is the source of q's tuples. Errors name the field.
 func (s *Sources) For(ctx context.Context, q *laxityv1alpha1.IntermittentQuery) (source.Source, error) {
 	inputs := spec.Inputs(q)
-	secrets := make([]map[string][]byte, len(inputs))
+	// secrets are the data of each input's Secret, by the input's field.
+	secrets := map[string]map[string][]byte{}
 	var versions []string
 	external := false
-	for i, in := range inputs {
+	for _, in := range inputs {
 		field, ref := remoteField(in)
 		if field == "" {
 			continue
@@ -94,7 +94,7 @@ func (s *Sources) For(ctx context.Context, q *laxityv1alpha1.IntermittentQuery) 
 		if err := s.Reader.Get(ctx, client.ObjectKey{Namespace: q.Namespace, Name: ref.Name}, &secret); err != nil {
 			return nil, fmt.Errorf("%s.secretRef: Secret %s: %w", field, ref.Name, err)
 		}
-		secrets[i] = secret.Data
+		secrets[in.Field] = secret.Data
 		versions = append(versions, ref.Name+"="+secret.ResourceVersion)
 	}
 	if !external {
@@ -115,18 +115,17 @@ func (s *Sources) For(ctx context.Context, q *laxityv1alpha1.IntermittentQuery) 
 		}
 	}
 	open := func(in spec.FieldInput) (source.Source, error) {
-		i := slices.IndexFunc(inputs, func(o spec.FieldInput) bool { return o.Field == in.Field })
 		field, ref := remoteField(in)
 		var src source.Source
 		var err error
 		switch {
 		case in.Kafka != nil:
 			var closer func()
-			if src, closer, err = openKafka(q, in.Kafka, secrets[i]); err == nil {
+			if src, closer, err = openKafka(q, in.Kafka, secrets[in.Field]); err == nil {
 				closers = append(closers, closer)
 			}
 		case in.ObjectStore != nil:
-			src, err = openObjectStore(q, in.ObjectStore, secrets[i], ref != nil)
+			src, err = openObjectStore(q, in.ObjectStore, secrets[in.Field], ref != nil)
 		default:
 			return source.FromInput(in.Field, q.Spec.Window, in.Input, in.ActualProfile)
 		}

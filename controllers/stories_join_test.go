@@ -108,22 +108,10 @@ var _ = Describe("A query joining two Kafka topics", concurrent, Ordered, func()
 		w.create(ctx, w.schedule, q)
 		write(ctx, windowStart.Add(-time.Minute), windowStart)
 
-		restart := windowStart.Add(5 * time.Minute)
-		w.at(restart)
-		last := windowStart
-		w.runFeeding(ctx, 30*time.Minute, func(ctx context.Context, t time.Time) {
-			if t.After(last) {
-				write(ctx, last, t)
-				last = t
-			}
+		w.runProducing(ctx, q, windowStart.Add(5*time.Minute), write, func(ctx context.Context, _ time.Time) {
 			if stored, err := loadPlan(ctx, k8sClient, w.schedule); err == nil && stored != nil && !slices.Contains(origins, stored.doc.Origin) {
 				origins, reasons = append(origins, stored.doc.Origin), append(reasons, stored.reason)
 				factors = append(factors, stored.doc.MaxSupportedRateFactor)
-			}
-			if t.Equal(restart) {
-				w.es.Sources.Forget(client.ObjectKeyFromObject(q))
-				fresh := &Sources{}
-				w.es.Sources, w.iq.Sources = fresh, fresh
 			}
 		})
 		w.report(ctx)

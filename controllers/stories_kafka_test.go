@@ -74,20 +74,7 @@ var _ = Describe("A query reading a Kafka topic", concurrent, Ordered, func() {
 		w.create(ctx, w.schedule, q)
 		write(ctx, windowStart.Add(-time.Minute), windowStart)
 
-		restart := windowStart.Add(5 * time.Minute)
-		w.at(restart)
-		last := windowStart
-		w.runFeeding(ctx, 30*time.Minute, func(ctx context.Context, t time.Time) {
-			if t.After(last) {
-				write(ctx, last, t)
-				last = t
-			}
-			if t.Equal(restart) {
-				w.es.Sources.Forget(client.ObjectKeyFromObject(q))
-				fresh := &Sources{}
-				w.es.Sources, w.iq.Sources = fresh, fresh
-			}
-		})
+		w.runProducing(ctx, q, windowStart.Add(5*time.Minute), write, nil)
 		w.report(ctx)
 	})
 
@@ -205,3 +192,26 @@ var _ = Describe("A Kafka query whose Secret is missing", concurrent, Ordered, f
 		}
 	})
 })
+
+// runProducing runs the world for 30 minutes from the window's start,
+// writing the records of each step's span with write and calling each, if
+// set, at every step; at restart the operator restarts with nothing but
+// what the brokers hold: q's sources are forgotten.
+func (w *world) runProducing(ctx context.Context, q *laxityv1alpha1.IntermittentQuery, restart time.Time, write func(ctx context.Context, from, to time.Time), each func(ctx context.Context, t time.Time)) {
+	w.at(restart)
+	last := windowStart
+	w.runFeeding(ctx, 30*time.Minute, func(ctx context.Context, t time.Time) {
+		if t.After(last) {
+			write(ctx, last, t)
+			last = t
+		}
+		if each != nil {
+			each(ctx, t)
+		}
+		if t.Equal(restart) {
+			w.es.Sources.Forget(client.ObjectKeyFromObject(q))
+			fresh := &Sources{}
+			w.es.Sources, w.iq.Sources = fresh, fresh
+		}
+	})
+}
