@@ -125,9 +125,10 @@ test-e2e: envtest ## Run only the e2e suite: the built laxity binary against a l
 		go test $(GO_TEST_FLAGS) -tags e2e ./test/e2e/... $(GINKGO_TEST_FLAGS)
 
 .PHONY: bench
-bench: ## Run the planner benchmarks (the 13-query sample at 1x, 2x, 4x rate, and at 4x in arrival units of 950 and 1,900 tuples; 1,000 to 10,000 generated queries; day and week windows; the peak heap of 30-day windows; the work-bound check on a year), the baseline comparison and the whole laxity plan process on the sample at 4x, also in those finer units and, in units of 950, with steps side by side.
+bench: ## Run the planner benchmarks (the 13-query sample at 1x, 2x, 4x rate, and at 4x in arrival units of 950 and 1,900 tuples; 1,000 to 10,000 generated queries; day and week windows; the peak heap of 30-day windows; the work-bound check on a year; the sample at 4x in units of 950 with every query a join of two inputs), the baseline comparison, the whole laxity plan process on the sample at 4x, also in those finer units and, in units of 950, with steps side by side, and cutting a day of a join into 500 batches.
 	go test -run '^$$' -bench . -benchmem -cpu 1 -timeout 30m ./internal/planner/...
 	go test -run '^$$' -bench 'CompareTPCH|PlanProcess' -benchmem -cpu 1 ./internal/cli/...
+	go test -run '^$$' -bench 'JoinedSlice' -benchmem -cpu 1 ./internal/source/
 
 ##@ Build
 

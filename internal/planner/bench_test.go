@@ -214,3 +214,21 @@ func BenchmarkSearchTPCH4xFineShapes(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSearchTPCH4xFineJoins is BenchmarkSearchTPCH4xFine with every
+// query a join of two inputs, orders at a fifth of its rate and lineitem at
+// the rest, 5% of lineitem late: planning a join costs what planning one
+// stream does, plus the ranges of every step per input.
+func BenchmarkSearchTPCH4xFineJoins(b *testing.B) {
+	w := tpch4xFineWorkload(b, 950)
+	for i := range w.Queries {
+		q := &w.Queries[i]
+		rate := q.Rates[0].TuplesPerSecond
+		q.Inputs = []Input{
+			{Name: "orders", Rates: []RateSegment{{TuplesPerSecond: rate / 5}}},
+			{Name: "lineitem", Rates: []RateSegment{{TuplesPerSecond: rate * 4 / 5}}, LateFraction: 0.05},
+		}
+		q.Rates = nil
+	}
+	benchmarkPlan(b, w)
+}
